@@ -1,0 +1,38 @@
+"""Errors a user can act on, and the translation of everything else into a plain message."""
+from __future__ import annotations
+
+
+class StudioError(Exception):
+    """An error whose message tells the user what is wrong and what to do."""
+
+
+class ConfigError(StudioError, ValueError):
+    pass
+
+
+class ModelLoadError(StudioError):
+    pass
+
+
+class DataError(StudioError, ValueError):
+    pass
+
+
+class DivergedError(StudioError):
+    pass
+
+
+OOM_HINT = (
+    "Out of memory. Lower the batch size (per_device_train_batch_size) and raise gradient_accumulation_steps, "
+    "shorten max_length / max_completion_length, or load the model in 4-bit."
+)
+
+
+def explain(exc: BaseException) -> str:
+    """One message for the page: what happened and what to change."""
+    if isinstance(exc, StudioError):
+        return str(exc)
+    text = str(exc)
+    if isinstance(exc, MemoryError) or "out of memory" in text.lower() or type(exc).__name__ == "OutOfMemoryError":
+        return f"{OOM_HINT} ({type(exc).__name__}: {text[:200]})"
+    return f"{type(exc).__name__}: {text[:500]} (the run's log.txt has the details)"

@@ -1,0 +1,241 @@
+"""Run one training job at a time in a background thread; record its state in the workspace.
+
+A job is a function `fn(config, ctx) -> str | None` (the returned text is its final message).
+Its run folder holds config.yaml, status.json, metrics.jsonl and log.txt; the runs table
+mirrors status.json for listing. States:
+  queued -> running -> completed | stopped | failed
+  running/queued in a process that died -> interrupted (found at the next start)
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import queue
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from ..errors import explain
+from ..workspace import Workspace
+
+STATES = ("queued", "running", "completed", "stopped", "failed", "interrupted")
+ACTIVE = ("queued", "running")
+FEED_LIMIT = 20000  # in-memory metric records kept per run (the file keeps all)
+
+
+@dataclass
+class RunContext:
+    """What a job function gets: where to write, how to report, whether to stop."""
+
+    ws: Workspace
+    run_id: str
+    dir: Path
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    feed: list[dict] = field(default_factory=list)
+    progress: dict = field(default_factory=dict)
+
+    def should_stop(self) -> bool:
+        return self.stop_event.is_set()
+
+    def log(self, msg: str) -> None:
+        with open(self.dir / "log.txt", "a") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
+
+    def metric(self, record: dict) -> None:
+        record = {"time": round(time.time(), 3), **record}
+        with open(self.dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(record) + "\n")
+        self.feed.append(record)
+        del self.feed[:-FEED_LIMIT]
+
+    def set_progress(self, done: int, total: int, what: str = "step") -> None:
+        start = self.progress.get("started") or time.time()
+        rate = done / max(time.time() - start, 1e-9)
+        eta = (total - done) / rate if rate > 0 and total else None
+        self.progress.update(done=done, total=total, what=what, started=start, eta_s=eta)
+
+
+def write_status(run_dir: Path, status: dict) -> None:
+    tmp = run_dir / "status.json.tmp"
+    tmp.write_text(json.dumps(status, indent=1))
+    os.replace(tmp, run_dir / "status.json")  # atomic: a reader never sees half a file
+
+
+def read_status(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    out = []
+    try:
+        with open(run_dir / "metrics.jsonl") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:  # a line cut by a crash
+                    pass
+    except OSError:
+        pass
+    return out
+
+
+def _pid_alive(pid: int | None, since: float | None) -> bool:
+    if not pid:
+        return False
+    try:
+        import psutil
+
+        p = psutil.Process(pid)
+        return p.create_time() <= (since or time.time()) + 1  # a reused pid started later
+    except Exception:
+        return False
+
+
+def mark_interrupted(ws: Workspace) -> list[str]:
+    """Runs left queued/running by a process that is gone become 'interrupted'."""
+    found = []
+    for r in ws.runs():
+        if r["status"] in ACTIVE and not _pid_alive(r["pid"], r["started"] or r["created"]):
+            msg = "The app stopped while this run was active. Resume it from its last checkpoint."
+            ws.upsert_run(r["id"], status="interrupted", message=msg, ended=time.time())
+            d = ws.run_dir(r["id"])
+            write_status(d, {**read_status(d), "status": "interrupted", "message": msg})
+            found.append(r["id"])
+    return found
+
+
+def config_dict(config: Any) -> dict:
+    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
+
+
+class _ThreadLogHandler(logging.Handler):
+    """Copies library log records from the job's thread into log.txt."""
+
+    def __init__(self, path: Path, thread_id: int):
+        super().__init__(logging.INFO)
+        self.path, self.thread_id = path, thread_id
+        self.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s", "%H:%M:%S"))
+
+    def emit(self, record):
+        if record.thread == self.thread_id:
+            with open(self.path, "a") as f:
+                f.write(self.format(record) + "\n")
+
+
+def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable) -> str:
+    """Run `fn` now, in this thread, recording state; returns the final status. Never raises."""
+    d = ctx.dir
+    started = time.time()
+    status = {"id": ctx.run_id, "kind": kind, "status": "running", "started": started, "pid": os.getpid(), "message": ""}
+    write_status(d, status)
+    ws.upsert_run(ctx.run_id, status="running", started=started, pid=os.getpid())
+    handler = _ThreadLogHandler(d / "log.txt", threading.get_ident())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    ctx.progress["started"] = started
+    try:
+        ctx.log(f"{kind} run {ctx.run_id} started")
+        message = fn(config, ctx) or ""
+        final = "stopped" if ctx.should_stop() else "completed"
+    except BaseException as exc:  # noqa: BLE001 — a job must never take the app down
+        final, message = "failed", explain(exc)
+        ctx.log("FAILED: " + message + "\n" + traceback.format_exc())
+    finally:
+        root.removeHandler(handler)
+    ended = time.time()
+    ctx.log(f"{final}: {message}")
+    write_status(d, {**status, "status": final, "ended": ended, "message": message})
+    ws.upsert_run(ctx.run_id, status=final, ended=ended, message=message)
+    return final
+
+
+class JobRunner:
+    """One worker thread; jobs submitted while another runs wait in a queue (status 'queued')."""
+
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.contexts: dict[str, RunContext] = {}
+        self._queue: queue.Queue = queue.Queue()
+        self._current: str | None = None
+        self._lock = threading.Lock()
+        mark_interrupted(ws)
+        threading.Thread(target=self._work, name="rloo-studio-jobs", daemon=True).start()
+
+    def submit(self, kind: str, config: Any, fn: Callable, name: str | None = None, run_id: str | None = None) -> str:
+        """Queue a job; returns its run id at once. `run_id` resumes into an existing run folder."""
+        rid = run_id or self.ws.new_run_id(kind)
+        d = self.ws.run_dir(rid)
+        d.mkdir(parents=True, exist_ok=True)
+        cfg = config_dict(config)
+        (d / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+        ctx = RunContext(self.ws, rid, d)
+        if run_id:  # a resumed run keeps its earlier curves
+            ctx.feed.extend(read_metrics(d))
+        with self._lock:
+            self.contexts[rid] = ctx
+        write_status(d, {"id": rid, "kind": kind, "status": "queued", "message": ""})
+        self.ws.upsert_run(rid, kind=kind, name=name or rid, status="queued", config=cfg, pid=os.getpid(),
+                           message="", ended=None)
+        self._queue.put((rid, kind, config, fn))
+        return rid
+
+    def stop(self, run_id: str) -> bool:
+        """Ask a queued or running job to stop; a running one saves its adapter first."""
+        ctx = self.contexts.get(run_id)
+        if ctx is None:
+            return False
+        ctx.stop_event.set()
+        return True
+
+    @property
+    def current(self) -> str | None:
+        return self._current
+
+    def busy(self) -> bool:
+        return self._current is not None or not self._queue.empty()
+
+    def feed(self, run_id: str) -> list[dict]:
+        """Metric records so far: from memory for this process's runs, else from metrics.jsonl."""
+        ctx = self.contexts.get(run_id)
+        return list(ctx.feed) if ctx else read_metrics(self.ws.run_dir(run_id))
+
+    def status(self, run_id: str) -> dict:
+        st = read_status(self.ws.run_dir(run_id)) or (self.ws.run(run_id) or {})
+        ctx = self.contexts.get(run_id)
+        if ctx and ctx.progress:
+            st = {**st, "progress": {k: v for k, v in ctx.progress.items() if k != "started"}}
+        return st
+
+    def wait(self, run_id: str, timeout: float | None = None) -> str:
+        """Block until the run has ended; returns its status (for the CLI and tests)."""
+        end = time.time() + (timeout or 1e9)
+        while time.time() < end:
+            s = self.status(run_id).get("status")
+            if s not in ACTIVE:
+                return s
+            time.sleep(0.1)
+        raise TimeoutError(run_id)
+
+    def _work(self) -> None:
+        while True:
+            rid, kind, config, fn = self._queue.get()
+            ctx = self.contexts[rid]
+            if ctx.should_stop():  # stopped while queued: never started
+                write_status(ctx.dir, {"id": rid, "kind": kind, "status": "stopped", "message": "stopped before it started"})
+                self.ws.upsert_run(rid, status="stopped", message="stopped before it started", ended=time.time())
+                continue
+            self._current = rid
+            try:
+                execute(self.ws, ctx, kind, config, fn)
+            finally:
+                self._current = None
