@@ -26,6 +26,7 @@ from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from rloo_studio import demo  # noqa: E402
+from rloo_studio.evaluate import score_samples  # noqa: E402
 from rloo_studio.sampling import sample  # noqa: E402
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -73,14 +74,7 @@ def encode_example(tok, prompt: str, response: str) -> tuple[list[int], list[int
 
 def evaluate(model, tok, problems: list[dict], seed: int, max_new_tokens: int = 64) -> dict:
     outs = sample(model, tok, [p["prompt"] for p in problems], n=1, max_new_tokens=max_new_tokens, seed=seed)
-    grades = [demo.grade(o.text, p["answer"], o.stopped) for o, p in zip(outs, problems)]
-    n = len(grades)
-    return {
-        "n": n,
-        "format_rate": sum(g["formatted"] for g in grades) / n,
-        "accuracy": sum(g["correct"] for g in grades) / n,
-        "thinking_rate": sum(g["thinking"] for g in grades) / n,
-    }
+    return score_samples(outs, problems)
 
 
 def main() -> None:

@@ -1,0 +1,34 @@
+# Two commands on a fresh machine (Python 3.11 + the package registries):
+#   make run    set up .venv and start the app on http://127.0.0.1:7860 with the demo workspace
+#   make test   set up .venv (+ Debian's chromium for browser tests) and run every test
+# Both are idempotent: a second run skips what is done.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test setup chromium demo-model bench
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt requirements-test.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-test.txt \
+		> $(VENV)/pip.log 2>&1 || { grep -v "^WARNING: Location" $(VENV)/pip.log; exit 1; }
+	$(PY) -m pip check
+	touch $(STAMP)
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
+		else echo "Browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+
+run: $(STAMP)
+	$(PY) app.py
+
+test: $(STAMP) chromium
+	$(PY) -m pytest -q tests
+
+# Rebuild the bundled demo model and data from scratch (about 5 minutes on 2 cores).
+demo-model: $(STAMP)
+	$(PY) scripts/build_demo.py

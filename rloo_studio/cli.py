@@ -1,0 +1,124 @@
+"""Headless commands: the same core functions the UI calls.
+
+    python -m rloo_studio serve       [--workspace DIR] [--host H] [--port P] [--auth USER:PASSWORD]
+    python -m rloo_studio train-rloo   --workspace DIR [--config FILE.yaml] [--set key=value ...]
+    python -m rloo_studio train-reward --workspace DIR [--config FILE.yaml] [--set key=value ...]
+    python -m rloo_studio eval-demo   [--model PATH] [--adapter DIR] [--n 500]
+    python -m rloo_studio runs         --workspace DIR
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+
+from . import bootstrap  # noqa: F401  (first: unsloth before transformers)
+from .errors import StudioError
+from .paths import DEFAULT_WORKSPACE
+
+
+def _workspace_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE), help="workspace folder (default: %(default)s)")
+
+
+def parse_auth(value: str | None) -> tuple[str, str] | None:
+    value = value or os.environ.get("RLOO_STUDIO_AUTH")
+    if not value:
+        return None
+    user, sep, pw = value.partition(":")
+    if not sep or not user or not pw:
+        raise StudioError("--auth expects USER:PASSWORD (both non-empty)")
+    return user, pw
+
+
+def cmd_serve(a) -> int:
+    from .studio import Studio
+    from .ui.app import launch
+
+    auth = parse_auth(a.auth)
+    studio = Studio(a.workspace)
+    print(f"RLOO Studio on http://{a.host}:{a.port}  workspace {studio.ws.root}  {studio.device['device']}", flush=True)
+    launch(studio, a.host, a.port, auth)
+    return 0
+
+
+def _train(a, kind: str) -> int:
+    from .config import build
+    from .jobs.runner import RunContext, config_dict, execute
+    from .workspace import Workspace
+
+    if kind == "rloo":
+        from .jobs.rloo import RlooJobConfig as Cfg, train_rloo as fn
+    else:
+        from .jobs.reward import RewardJobConfig as Cfg, train_reward as fn
+    cfg = build(Cfg, a.config, a.set)
+    ws = Workspace(a.workspace, seed_demo=True)
+    import yaml
+
+    rid = a.resume or ws.new_run_id(kind)
+    ctx = RunContext(ws, rid, ws.run_dir(rid))
+    ctx.dir.mkdir(parents=True, exist_ok=True)
+    (ctx.dir / "config.yaml").write_text(yaml.safe_dump(config_dict(cfg), sort_keys=False))
+    ws.upsert_run(rid, kind=kind, name=rid, status="queued", config=config_dict(cfg), pid=os.getpid())
+    # Ctrl-C stops gracefully: the trainer finishes its step and the adapter is saved.
+    signal.signal(signal.SIGINT, lambda *_: ctx.stop_event.set())
+    print(f"run {rid} in {ctx.dir}", flush=True)
+    status = execute(ws, ctx, kind, cfg, fn)
+    st = json.loads((ctx.dir / "status.json").read_text())
+    print(f"{status}: {st.get('message', '')}")
+    return 0 if status in ("completed", "stopped") else 1
+
+
+def cmd_eval_demo(a) -> int:
+    from .evaluate import evaluate_policy
+
+    print(json.dumps(evaluate_policy(a.model, a.adapter, n=a.n, seed=a.seed, backend=a.backend)))
+    return 0
+
+
+def cmd_runs(a) -> int:
+    from .workspace import Workspace
+
+    for r in Workspace(a.workspace).runs():
+        print(f"{r['id']:32} {r['kind']:7} {r['status']:11} {r['message']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m rloo_studio", description="RLOO Studio: label, reward, inspect, RLOO.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("serve", help="start the web app")
+    _workspace_arg(p)
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s, this machine only)")
+    p.add_argument("--port", type=int, default=7860)
+    p.add_argument("--auth", help="USER:PASSWORD required for every page and API call (or env RLOO_STUDIO_AUTH)")
+    p.set_defaults(fn=cmd_serve)
+    for kind in ("rloo", "reward"):
+        p = sub.add_parser(f"train-{kind}", help=f"train a{'n' if kind == 'rloo' else ''} {kind} run headless")
+        _workspace_arg(p)
+        p.add_argument("--config", help="YAML file with config keys")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+        p.add_argument("--resume", metavar="RUN_ID", help="continue this run from its last checkpoint")
+        p.set_defaults(fn=lambda a, k=kind: _train(a, k))
+    p = sub.add_parser("eval-demo", help="format rate and accuracy of a policy on the demo held-out prompts")
+    p.add_argument("--model", default=None, help="base model (default: the bundled demo model)")
+    p.add_argument("--adapter", default=None, help="a trained LoRA adapter folder (e.g. runs/<id>/adapter)")
+    p.add_argument("--backend", default="transformers")
+    p.add_argument("--n", type=int, default=500)
+    p.add_argument("--seed", type=int, default=1234)
+    p.set_defaults(fn=cmd_eval_demo)
+    p = sub.add_parser("runs", help="list runs")
+    _workspace_arg(p)
+    p.set_defaults(fn=cmd_runs)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    try:
+        return a.fn(a)
+    except StudioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,44 @@
+"""Measure a policy on held-out prompts with an `answer` column: format rate and accuracy."""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from . import bootstrap  # noqa: F401
+from .demo import grade
+from .paths import DEMO_DATA, DEMO_MODEL
+
+
+def heldout_prompts(n: int | None = None) -> list[dict]:
+    rows = [json.loads(x) for x in (DEMO_DATA / "prompts_heldout.jsonl").read_text().splitlines() if x.strip()]
+    return rows[:n] if n else rows
+
+
+def score_samples(samples, problems: list[dict]) -> dict:
+    grades = [grade(s.text, p.get("answer"), s.stopped) for s, p in zip(samples, problems)]
+    n = max(len(grades), 1)
+    return {
+        "n": len(grades),
+        "format_rate": sum(g["formatted"] for g in grades) / n,
+        "accuracy": sum(g["correct"] for g in grades) / n,
+        "thinking_rate": sum(g["thinking"] for g in grades) / n,
+    }
+
+
+def evaluate_policy(model: str | None = None, adapter: str | None = None, problems: list[dict] | None = None,
+                    n: int = 500, seed: int = 1234, max_new_tokens: int = 64, temperature: float = 1.0,
+                    backend: str = "transformers", progress: Callable | None = None) -> dict:
+    """Sample once per prompt at `temperature`; grade format (closed </think> + EOS) and the answer."""
+    from .models import load_causal_lm
+    from .sampling import sample
+
+    problems = problems or heldout_prompts(n)
+    m, tok, _ = load_causal_lm(model or str(DEMO_MODEL), backend)
+    if adapter:
+        from peft import PeftModel
+
+        m = PeftModel.from_pretrained(m, adapter)
+    m.eval()
+    outs = sample(m, tok, [p["prompt"] for p in problems], max_new_tokens=max_new_tokens, temperature=temperature,
+                  seed=seed, progress=progress)
+    return score_samples(outs, problems)

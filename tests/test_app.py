@@ -1,0 +1,64 @@
+import base64
+import urllib.error
+import urllib.request
+
+import psutil
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from browser import App, launch_browser, screenshot
+from rloo_studio.jobs.runner import JobRunner
+from rloo_studio.workspace import Workspace
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    ws_dir = tmp_path_factory.mktemp("app") / "ws"
+    r = JobRunner(Workspace(ws_dir, seed_demo=True))
+    rid = r.submit("reward", {"steps": 1}, lambda cfg, ctx: "a finished test run")
+    r.wait(rid, 30)
+    a = App(ws_dir)
+    a.wait_ready()
+    a.run_id = rid
+    yield a
+    a.stop()
+
+
+def test_serves_on_loopback_only(app):
+    with urllib.request.urlopen(app.url, timeout=10) as r:
+        assert r.status == 200
+    addrs = {c.laddr.ip for c in psutil.Process(app.proc.pid).net_connections("inet") if c.status == "LISTEN"}
+    assert addrs == {"127.0.0.1"}
+
+
+def test_shell_shows_device_backend_workspace_and_runs(app):
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(app.url)
+        header = page.locator(".studio-header")
+        expect(header).to_contain_text("CPU")
+        expect(header).to_contain_text("Unsloth")
+        expect(header).to_contain_text("workspace")
+        for tab in ("Label", "Reward model", "Inspect", "RLOO", "Runs"):
+            expect(page.get_by_role("tab", name=tab)).to_be_visible()
+        page.get_by_role("tab", name="Runs").click()
+        expect(page.get_by_text(app.run_id).filter(visible=True).first).to_be_visible()
+        expect(page.get_by_text("a finished test run").filter(visible=True).first).to_be_visible()
+        screenshot(page, "shell-runs")
+        b.close()
+
+
+def test_auth_guards_page_and_api(tmp_path):
+    a = App(tmp_path / "ws", "--auth", "ann:s3cret")
+    try:
+        a.wait_ready()
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(a.url + "config", timeout=10)
+        assert e.value.code == 401
+        req = urllib.request.Request(a.url + "gradio_api/info")
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=10)
+        assert e.value.code == 401
+    finally:
+        a.stop()

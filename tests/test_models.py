@@ -1,0 +1,61 @@
+import json
+
+import pytest
+
+from rloo_studio.errors import ModelLoadError
+from rloo_studio.models import load_causal_lm, load_seq_cls, resolve, think_token_ids
+from rloo_studio.paths import DEMO_MODEL
+from rloo_studio.sampling import sample
+
+
+def test_missing_path_is_a_clear_error(tmp_path):
+    with pytest.raises(ModelLoadError, match="No model at .*does not exist"):
+        resolve(str(tmp_path / "nope"))
+    with pytest.raises(ModelLoadError, match="not a model folder"):
+        resolve(str(tmp_path))
+    with pytest.raises(ModelLoadError, match="No model given"):
+        resolve("  ")
+
+
+def test_uncached_hub_id_is_a_clear_error():
+    with pytest.raises(ModelLoadError, match="not in the local Hugging Face cache"):
+        resolve("nobody-here/not-a-model-xyz")
+
+
+def test_broken_model_folder_is_a_clear_error(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+    with pytest.raises(ModelLoadError, match="Could not load"):
+        load_causal_lm(str(tmp_path), backend="transformers")
+
+
+def test_unknown_backend():
+    with pytest.raises(ModelLoadError, match="unknown backend"):
+        load_causal_lm(str(DEMO_MODEL), backend="vllm")
+
+
+@pytest.mark.parametrize("backend", ["transformers", "unsloth"])
+def test_demo_model_loads_and_generates(backend):
+    model, tok, used = load_causal_lm(str(DEMO_MODEL), backend=backend)
+    assert used == backend
+    open_id, close_id = think_token_ids(tok)
+    assert tok.convert_ids_to_tokens([open_id, close_id]) == ["<think>", "</think>"]
+    assert tok.pad_token_id is not None and tok.pad_token_id != tok.eos_token_id
+    side = tok.padding_side
+    out = sample(model, tok, ["What is 123 + 456?", "Add 5 and 7 please, then explain."], max_new_tokens=48, seed=0)
+    assert tok.padding_side == side  # restored after left-padded generation
+    assert len(out) == 2 and all(o.ids for o in out)
+    assert any("</think>" in o.text for o in out)
+
+
+def test_seq_cls_reads_last_token_of_either_padding():
+    import torch
+
+    model, tok = load_seq_cls(str(DEMO_MODEL))
+    texts = ["short", "a much longer text than the first one"]
+    scores = {}
+    for side in ("left", "right"):
+        tok.padding_side = side
+        enc = tok(texts, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            scores[side] = model(**enc).logits[:, 0]
+    assert torch.allclose(scores["left"], scores["right"], atol=1e-5)
