@@ -43,3 +43,10 @@ def counts(ws: Workspace) -> dict:
            FROM pairs"""
     )[0]
     return {"pairs": r["pairs"] or 0, "labeled": r["labeled"] or 0}
+
+
+def flag_for_relabel(ws: Workspace, pair_id: int, reason: str) -> None:
+    """Send a pair back to the Label tab (shown first under the 'flagged' filter)."""
+    with ws.transaction() as con:
+        if con.execute("UPDATE pairs SET flag=? WHERE id=?", (reason or "re-label", pair_id)).rowcount != 1:
+            raise KeyError(f"no pair {pair_id}")

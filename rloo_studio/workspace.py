@@ -36,6 +36,7 @@ SCHEMA = [
         response_a INTEGER NOT NULL REFERENCES responses(id),
         response_b INTEGER NOT NULL REFERENCES responses(id),
         source TEXT NOT NULL, created REAL NOT NULL,
+        flag TEXT,                         -- why the pair was sent back for re-labeling (NULL: not flagged)
         UNIQUE (response_a, response_b));
     CREATE TABLE annotators (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created REAL NOT NULL);
     CREATE TABLE labels (

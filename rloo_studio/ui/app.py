@@ -6,7 +6,7 @@ import html
 import gradio as gr
 
 from ..studio import Studio
-from . import runs_tab
+from . import inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
 
 CSS = """
 .studio-header {display:flex; gap:1.5em; align-items:baseline; flex-wrap:wrap; padding:.2em 0 .4em}
@@ -15,12 +15,8 @@ CSS = """
 .studio-header .meta b {color:var(--body-text-color)}
 """
 
-PENDING = {
-    "Label": "Labeling is not built yet (issue: Label tab).",
-    "Reward model": "Reward-model training from this tab is not built yet (issue: Reward model tab).",
-    "Inspect": "Per-step reward inspection is not built yet (issue: Inspect tab).",
-    "RLOO": "Launching RLOO from this tab is not built yet (issue: RLOO tab).",
-}
+TABS = [("Label", label_tab), ("Reward model", reward_tab), ("Inspect", inspect_tab), ("RLOO", rloo_tab),
+        ("Runs", runs_tab)]
 
 
 def header_html(studio: Studio) -> str:
@@ -37,11 +33,9 @@ def build_ui(studio: Studio) -> gr.Blocks:
     with gr.Blocks(title="RLOO Studio") as demo:
         gr.HTML(header_html(studio))
         with gr.Tabs():
-            for name, line in PENDING.items():
-                with gr.Tab(name):
-                    gr.Markdown(line)
-            with gr.Tab("Runs"):
-                runs_tab.build(studio)
+            for name, module in TABS:
+                with gr.Tab(name, id=name.lower().replace(" ", "-")):
+                    module.build(studio)
     return demo
 
 
@@ -50,7 +44,9 @@ def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tupl
     demo = build_ui(studio)
     demo.queue(default_concurrency_limit=4)
     demo.launch(
-        server_name=host, server_port=port, auth=auth, css=CSS, prevent_thread_lock=not block,
+        server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block,
+        css=CSS + "".join(getattr(m, "CSS", "") for _, m in TABS),  # each tab may add its own CSS
+        head="".join(getattr(m, "HEAD", "") for _, m in TABS),  # ... and scripts (keyboard shortcuts)
         show_error=True, max_file_size="500mb", footer_links=[],
     )
     return demo
