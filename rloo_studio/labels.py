@@ -1,48 +1,331 @@
-"""The preference store: labeled pairs as TRL-ready rows.
+"""The preference store: the labeling queue, labels and undo, progress, agreement, TRL-ready rows.
 
-(The Label tab's import / queue / undo / export build on this module.)
+A label is returned to the caller only after its transaction has committed. Pairs are handed
+out through claims: a pair shown to one browser session is not shown to another until it is
+labeled or the claim expires, unless the overlap setting asks for more annotators per pair.
 """
 from __future__ import annotations
 
+import random
+import time
 from collections import Counter
+from dataclasses import dataclass
+from itertools import combinations
 
 from .workspace import Workspace
 
+CHOICES = ("a", "b", "tie", "skip")
+FILTERS = ("unlabeled", "labeled", "skipped", "ties", "flagged", "all")
+IMPORT_ANNOTATOR = "import"
+CLAIM_SECONDS = 300  # a pair left open in a closed tab returns to the queue after this
 
-def preference_pairs(ws: Workspace) -> list[dict]:
-    """One {prompt, chosen, rejected} row per pair whose current labels prefer one side.
 
-    Each annotator's latest label counts once; the majority of 'a' vs 'b' decides; pairs with
-    only ties/skips, or an even split, are left out.
+@dataclass(frozen=True)
+class Shown:
+    """A pair as one annotator sees it: `left`/`right` after the randomized A/B order."""
+
+    pair_id: int
+    prompt: str
+    left: str
+    right: str
+    a_shown_left: bool
+    source: str
+    flag: str | None
+    current: str | None  # this annotator's current label of the pair, if any
+
+    def choice_for(self, side: str) -> str:
+        """Translate 'left'/'right'/'tie'/'skip' into the stored choice ('a' = response_a)."""
+        if side in ("tie", "skip"):
+            return side
+        left_is_a = self.a_shown_left
+        return "a" if (side == "left") == left_is_a else "b"
+
+
+# -- settings and annotators ---------------------------------------------------------------
+
+def get_setting(ws: Workspace, key: str, default: str) -> str:
+    row = ws.query("SELECT value FROM settings WHERE key=?", (key,))
+    return row[0]["value"] if row else default
+
+
+def set_setting(ws: Workspace, key: str, value) -> None:
+    with ws.transaction() as con:
+        con.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, str(value)))
+
+
+def overlap(ws: Workspace) -> int:
+    return int(get_setting(ws, "overlap", "1"))
+
+
+def set_overlap(ws: Workspace, n: int) -> None:
+    if not 1 <= int(n) <= 10:
+        raise ValueError("overlap (annotators per pair) must be between 1 and 10")
+    set_setting(ws, "overlap", int(n))
+
+
+def annotator_id(con, name: str) -> int:
+    name = (name or "").strip()
+    if not name:
+        raise ValueError("enter your name first: each label records who gave it")
+    if name == IMPORT_ANNOTATOR:
+        raise ValueError(f"'{IMPORT_ANNOTATOR}' is reserved for imported labels; choose another name")
+    row = con.execute("SELECT id FROM annotators WHERE name=?", (name,)).fetchone()
+    if row:
+        return row[0]
+    return con.execute("INSERT INTO annotators (name, created) VALUES (?, ?)", (name, time.time())).lastrowid
+
+
+# -- the queue ------------------------------------------------------------------------------
+
+_FILTER_SQL = {
+    # Pairs that still need a human label from someone (imported labels do not count as done).
+    "unlabeled": "human_labels < :overlap",
+    "labeled": "any_labels > 0",
+    "skipped": "EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'skip')",
+    "ties": "EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'tie')",
+    "flagged": "p.flag IS NOT NULL",
+    "all": "1",
+}
+
+_CANDIDATES = """
+SELECT p.id FROM (
+  SELECT p.*,
+    (SELECT COUNT(DISTINCT l.annotator_id) FROM labels l JOIN annotators an ON an.id = l.annotator_id
+      WHERE l.pair_id = p.id AND l.superseded = 0 AND an.name != 'import') AS human_labels,
+    (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0) AS any_labels,
+    (SELECT COUNT(*) FROM claims c WHERE c.pair_id = p.id AND c.session != :session AND c.expires > :now
+      AND c.annotator_id != :ann) AS others_open
+  FROM pairs p) AS p
+WHERE {filter}
+  AND (:source = '' OR p.source = :source)
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.pair_id = p.id AND c.session != :session AND c.expires > :now
+                  AND c.annotator_id = :ann)
+  AND ({relabel} OR NOT EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0
+                  AND l.annotator_id = :ann))
+  AND (human_labels + others_open) < :overlap_or_any
+ORDER BY p.flag IS NULL, p.human_labels = 0, p.any_labels > p.human_labels, p.id
+LIMIT 1
+"""
+
+
+def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabeled", source: str = "",
+              rng: random.Random | None = None) -> Shown | None:
+    """Claim and return the next pair for this annotator and browser session (None: queue empty).
+
+    A session keeps its open claim (a page reload shows the same pair again). The A/B order is
+    drawn at random when a pair is claimed and stored with the claim, then with the label.
+    """
+    if filter not in FILTERS:
+        raise ValueError(f"unknown filter {filter!r}; choose one of {', '.join(FILTERS)}")
+    now = time.time()
+    with ws.transaction() as con:
+        ann = annotator_id(con, annotator)
+        con.execute("DELETE FROM claims WHERE expires <= ?", (now,))
+        row = con.execute(
+            "SELECT pair_id, a_shown_left FROM claims WHERE session=? AND annotator_id=? ORDER BY expires DESC LIMIT 1",
+            (session, ann),
+        ).fetchone()
+        if row is None:
+            n = int((con.execute("SELECT value FROM settings WHERE key='overlap'").fetchone() or ["1"])[0])
+            relabel = filter != "unlabeled"
+            sql = _CANDIDATES.format(filter=_FILTER_SQL[filter], relabel="1" if relabel else "0")
+            args = {"session": session, "now": now, "ann": ann, "overlap": n, "source": source,
+                    "overlap_or_any": n if not relabel else 1 << 30}
+            found = con.execute(sql, args).fetchone()
+            if found is None:
+                return None
+            left = (rng or random).random() < 0.5
+            con.execute(
+                "INSERT OR REPLACE INTO claims (pair_id, annotator_id, session, a_shown_left, expires) "
+                "VALUES (?, ?, ?, ?, ?)", (found[0], ann, session, int(left), now + CLAIM_SECONDS),
+            )
+            row = (found[0], int(left))
+        return _shown(con, row[0], bool(row[1]), ann)
+
+
+def _shown(con, pair_id: int, a_left: bool, ann: int) -> Shown:
+    r = con.execute(
+        """SELECT p.id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag FROM pairs p
+           JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a
+           JOIN responses rb ON rb.id = p.response_b WHERE p.id = ?""", (pair_id,),
+    ).fetchone()
+    cur = con.execute(
+        "SELECT choice FROM labels WHERE pair_id=? AND annotator_id=? AND superseded=0", (pair_id, ann)
+    ).fetchone()
+    left, right = (r["a"], r["b"]) if a_left else (r["b"], r["a"])
+    return Shown(r["id"], r["prompt"], left, right, a_left, r["source"], r["flag"], cur[0] if cur else None)
+
+
+def release(ws: Workspace, session: str) -> None:
+    """Give back this session's claims (e.g. when the filter changes)."""
+    with ws.transaction() as con:
+        con.execute("DELETE FROM claims WHERE session=?", (session,))
+
+
+def save_label(ws: Workspace, shown: Shown, annotator: str, session: str, side: str, comment: str = "") -> int:
+    """Store the annotator's choice for a shown pair; returns the label id once committed.
+
+    side: 'left', 'right', 'tie' or 'skip' as the annotator saw it. An earlier label by the
+    same annotator on this pair is superseded (kept, marked), so changing one's mind is safe.
+    """
+    if side not in ("left", "right", "tie", "skip"):
+        raise ValueError(f"unknown choice {side!r}")
+    choice = shown.choice_for(side)
+    now = time.time()
+    with ws.transaction() as con:
+        ann = annotator_id(con, annotator)
+        if con.execute("SELECT 1 FROM pairs WHERE id=?", (shown.pair_id,)).fetchone() is None:
+            raise KeyError(f"pair {shown.pair_id} no longer exists")
+        con.execute("UPDATE labels SET superseded=1 WHERE pair_id=? AND annotator_id=? AND superseded=0",
+                    (shown.pair_id, ann))
+        lid = con.execute(
+            "INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, comment, created) "
+            "VALUES (?, ?, ?, ?, ?, ?)", (shown.pair_id, ann, choice, int(shown.a_shown_left), comment or "", now),
+        ).lastrowid
+        con.execute("DELETE FROM claims WHERE pair_id=? AND session=?", (shown.pair_id, session))
+        if choice in ("a", "b"):
+            con.execute("UPDATE pairs SET flag=NULL WHERE id=?", (shown.pair_id,))
+    return lid
+
+
+def undo(ws: Workspace, annotator: str, session: str) -> Shown | None:
+    """Withdraw the annotator's latest label and show that pair again (same A/B order)."""
+    with ws.transaction() as con:
+        ann = annotator_id(con, annotator)
+        last = con.execute(
+            "SELECT id, pair_id, a_shown_left FROM labels WHERE annotator_id=? AND superseded=0 "
+            "ORDER BY created DESC, id DESC LIMIT 1", (ann,),
+        ).fetchone()
+        if last is None:
+            return None
+        con.execute("UPDATE labels SET superseded=1 WHERE id=?", (last["id"],))
+        con.execute("DELETE FROM claims WHERE session=?", (session,))
+        left = bool(last["a_shown_left"]) if last["a_shown_left"] is not None else True
+        con.execute(
+            "INSERT INTO claims (pair_id, annotator_id, session, a_shown_left, expires) VALUES (?, ?, ?, ?, ?)",
+            (last["pair_id"], ann, session, int(left), time.time() + CLAIM_SECONDS),
+        )
+        return _shown(con, last["pair_id"], left, ann)
+
+
+# -- progress and agreement -------------------------------------------------------------------
+
+def progress(ws: Workspace, annotator: str | None = None, window_s: float = 600) -> dict:
+    """labeled / total pairs (any current label counts), and this annotator's recent pace."""
+    r = ws.query(
+        """SELECT COUNT(*) AS total,
+             SUM(EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0)) AS labeled,
+             SUM(EXISTS (SELECT 1 FROM labels l JOIN annotators a ON a.id = l.annotator_id
+                 WHERE l.pair_id = p.id AND l.superseded = 0 AND a.name != 'import')) AS human
+           FROM pairs p"""
+    )[0]
+    out = {"total": r["total"] or 0, "labeled": r["labeled"] or 0, "human_labeled": r["human"] or 0,
+           "mine": 0, "per_minute": 0.0}
+    if annotator:
+        now = time.time()
+        times = [x[0] for x in ws.query(
+            "SELECT l.created FROM labels l JOIN annotators a ON a.id = l.annotator_id "
+            "WHERE a.name=? AND l.superseded=0 ORDER BY l.created", (annotator,))]
+        out["mine"] = len(times)
+        recent = [t for t in times if t > now - window_s]
+        if len(recent) >= 2:
+            out["per_minute"] = 60 * (len(recent) - 1) / max(recent[-1] - recent[0], 1e-9)
+    return out
+
+
+def cohen_kappa(x: list[str], y: list[str]) -> float:
+    n = len(x)
+    if n == 0:
+        return float("nan")
+    po = sum(a == b for a, b in zip(x, y)) / n
+    cx, cy = Counter(x), Counter(y)
+    pe = sum(cx[k] * cy[k] for k in set(cx) | set(cy)) / (n * n)
+    return 1.0 if pe == 1 else (po - pe) / (1 - pe)
+
+
+def agreement(ws: Workspace, include_import: bool = False) -> dict:
+    """Agreement over pairs labeled by 2+ annotators (skips left out).
+
+    Two annotators: Cohen's kappa and raw agreement. More: raw agreement averaged over all
+    annotator pairs that share pairs.
     """
     rows = ws.query(
-        """SELECT l.pair_id, l.choice, p.text AS prompt, ra.text AS a, rb.text AS b, pr.source
-           FROM labels l JOIN pairs pr ON pr.id = l.pair_id JOIN prompts p ON p.id = pr.prompt_id
-           JOIN responses ra ON ra.id = pr.response_a JOIN responses rb ON rb.id = pr.response_b
+        "SELECT l.pair_id, a.name, l.choice FROM labels l JOIN annotators a ON a.id = l.annotator_id "
+        "WHERE l.superseded = 0 AND l.choice != 'skip'" + ("" if include_import else " AND a.name != 'import'")
+    )
+    by_pair: dict[int, dict[str, str]] = {}
+    for r in rows:
+        by_pair.setdefault(r["pair_id"], {})[r["name"]] = r["choice"]
+    names = sorted({n for d in by_pair.values() for n in d})
+    pairs_of = {}
+    for a, b in combinations(names, 2):
+        shared = [(d[a], d[b]) for d in by_pair.values() if a in d and b in d]
+        if shared:
+            pairs_of[(a, b)] = shared
+    out = {"annotators": names, "pairs": [], "kappa": None, "raw": None, "shared_pairs": 0}
+    for (a, b), shared in pairs_of.items():
+        x, y = [s[0] for s in shared], [s[1] for s in shared]
+        raw = sum(i == j for i, j in shared) / len(shared)
+        out["pairs"].append({"a": a, "b": b, "shared": len(shared), "raw": raw, "kappa": cohen_kappa(x, y)})
+    if out["pairs"]:
+        tot = sum(p["shared"] for p in out["pairs"])
+        out["shared_pairs"] = tot
+        out["raw"] = sum(p["raw"] * p["shared"] for p in out["pairs"]) / tot
+        if len(names) == 2:
+            out["kappa"] = out["pairs"][0]["kappa"]
+    return out
+
+
+# -- rows for training and export --------------------------------------------------------------
+
+def decided_pairs(ws: Workspace) -> list[dict]:
+    """Every pair with current labels, resolved: {pair_id, prompt, extra, a, b, outcome, source}.
+
+    outcome is 'a' / 'b' (the majority of a-vs-b votes), 'tie' (ties or an even split) or
+    'skip' (only skips). Human labels override imported ones on the same pair.
+    """
+    rows = ws.query(
+        """SELECT l.pair_id, l.choice, an.name, p.text AS prompt, p.extra, ra.text AS a, rb.text AS b, pr.source
+           FROM labels l JOIN annotators an ON an.id = l.annotator_id JOIN pairs pr ON pr.id = l.pair_id
+           JOIN prompts p ON p.id = pr.prompt_id JOIN responses ra ON ra.id = pr.response_a
+           JOIN responses rb ON rb.id = pr.response_b
            WHERE l.superseded = 0 ORDER BY l.pair_id"""
     )
-    votes: dict[int, Counter] = {}
+    votes: dict[int, dict[str, Counter]] = {}
     info: dict[int, dict] = {}
     for r in rows:
-        votes.setdefault(r["pair_id"], Counter())[r["choice"]] += 1
-        info[r["pair_id"]] = {"prompt": r["prompt"], "a": r["a"], "b": r["b"], "source": r["source"]}
+        kind = "import" if r["name"] == IMPORT_ANNOTATOR else "human"
+        votes.setdefault(r["pair_id"], {"import": Counter(), "human": Counter()})[kind][r["choice"]] += 1
+        info[r["pair_id"]] = {"pair_id": r["pair_id"], "prompt": r["prompt"], "extra": r["extra"], "a": r["a"],
+                              "b": r["b"], "source": r["source"]}
     out = []
     for pid, v in votes.items():
-        if v["a"] == v["b"]:
-            continue
-        d = info[pid]
-        win, lose = (d["a"], d["b"]) if v["a"] > v["b"] else (d["b"], d["a"])
-        out.append({"pair_id": pid, "prompt": d["prompt"], "chosen": win, "rejected": lose})
+        c = v["human"] if sum(v["human"].values()) else v["import"]
+        if c["a"] or c["b"]:
+            outcome = "a" if c["a"] > c["b"] else "b" if c["b"] > c["a"] else "tie"
+        else:
+            outcome = "tie" if c["tie"] else "skip"
+        out.append({**info[pid], "outcome": outcome})
+    return out
+
+
+def preference_pairs(ws: Workspace) -> list[dict]:
+    """One {pair_id, prompt, chosen, rejected} row per pair whose labels prefer one side."""
+    out = []
+    for d in decided_pairs(ws):
+        if d["outcome"] in ("a", "b"):
+            win, lose = (d["a"], d["b"]) if d["outcome"] == "a" else (d["b"], d["a"])
+            out.append({"pair_id": d["pair_id"], "prompt": d["prompt"], "chosen": win, "rejected": lose})
     return out
 
 
 def counts(ws: Workspace) -> dict:
-    r = ws.query(
-        """SELECT COUNT(*) AS pairs,
-                  SUM(EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = pairs.id AND l.superseded = 0)) AS labeled
-           FROM pairs"""
-    )[0]
-    return {"pairs": r["pairs"] or 0, "labeled": r["labeled"] or 0}
+    p = progress(ws)
+    return {"pairs": p["total"], "labeled": p["labeled"]}
+
+
+def sources(ws: Workspace) -> list[str]:
+    return [r[0] for r in ws.query("SELECT DISTINCT source FROM pairs ORDER BY source")]
 
 
 def flag_for_relabel(ws: Workspace, pair_id: int, reason: str) -> None:

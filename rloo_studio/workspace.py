@@ -48,6 +48,15 @@ SCHEMA = [
         created REAL NOT NULL,
         superseded INTEGER NOT NULL DEFAULT 0);  -- 1 once the annotator re-labeled the pair
     CREATE INDEX labels_pair ON labels(pair_id, superseded);
+    CREATE INDEX labels_annotator ON labels(annotator_id, created);
+    CREATE TABLE claims (                  -- a pair being shown to one browser session right now
+        pair_id INTEGER NOT NULL REFERENCES pairs(id) ON DELETE CASCADE,
+        annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+        session TEXT NOT NULL,
+        a_shown_left INTEGER NOT NULL,     -- the randomized A/B order for this showing
+        expires REAL NOT NULL,
+        PRIMARY KEY (pair_id, session));
+    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE runs (
         id TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
         status TEXT NOT NULL,              -- queued running completed stopped failed interrupted

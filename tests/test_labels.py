@@ -1,0 +1,159 @@
+import random
+
+import pytest
+
+from rloo_studio import labels as L
+
+
+def _fresh_pair_ids(ws, n=None):
+    return [r[0] for r in ws.query("SELECT id FROM pairs WHERE source='demo-candidates' ORDER BY id")][:n]
+
+
+def test_label_a_b_tie_skip_and_randomization_record(workspace):
+    rng = random.Random(0)
+    sides, lefts = ["left", "right", "tie", "skip"], []
+    for side in sides:
+        s = L.next_pair(workspace, "ann", "s1", rng=rng)
+        lefts.append(s.a_shown_left)
+        L.save_label(workspace, s, "ann", "s1", side, comment=f"c-{side}")
+    rows = workspace.query(
+        "SELECT l.choice, l.a_shown_left, l.comment FROM labels l JOIN annotators a ON a.id=l.annotator_id "
+        "WHERE a.name='ann' ORDER BY l.id")
+    assert [r["comment"] for r in rows] == [f"c-{s}" for s in sides]
+    assert [bool(r["a_shown_left"]) for r in rows] == lefts
+    # 'left' means response_a exactly when A was shown on the left.
+    assert rows[0]["choice"] == ("a" if lefts[0] else "b")
+    assert rows[1]["choice"] == ("b" if lefts[1] else "a")
+    assert [r["choice"] for r in rows[2:]] == ["tie", "skip"]
+
+
+def test_choice_maps_displayed_side_to_stored_response(workspace):
+    s = L.next_pair(workspace, "ann", "s1")
+    a_text = workspace.query("SELECT r.text FROM pairs p JOIN responses r ON r.id=p.response_a WHERE p.id=?",
+                             (s.pair_id,))[0][0]
+    assert (s.left if s.a_shown_left else s.right) == a_text
+
+
+def test_unlabeled_queue_skips_imported_and_own_labels(workspace):
+    first = L.next_pair(workspace, "ann", "s1")
+    assert first.source == "demo-candidates"  # pairs nobody labeled come before imported ones
+    L.release(workspace, "s1")
+    seen = set()
+    while (s := L.next_pair(workspace, "ann", "s1")) is not None:
+        assert s.pair_id not in seen
+        seen.add(s.pair_id)
+        L.save_label(workspace, s, "ann", "s1", "left")
+    # Imported demo pairs are already labeled by 'import' but still wait for a human label.
+    assert len(seen) == L.progress(workspace)["total"]
+    assert L.progress(workspace, "ann")["mine"] == len(seen)
+
+
+def test_two_sessions_never_get_the_same_pair(workspace):
+    a = L.next_pair(workspace, "ann", "tab1")
+    b = L.next_pair(workspace, "ann", "tab2")
+    c = L.next_pair(workspace, "bob", "tab3")
+    assert len({a.pair_id, b.pair_id, c.pair_id}) == 3
+    # Reloading the same session shows the same claimed pair again.
+    assert L.next_pair(workspace, "ann", "tab1").pair_id == a.pair_id
+
+
+def test_overlap_two_gives_each_pair_to_two_annotators(workspace):
+    L.set_overlap(workspace, 2)
+    a = L.next_pair(workspace, "ann", "s1")
+    b = L.next_pair(workspace, "bob", "s2")
+    assert a.pair_id == b.pair_id
+    c = L.next_pair(workspace, "cat", "s3")
+    assert c.pair_id != a.pair_id  # two already hold it
+    L.save_label(workspace, a, "ann", "s1", "left")
+    L.save_label(workspace, b, "bob", "s2", "right")
+    assert L.next_pair(workspace, "cat", "s3").pair_id == c.pair_id
+    with pytest.raises(ValueError):
+        L.set_overlap(workspace, 0)
+
+
+def test_undo_withdraws_and_relabel_supersedes(workspace):
+    s1 = L.next_pair(workspace, "ann", "s")
+    L.save_label(workspace, s1, "ann", "s", "left")
+    s2 = L.next_pair(workspace, "ann", "s")
+    L.save_label(workspace, s2, "ann", "s", "tie")
+    before = L.progress(workspace, "ann")["mine"]
+    back = L.undo(workspace, "ann", "s")
+    assert back.pair_id == s2.pair_id and back.a_shown_left == s2.a_shown_left
+    assert L.progress(workspace, "ann")["mine"] == before - 1
+    # The undone pair is what this session sees next; label it differently.
+    again = L.next_pair(workspace, "ann", "s")
+    assert again.pair_id == s2.pair_id
+    L.save_label(workspace, again, "ann", "s", "right")
+    current = workspace.query("SELECT choice FROM labels l JOIN annotators a ON a.id=l.annotator_id "
+                              "WHERE pair_id=? AND superseded=0 AND a.name='ann'", (s2.pair_id,))
+    assert [r[0] for r in current] == [again.choice_for("right")]
+    history = workspace.query("SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id=l.annotator_id "
+                              "WHERE pair_id=? AND a.name='ann'", (s2.pair_id,))[0][0]
+    assert history == 2  # nothing is deleted
+    assert L.undo(workspace, "nobody", "x") is None
+
+
+def test_human_label_overrides_import(workspace):
+    pid = L.preference_pairs(workspace)[0]["pair_id"]
+    before = {p["pair_id"]: p for p in L.preference_pairs(workspace)}[pid]
+    s = L.Shown(pid, "", "", "", True, "demo-pairs", None, None)
+    L.save_label(workspace, s, "ann", "s", "right")  # response_b better, against the import
+    after = {p["pair_id"]: p for p in L.preference_pairs(workspace)}[pid]
+    assert after["chosen"] == before["rejected"] and after["rejected"] == before["chosen"]
+
+
+def test_filters_and_flags(workspace):
+    s = L.next_pair(workspace, "ann", "s")
+    L.save_label(workspace, s, "ann", "s", "skip")
+    t = L.next_pair(workspace, "ann", "s")
+    L.save_label(workspace, t, "ann", "s", "tie")
+    L.release(workspace, "s")
+    assert L.next_pair(workspace, "bob", "b", filter="skipped").pair_id == s.pair_id
+    L.release(workspace, "b")
+    assert L.next_pair(workspace, "bob", "b", filter="ties").pair_id == t.pair_id
+    L.release(workspace, "b")
+    flagged = L.preference_pairs(workspace)[5]["pair_id"]
+    L.flag_for_relabel(workspace, flagged, "reward model disagrees")
+    shown = L.next_pair(workspace, "bob", "b", filter="flagged")
+    assert shown.pair_id == flagged and shown.flag == "reward model disagrees"
+    L.release(workspace, "b")
+    assert L.next_pair(workspace, "bob", "b").pair_id == flagged  # flagged pairs come first
+    assert L.next_pair(workspace, "cy", "c", source="nope") is None
+    with pytest.raises(ValueError, match="unknown filter"):
+        L.next_pair(workspace, "cy", "c", filter="odd")
+    with pytest.raises(KeyError):
+        L.flag_for_relabel(workspace, 10**9, "x")
+
+
+def test_annotator_name_required_and_import_reserved(workspace):
+    with pytest.raises(ValueError, match="enter your name"):
+        L.next_pair(workspace, "  ", "s")
+    with pytest.raises(ValueError, match="reserved"):
+        L.next_pair(workspace, "import", "s")
+
+
+def test_kappa_and_agreement(workspace):
+    assert L.cohen_kappa(list("aabb"), list("aabb")) == 1.0
+    assert L.cohen_kappa(list("abab"), list("baba")) == -1.0
+    # Hand-computed: po = 3/4, pe = (2*3 + 2*1)/16 = 0.5 -> kappa = 0.5
+    assert L.cohen_kappa(list("aabb"), list("aaab")) == pytest.approx(0.5)
+    L.set_overlap(workspace, 3)
+    choices = {"ann": ["left", "left", "right", "tie"], "bob": ["left", "right", "right", "tie"]}
+    for i in range(4):
+        shown = {n: L.next_pair(workspace, n, n) for n in choices}
+        assert len({s.pair_id for s in shown.values()}) == 1
+        for n, s in shown.items():
+            side = choices[n][i]
+            # Give both annotators the same underlying choice when their displayed sides agree.
+            stored_side = side if side == "tie" or s.a_shown_left else {"left": "right", "right": "left"}[side]
+            L.save_label(workspace, s, n, n, stored_side)
+    ag = L.agreement(workspace)
+    assert ag["annotators"] == ["ann", "bob"] and ag["shared_pairs"] == 4
+    assert ag["raw"] == pytest.approx(0.75)
+    expected = L.cohen_kappa(["a", "a", "b", "tie"], ["a", "b", "b", "tie"])
+    assert ag["kappa"] == pytest.approx(expected)
+    # A third annotator: raw agreement over all annotator pairs, no single kappa.
+    s = L.next_pair(workspace, "cat", "cat")
+    L.save_label(workspace, s, "cat", "cat", "left" if s.a_shown_left else "right")
+    ag3 = L.agreement(workspace)
+    assert ag3["kappa"] is None and len(ag3["pairs"]) == 3
