@@ -363,6 +363,26 @@ def import_file(ws: Workspace, path: str | Path, name: str | None = None,
     return write_records(ws, kind, records, name, progress)
 
 
+def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None) -> ImportResult:
+    """Copy an uploaded file into the workspace's uploads/ (kept with the data it produced), then import it."""
+    import shutil
+
+    src = Path(uploaded)
+    folder = ws.uploads_dir / time.strftime("%Y%m%d-%H%M%S")
+    n = 1
+    while (folder / src.name).exists():
+        n += 1
+        folder = ws.uploads_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{n}"
+    folder.mkdir(parents=True, exist_ok=True)
+    dst = folder / src.name  # the original name, so that messages name the user's file
+    shutil.copyfile(src, dst)
+    try:
+        return import_file(ws, dst, name=src.name, progress=progress)
+    except DataError:
+        shutil.rmtree(folder, ignore_errors=True)  # a refused file leaves nothing behind
+        raise
+
+
 def write_records(ws: Workspace, kind: str, records: list[_Record], name: str,
                   progress: Progress | None = None) -> ImportResult:
     now = time.time()

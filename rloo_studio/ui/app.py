@@ -35,7 +35,9 @@ def build_ui(studio: Studio) -> gr.Blocks:
         with gr.Tabs():
             for name, module in TABS:
                 with gr.Tab(name, id=name.lower().replace(" ", "-")):
-                    module.build(studio)
+                    on_load = module.build(studio)  # a tab may return a hook for the page-load event
+                if callable(on_load):
+                    on_load(demo)
     return demo
 
 

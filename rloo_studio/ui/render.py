@@ -1,0 +1,44 @@
+"""HTML for a response: the <think> reasoning apart from the answer, or the raw text."""
+from __future__ import annotations
+
+import html
+
+from ..thinking import parse
+
+
+def esc(text: str) -> str:
+    return html.escape(text).replace("\n", "<br>")
+
+
+def response_html(text: str, raw: bool = False, split: str = "blank") -> str:
+    if raw:
+        return f"<pre class='raw-response'>{html.escape(text)}</pre>"
+    p = parse(text, split)
+    parts = []
+    if p.has_open or p.has_close:
+        n = len(p.steps)
+        state = " · unfinished (cut off before &lt;/think&gt;)" if p.truncated else ""
+        if n:
+            body = "".join(f"<div class='think-step'>{esc(s.text)}</div>" for s in p.steps)
+            parts.append(f"<details class='think' open><summary>Thinking · {n} step{'s' if n != 1 else ''}{state}"
+                         f"</summary>{body}</details>")
+        else:
+            parts.append("<div class='think think-empty'>Thinking · empty (the model skipped its reasoning)</div>")
+    else:
+        parts.append("<div class='think-none'>no thinking</div>")
+    answer = p.answer
+    parts.append(f"<div class='answer'>{esc(answer) if answer else '<i>no answer</i>'}</div>")
+    return "".join(parts)
+
+
+CSS = """
+.think {border-left: 3px solid #a78bfa; background: rgba(167,139,250,.08); padding: .3em .7em; margin-bottom: .6em;
+        border-radius: 4px; font-size: .92em; color: var(--body-text-color-subdued)}
+.think summary {cursor: pointer; font-weight: 600; color: #7c3aed}
+.think-step {padding: .15em 0; border-bottom: 1px dashed rgba(124,58,237,.15); font-family: var(--font-mono)}
+.think-step:last-child {border-bottom: none}
+.think-empty {font-style: italic; color: #7c3aed}
+.think-none {font-size: .85em; color: var(--body-text-color-subdued); font-style: italic; margin-bottom: .4em}
+.answer {font-size: 1.05em; padding: .2em 0}
+.raw-response {white-space: pre-wrap; font-size: .9em}
+"""

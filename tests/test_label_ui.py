@@ -1,0 +1,85 @@
+"""The Label tab in Chromium, driven from the keyboard as a person would."""
+import re
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from browser import App, launch_browser, screenshot
+from rloo_studio.workspace import Workspace
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    ws_dir = tmp_path_factory.mktemp("label") / "ws"
+    Workspace(ws_dir, seed_demo=True)
+    a = App(ws_dir)
+    a.wait_ready()
+    a.ws_dir = ws_dir
+    yield a
+    a.stop()
+
+
+def pair_id(page) -> str:
+    m = re.search(r"pair #(\d+)", page.locator("#lbl-status").inner_text())
+    return m.group(1) if m else ""
+
+
+def press_and_wait(page, key):
+    before = pair_id(page)
+    page.keyboard.press(key)
+    page.wait_for_function(
+        "b => { const m = document.querySelector('#lbl-status').innerText.match(/pair #(\\d+)/);"
+        " return m && m[1] !== b; }", arg=before, timeout=15000)
+
+
+def test_keyboard_labeling_undo_and_reload(app):
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app.url)
+        expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=15000)
+        name = page.get_by_label("Your name")
+        name.focus()
+        page.keyboard.type("kb-user")
+        page.keyboard.press("Enter")  # leaves the box and loads this annotator's queue
+        expect(page.locator("#lbl-status")).to_contain_text("pair #", timeout=15000)
+        expect(page.locator("#lbl-left-text .think, #lbl-left-text .think-none").first).to_be_visible()
+        keys = ["1", "2", "3", "4", "ArrowLeft", "ArrowRight", "1", "2", "1", "2", "3", "1"]
+        for k in keys:
+            press_and_wait(page, k)
+        expect(page.locator("#lbl-progress")).to_contain_text("you: 12")
+        page.keyboard.press("u")
+        expect(page.locator("#lbl-status")).to_contain_text("Undid your label")
+        expect(page.locator("#lbl-progress")).to_contain_text("you: 11")
+        # Raw toggle shows the text as stored, tags included.
+        page.get_by_label("Raw text").check()
+        expect(page.locator("#lbl-left-text pre.raw-response")).to_be_visible()
+        page.get_by_label("Raw text").uncheck()
+        screenshot(page, "label-tab")
+        page.reload()
+        expect(page.get_by_label("Your name")).to_have_value("kb-user", timeout=15000)
+        expect(page.locator("#lbl-progress")).to_contain_text("you: 11", timeout=15000)
+        expect(page.locator("#lbl-status")).to_contain_text("pair #")
+        b.close()
+    ws = Workspace(app.ws_dir)
+    rows = ws.query("SELECT l.choice, l.a_shown_left FROM labels l JOIN annotators a ON a.id = l.annotator_id "
+                    "WHERE a.name='kb-user' AND l.superseded=0")
+    assert len(rows) == 11 and all(r["a_shown_left"] in (0, 1) for r in rows)
+    assert {r["choice"] for r in rows} <= {"a", "b", "tie", "skip"} and len({r["choice"] for r in rows}) >= 3
+
+
+def test_bad_file_through_the_ui_is_refused_with_a_message(app, tmp_path):
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"prompt": "x", "chosen": "a", "rejected": "b"}\n{"prompt": "y", "chosen": "a", "rej')
+    ws = Workspace(app.ws_dir)
+    before = ws.query("SELECT COUNT(*) FROM pairs")[0][0]
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app.url)
+        page.get_by_text("Import pairs or prompts").click()
+        page.locator("input[type=file]").first.set_input_files(str(bad))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(page.get_by_text("Import refused, nothing was changed: broken.jsonl line 2: not valid JSON")).to_be_visible(timeout=20000)
+        b.close()
+    assert ws.query("SELECT COUNT(*) FROM pairs")[0][0] == before
