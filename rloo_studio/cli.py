@@ -5,6 +5,8 @@
     python -m rloo_studio train-reward --workspace DIR [--config FILE.yaml] [--set key=value ...]
     python -m rloo_studio eval-demo   [--model PATH] [--adapter DIR] [--n 500]
     python -m rloo_studio runs         --workspace DIR
+    python -m rloo_studio import FILE  --workspace DIR [--name NAME]
+    python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
 """
 from __future__ import annotations
 
@@ -78,6 +80,25 @@ def cmd_eval_demo(a) -> int:
     return 0
 
 
+def cmd_import(a) -> int:
+    from .importing import import_file
+    from .workspace import Workspace
+
+    res = import_file(Workspace(a.workspace, seed_demo=True), a.file, name=a.name)
+    print(res.summary())
+    return 0
+
+
+def cmd_export(a) -> int:
+    from .exporting import export
+    from .workspace import Workspace
+
+    res = export(Workspace(a.workspace, seed_demo=True), a.out, a.format, ties_apart=a.ties_apart,
+                 test_fraction=a.test_fraction, seed=a.seed)
+    print(res.summary())
+    return 0
+
+
 def cmd_runs(a) -> int:
     from .workspace import Workspace
 
@@ -109,6 +130,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=500)
     p.add_argument("--seed", type=int, default=1234)
     p.set_defaults(fn=cmd_eval_demo)
+    p = sub.add_parser("import", help="import preference pairs, candidates or a prompt set (all or nothing)")
+    p.add_argument("file", help="JSONL, CSV, Parquet, or a datasets folder")
+    _workspace_arg(p)
+    p.add_argument("--name", help="name of the prompt set / source (default: the file name)")
+    p.set_defaults(fn=cmd_import)
+    p = sub.add_parser("export", help="export labeled, non-tie pairs as a TRL preference dataset")
+    _workspace_arg(p)
+    p.add_argument("--out", required=True, help="FILE.jsonl, FILE.parquet, or a folder (datasets save_to_disk)")
+    p.add_argument("--format", default="standard", choices=["standard", "conversational"])
+    p.add_argument("--ties-apart", action="store_true", help="also write ties to a separate file")
+    p.add_argument("--test-fraction", type=float, default=0.0, help="hold out this share as a test split")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_export)
     p = sub.add_parser("runs", help="list runs")
     _workspace_arg(p)
     p.set_defaults(fn=cmd_runs)

@@ -1,0 +1,40 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "RLOO_STUDIO_NO_UNSLOTH": "1"}
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "rloo_studio", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=ENV)
+
+
+def test_import_export_round_trip_and_errors(tmp_path):
+    ws = tmp_path / "ws"
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"prompt": "q", "chosen": "good", "rejected": "bad"}) + "\n")
+    r = cli("import", str(src), "--workspace", str(ws))
+    assert r.returncode == 0 and "Imported 1 rows" in r.stdout, r.stderr
+    out = tmp_path / "out.jsonl"
+    r = cli("export", "--workspace", str(ws), "--out", str(out), "--format", "conversational")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {"prompt": [{"role": "user", "content": "q"}], "chosen": [{"role": "assistant", "content": "good"}],
+            "rejected": [{"role": "assistant", "content": "bad"}]} in rows
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "q", "chosen": "a", "rejected": "a"}\n')
+    r = cli("import", str(bad), "--workspace", str(ws))
+    assert r.returncode != 0
+    assert r.stderr.strip() == "error: bad.jsonl line 1: 'chosen' is identical to 'rejected'; nothing to prefer"
+
+
+def test_train_cli_rejects_bad_config_with_a_message(tmp_path):
+    r = cli("train-rloo", "--workspace", str(tmp_path / "ws"), "--set", "num_generations=1")
+    assert r.returncode == 2 and "num_generations must be" in r.stderr
+    r = cli("train-reward", "--workspace", str(tmp_path / "ws"), "--set", "lr=0.1")
+    assert r.returncode == 2 and "unknown key lr" in r.stderr
+    assert "Traceback" not in r.stderr
