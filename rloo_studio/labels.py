@@ -79,31 +79,32 @@ def annotator_id(con, name: str) -> int:
 
 _FILTER_SQL = {
     # Pairs that still need a human label from someone (imported labels do not count as done).
-    "unlabeled": "human_labels < :overlap",
-    "labeled": "any_labels > 0",
-    "skipped": "EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'skip')",
-    "ties": "EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'tie')",
+    "unlabeled": "COALESCE(lab.human, 0) < :overlap",
+    "labeled": "COALESCE(lab.anyl, 0) > 0",
+    "skipped": "COALESCE(lab.skips, 0) > 0",
+    "ties": "COALESCE(lab.ties, 0) > 0",
     "flagged": "p.flag IS NOT NULL",
     "all": "1",
 }
 
+# One pass over the current labels and open claims (aggregated joins, not per-pair subqueries:
+# this runs on every click).
 _CANDIDATES = """
-SELECT p.id FROM (
-  SELECT p.*,
-    (SELECT COUNT(DISTINCT l.annotator_id) FROM labels l JOIN annotators an ON an.id = l.annotator_id
-      WHERE l.pair_id = p.id AND l.superseded = 0 AND an.name != 'import') AS human_labels,
-    (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0) AS any_labels,
-    (SELECT COUNT(*) FROM claims c WHERE c.pair_id = p.id AND c.session != :session AND c.expires > :now
-      AND c.annotator_id != :ann) AS others_open
-  FROM pairs p) AS p
+WITH lab AS (
+  SELECT l.pair_id, COUNT(DISTINCT CASE WHEN an.name != 'import' THEN l.annotator_id END) AS human,
+         COUNT(*) AS anyl, MAX(l.annotator_id = :ann) AS mine,
+         SUM(l.choice = 'skip') AS skips, SUM(l.choice = 'tie') AS ties
+  FROM labels l JOIN annotators an ON an.id = l.annotator_id WHERE l.superseded = 0 GROUP BY l.pair_id),
+cl AS (
+  SELECT pair_id, SUM(annotator_id != :ann) AS others, MAX(annotator_id = :ann) AS mine_open
+  FROM claims WHERE session != :session AND expires > :now GROUP BY pair_id)
+SELECT p.id FROM pairs p LEFT JOIN lab ON lab.pair_id = p.id LEFT JOIN cl ON cl.pair_id = p.id
 WHERE {filter}
   AND (:source = '' OR p.source = :source)
-  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.pair_id = p.id AND c.session != :session AND c.expires > :now
-                  AND c.annotator_id = :ann)
-  AND ({relabel} OR NOT EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0
-                  AND l.annotator_id = :ann))
-  AND (human_labels + others_open) < :overlap_or_any
-ORDER BY p.flag IS NULL, p.human_labels = 0, p.any_labels > p.human_labels, p.id
+  AND COALESCE(cl.mine_open, 0) = 0
+  AND ({relabel} OR COALESCE(lab.mine, 0) = 0)
+  AND COALESCE(lab.human, 0) + COALESCE(cl.others, 0) < :overlap_or_any
+ORDER BY p.flag IS NULL, COALESCE(lab.human, 0) = 0, COALESCE(lab.anyl, 0) > COALESCE(lab.human, 0), p.id
 LIMIT 1
 """
 
