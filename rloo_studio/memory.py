@@ -149,3 +149,24 @@ def advice(e: Estimate, *, load_in_4bit: bool, batch: int, seq_len: int, optimiz
     if optimizer == "adamw":
         tips.append("use adamw_8bit")
     return head + ": will not fit. Try: " + "; ".join(tips) + "."
+
+
+def preflight(model: str, *, batch: int, seq_len: int, load_in_4bit: bool = False, lora_r: int = 16,
+              targets: list[str] | None = None, optimizer: str = "adamw", gradient_checkpointing: bool = True,
+              chunked_ce: bool = False, reward_model: str | None = None, generation_batch: int = 0,
+              generation_len: int = 0) -> tuple[Estimate, str]:
+    """Estimate for a model named by path or cached hub id (reads only its config.json)."""
+    from transformers import AutoConfig
+
+    from .models import resolve
+
+    shape = ModelShape.from_config(AutoConfig.from_pretrained(resolve(model)))
+    rshape = ModelShape.from_config(AutoConfig.from_pretrained(resolve(reward_model))) if reward_model else None
+    known = set(shape.linear_shapes())
+    e = estimate(shape, batch=batch, seq_len=seq_len, load_in_4bit=load_in_4bit, lora_r=lora_r,
+                 targets=[t for t in (targets or known) if t in known], optimizer=optimizer,
+                 gradient_checkpointing=gradient_checkpointing, chunked_ce=chunked_ce, reward_shape=rshape,
+                 generation_batch=generation_batch, generation_len=generation_len)
+    e.free = device_free()
+    return e, advice(e, load_in_4bit=load_in_4bit, batch=batch, seq_len=seq_len, optimizer=optimizer,
+                     gradient_checkpointing=gradient_checkpointing)

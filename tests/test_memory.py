@@ -73,3 +73,12 @@ def test_advice_when_it_will_not_fit():
     small.free = 16 * GiB
     assert small.fits and advice(small, load_in_4bit=True, batch=1, seq_len=512, optimizer="adamw_8bit",
                                  gradient_checkpointing=True).endswith("fits.")
+
+
+def test_preflight_reads_the_model_config():
+    from rloo_studio.memory import preflight
+    from rloo_studio.paths import DEMO_MODEL
+
+    e, msg = preflight(str(DEMO_MODEL), batch=8, seq_len=128)
+    assert e.parts["weights"] == 1_025_664 * 2 and e.free is None
+    assert msg.startswith("Estimated peak memory") and "CPU run" in msg
