@@ -4,7 +4,7 @@
     python -m rloo_studio train-rloo   --workspace DIR [--config FILE.yaml] [--set key=value ...]
     python -m rloo_studio train-reward --workspace DIR [--config FILE.yaml] [--set key=value ...]
     python -m rloo_studio eval-demo   [--model PATH] [--adapter DIR] [--n 500]
-    python -m rloo_studio runs         --workspace DIR
+    python -m rloo_studio runs [list | show RUN.. | compare RUN.. --metric KEY] --workspace DIR
     python -m rloo_studio import FILE  --workspace DIR [--name NAME]
     python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
 """
@@ -100,10 +100,32 @@ def cmd_export(a) -> int:
 
 
 def cmd_runs(a) -> int:
+    from . import runs as R
+    from .jobs.runner import read_status
     from .workspace import Workspace
 
-    for r in Workspace(a.workspace).runs():
-        print(f"{r['id']:32} {r['kind']:7} {r['status']:11} {r['message']}")
+    ws = Workspace(a.workspace)
+    if a.action == "list":
+        for r in R.summaries(ws):
+            print(f"{r['id']:34} {r['kind']:8} {r['status']:11} {r['duration_s']:>6}s  {r['figures']}")
+        return 0
+    if not a.run_ids:
+        raise StudioError(f"runs {a.action} needs one or more run ids (see: runs list)")
+    for rid in a.run_ids:
+        if ws.run(rid) is None:
+            raise StudioError(f"no run {rid} in {ws.root}")
+    if a.action == "show":
+        for rid in a.run_ids:
+            d = ws.run_dir(rid)
+            print(json.dumps({**read_status(d), "folder": str(d),
+                              "config": (d / "config.yaml").read_text() if (d / "config.yaml").exists() else None,
+                              "last": R.last_values(R.read_metrics(d))}, indent=1))
+        return 0
+    keys = a.metric or ["loss"]
+    print("run".ljust(34) + "".join(k[:18].rjust(20) for k in keys))
+    for rid in a.run_ids:
+        last = R.last_values(R.read_metrics(ws.run_dir(rid)))
+        print(rid.ljust(34) + "".join((f"{last[k]:.4g}" if k in last else "-").rjust(20) for k in keys))
     return 0
 
 
@@ -143,7 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-fraction", type=float, default=0.0, help="hold out this share as a test split")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_export)
-    p = sub.add_parser("runs", help="list runs")
+    p = sub.add_parser("runs", help="list runs, show one, or compare final metrics")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare"])
+    p.add_argument("run_ids", nargs="*")
+    p.add_argument("--metric", action="append", help="metric to compare (repeatable; default loss)")
     _workspace_arg(p)
     p.set_defaults(fn=cmd_runs)
     return ap

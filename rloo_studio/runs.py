@@ -1,9 +1,19 @@
-"""Finished runs as choices for other tabs: trained reward models and RLOO policies."""
+"""Runs across kinds: summaries, curves to overlay, deletion; trained adapters as choices for tabs."""
 from __future__ import annotations
 
+import shutil
+import time
 from pathlib import Path
 
+from .jobs.runner import ACTIVE, read_metrics
 from .workspace import Workspace
+
+# The figures that sum up a finished run, by kind: (label, metric key), last logged value.
+KEY_METRICS = {
+    "reward": [("held-out accuracy", "eval_accuracy"), ("accuracy", "accuracy"), ("loss", "loss")],
+    "rloo": [("reward", "reward"), ("kl", "kl"), ("loss", "loss")],
+    "generate": [("pairs", "pairs")],
+}
 
 
 def trained_adapters(ws: Workspace, kind: str) -> list[tuple[str, str]]:
@@ -20,3 +30,56 @@ def trained_adapters(ws: Workspace, kind: str) -> list[tuple[str, str]]:
 
 def adapter_dir(ws: Workspace, run_id: str) -> Path:
     return ws.run_dir(run_id) / "adapter"
+
+
+def last_values(metrics: list[dict]) -> dict:
+    out = {}
+    for m in metrics:
+        out.update({k: v for k, v in m.items() if isinstance(v, (int, float))})
+    return out
+
+
+def summaries(ws: Workspace) -> list[dict]:
+    """One row per run: id, kind, status, started, duration, key figures, message, folder."""
+    rows = []
+    for r in ws.runs():
+        start = r["started"] or r["created"]
+        end = r["ended"] or (time.time() if r["status"] == "running" else start)
+        last = last_values(read_metrics(ws.run_dir(r["id"])))
+        figures = ", ".join(f"{label} {last[k]:.3g}" for label, k in KEY_METRICS.get(r["kind"], []) if k in last)
+        rows.append({"id": r["id"], "kind": r["kind"], "status": r["status"],
+                     "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(start)),
+                     "duration_s": round(max(0.0, end - start)), "figures": figures, "step": last.get("step"),
+                     "message": r["message"], "folder": str(ws.run_dir(r["id"]))})
+    return rows
+
+
+def numeric_keys(ws: Workspace, run_ids: list[str]) -> list[str]:
+    keys: set[str] = set()
+    for rid in run_ids:
+        for m in read_metrics(ws.run_dir(rid)):
+            keys |= {k for k, v in m.items() if isinstance(v, (int, float)) and k not in ("time", "step", "epoch")}
+    return sorted(keys)
+
+
+def overlay(ws: Workspace, run_ids: list[str], metric: str) -> list[dict]:
+    """Rows {run, step, value} of one metric for several runs, for a single plot."""
+    rows = []
+    for rid in run_ids:
+        for m in read_metrics(ws.run_dir(rid)):
+            v = m.get(metric)
+            if isinstance(v, (int, float)) and m.get("step") is not None:
+                rows.append({"run": rid, "step": m["step"], "value": float(v)})
+    return rows
+
+
+def delete_run(ws: Workspace, run_id: str) -> None:
+    """Remove a finished run's folder and row. An active run must be stopped first."""
+    r = ws.run(run_id)
+    if r is None:
+        raise KeyError(f"no run {run_id}")
+    if r["status"] in ACTIVE:
+        raise ValueError(f"{run_id} is {r['status']}; stop it before deleting")
+    shutil.rmtree(ws.run_dir(run_id), ignore_errors=True)
+    with ws.transaction() as con:
+        con.execute("DELETE FROM runs WHERE id=?", (run_id,))

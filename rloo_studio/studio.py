@@ -1,7 +1,6 @@
 """The app's core object: one workspace, one job runner, the device. No gradio here."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from . import bootstrap  # noqa: F401
@@ -19,15 +18,3 @@ class Studio:
 
     def header(self) -> dict:
         return {**self.device, "workspace": str(self.ws.root)}
-
-    def runs_table(self, kind: str | None = None) -> list[list]:
-        """Rows for the runs list: id, kind, status, started, duration, message."""
-        rows = []
-        for r in self.ws.runs(kind):
-            start = r["started"] or r["created"]
-            end = r["ended"] or (time.time() if r["status"] == "running" else start)
-            rows.append([
-                r["id"], r["kind"], r["status"], time.strftime("%Y-%m-%d %H:%M", time.localtime(start)),
-                f"{max(0, end - start):.0f} s", r["message"],
-            ])
-        return rows

@@ -1,0 +1,64 @@
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rloo_studio import runs as R
+from rloo_studio.jobs.runner import JobRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def job(cfg, ctx):
+    for s in range(1, cfg["n"] + 1):
+        ctx.metric({"step": s, "loss": 1 / s, "reward": s * cfg["scale"]})
+        time.sleep(cfg.get("sleep", 0))
+        if ctx.should_stop():
+            break
+
+
+def test_summaries_overlay_and_delete(empty_workspace):
+    r = JobRunner(empty_workspace)
+    a = r.submit("rloo", {"n": 3, "scale": 1.0}, job)
+    b = r.submit("rloo", {"n": 2, "scale": 2.0}, job)
+    r.wait(b, 30)
+    s = {x["id"]: x for x in R.summaries(empty_workspace)}
+    assert s[a]["figures"] == "reward 3, loss 0.333" and s[b]["status"] == "completed"
+    assert "reward" in R.numeric_keys(empty_workspace, [a, b])
+    rows = R.overlay(empty_workspace, [a, b], "reward")
+    assert sorted((x["run"], x["step"], x["value"]) for x in rows) == sorted(
+        [(a, 1, 1.0), (a, 2, 2.0), (a, 3, 3.0), (b, 1, 2.0), (b, 2, 4.0)])
+    slow = r.submit("rloo", {"n": 1000, "scale": 1.0, "sleep": 0.01}, job)
+    while r.status(slow)["status"] != "running":
+        time.sleep(0.01)
+    with pytest.raises(ValueError, match="stop it before deleting"):
+        R.delete_run(empty_workspace, slow)
+    r.stop(slow)
+    r.wait(slow, 30)
+    R.delete_run(empty_workspace, a)
+    assert not empty_workspace.run_dir(a).exists() and empty_workspace.run(a) is None
+    with pytest.raises(KeyError):
+        R.delete_run(empty_workspace, a)
+
+
+def test_cli_runs_list_show_compare(empty_workspace):
+    r = JobRunner(empty_workspace)
+    a = r.submit("rloo", {"n": 2, "scale": 1.0}, job)
+    r.wait(a, 30)
+    env = {**os.environ, "RLOO_STUDIO_NO_UNSLOTH": "1"}
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "rloo_studio", "runs", *args, "--workspace",
+                               str(empty_workspace.root)], cwd=ROOT, capture_output=True, text=True, env=env)
+
+    out = cli("list")
+    assert a in out.stdout and "completed" in out.stdout
+    out = cli("show", a)
+    assert '"status": "completed"' in out.stdout and '"reward": 2' in out.stdout
+    out = cli("compare", a, "--metric", "reward", "--metric", "loss")
+    assert out.stdout.splitlines()[1].split() == [a, "2", "0.5"]
+    bad = cli("show", "nope")
+    assert bad.returncode == 2 and "no run nope" in bad.stderr
