@@ -48,7 +48,7 @@ def cmd_serve(a) -> int:
 
 def _train(a, kind: str) -> int:
     from .config import build
-    from .jobs.runner import RunContext, config_dict, execute
+    from .jobs.runner import RunContext, execute, prepare_run
     from .workspace import Workspace
 
     if kind == "rloo":
@@ -56,20 +56,29 @@ def _train(a, kind: str) -> int:
     else:
         from .jobs.reward import RewardJobConfig as Cfg, train_reward as fn
     cfg = build(Cfg, a.config, a.set)
-    ws = Workspace(a.workspace, seed_demo=True)
-    import yaml
+    # Under `accelerate launch` every process runs this; they agree on one run folder, and only the
+    # main process writes it (DDP / FSDP / DeepSpeed themselves are accelerate's and TRL's).
+    from accelerate import PartialState
 
-    rid = a.resume or ws.new_run_id(kind)
-    ctx = RunContext(ws, rid, ws.run_dir(rid))
-    ctx.dir.mkdir(parents=True, exist_ok=True)
-    (ctx.dir / "config.yaml").write_text(yaml.safe_dump(config_dict(cfg), sort_keys=False))
-    ws.upsert_run(rid, kind=kind, name=rid, status="queued", config=config_dict(cfg), pid=os.getpid())
+    state = PartialState()
+    with state.main_process_first():  # the main process creates and seeds a new workspace
+        ws = Workspace(a.workspace, seed_demo=state.is_main_process)
+    if state.is_main_process:
+        ctx = prepare_run(ws, kind, cfg, a.resume)
+    if state.num_processes > 1:
+        from accelerate.utils import broadcast_object_list
+
+        rid = broadcast_object_list([ctx.run_id if state.is_main_process else None], from_process=0)[0]
+        if not state.is_main_process:
+            ctx = RunContext(ws, rid, ws.run_dir(rid), main=False)
     # Ctrl-C stops gracefully: the trainer finishes its step and the adapter is saved.
     signal.signal(signal.SIGINT, lambda *_: ctx.stop_event.set())
-    print(f"run {rid} in {ctx.dir}", flush=True)
+    if state.is_main_process:
+        print(f"run {ctx.run_id} in {ctx.dir}", flush=True)
     status = execute(ws, ctx, kind, cfg, fn)
-    st = json.loads((ctx.dir / "status.json").read_text())
-    print(f"{status}: {st.get('message', '')}")
+    if state.is_main_process:
+        st = json.loads((ctx.dir / "status.json").read_text())
+        print(f"{status}: {st.get('message', '')}")
     return 0 if status in ("completed", "stopped") else 1
 
 

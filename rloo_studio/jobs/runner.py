@@ -40,16 +40,21 @@ class RunContext:
     stop_event: threading.Event = field(default_factory=threading.Event)
     feed: list[dict] = field(default_factory=list)
     progress: dict = field(default_factory=dict)
+    main: bool = True  # under `accelerate launch`, only the main process writes files
 
     def should_stop(self) -> bool:
         return self.stop_event.is_set()
 
     def log(self, msg: str) -> None:
+        if not self.main:
+            return
         with open(self.dir / "log.txt", "a") as f:
             f.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
 
     def metric(self, record: dict) -> None:
         record = {"time": round(time.time(), 3), **record}
+        if not self.main:
+            return
         with open(self.dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
         self.feed.append(record)
@@ -118,6 +123,26 @@ def config_dict(config: Any) -> dict:
     return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
 
 
+def prepare_run(ws: Workspace, kind: str, config: Any, run_id: str | None = None, name: str | None = None,
+                pid: int | None = None) -> RunContext:
+    """Create (or reopen, to resume) a run folder with its config and reproduction records."""
+    from ..repro import write as write_repro
+
+    rid = run_id or ws.new_run_id(kind)
+    d = ws.run_dir(rid)
+    d.mkdir(parents=True, exist_ok=True)
+    cfg = config_dict(config)
+    (d / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    write_repro(d, kind, ws.root, cfg)
+    ctx = RunContext(ws, rid, d)
+    if run_id:  # a resumed run keeps its earlier curves
+        ctx.feed.extend(read_metrics(d))
+    write_status(d, {"id": rid, "kind": kind, "status": "queued", "message": ""})
+    ws.upsert_run(rid, kind=kind, name=name or rid, status="queued", config=cfg, pid=pid or os.getpid(),
+                  message="", ended=None)
+    return ctx
+
+
 class _ThreadLogHandler(logging.Handler):
     """Copies library log records from the job's thread into log.txt."""
 
@@ -137,11 +162,13 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
     d = ctx.dir
     started = time.time()
     status = {"id": ctx.run_id, "kind": kind, "status": "running", "started": started, "pid": os.getpid(), "message": ""}
-    write_status(d, status)
-    ws.upsert_run(ctx.run_id, status="running", started=started, pid=os.getpid())
+    if ctx.main:
+        write_status(d, status)
+        ws.upsert_run(ctx.run_id, status="running", started=started, pid=os.getpid())
     handler = _ThreadLogHandler(d / "log.txt", threading.get_ident())
     root = logging.getLogger()
-    root.addHandler(handler)
+    if ctx.main:
+        root.addHandler(handler)
     ctx.progress["started"] = started
     try:
         ctx.log(f"{kind} run {ctx.run_id} started")
@@ -154,8 +181,9 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
         root.removeHandler(handler)
     ended = time.time()
     ctx.log(f"{final}: {message}")
-    write_status(d, {**status, "status": final, "ended": ended, "message": message})
-    ws.upsert_run(ctx.run_id, status=final, ended=ended, message=message)
+    if ctx.main:
+        write_status(d, {**status, "status": final, "ended": ended, "message": message})
+        ws.upsert_run(ctx.run_id, status=final, ended=ended, message=message)
     return final
 
 
@@ -173,19 +201,10 @@ class JobRunner:
 
     def submit(self, kind: str, config: Any, fn: Callable, name: str | None = None, run_id: str | None = None) -> str:
         """Queue a job; returns its run id at once. `run_id` resumes into an existing run folder."""
-        rid = run_id or self.ws.new_run_id(kind)
-        d = self.ws.run_dir(rid)
-        d.mkdir(parents=True, exist_ok=True)
-        cfg = config_dict(config)
-        (d / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-        ctx = RunContext(self.ws, rid, d)
-        if run_id:  # a resumed run keeps its earlier curves
-            ctx.feed.extend(read_metrics(d))
+        ctx = prepare_run(self.ws, kind, config, run_id, name)
+        rid = ctx.run_id
         with self._lock:
             self.contexts[rid] = ctx
-        write_status(d, {"id": rid, "kind": kind, "status": "queued", "message": ""})
-        self.ws.upsert_run(rid, kind=kind, name=name or rid, status="queued", config=cfg, pid=os.getpid(),
-                           message="", ended=None)
         self._queue.put((rid, kind, config, fn))
         return rid
 
