@@ -62,3 +62,26 @@ def test_cli_runs_list_show_compare(empty_workspace):
     assert out.stdout.splitlines()[1].split() == [a, "2", "0.5"]
     bad = cli("show", "nope")
     assert bad.returncode == 2 and "no run nope" in bad.stderr
+
+
+def test_accelerate_launch_files_for_each_strategy(tmp_path):
+    import yaml
+
+    from rloo_studio.launch import STRATEGIES, launch_files
+
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("max_steps: 2\n")
+    seen = set()
+    for s in STRATEGIES:
+        path, cmd = launch_files("rloo", tmp_path / "ws", cfg, s, num_gpus=4)
+        c = yaml.safe_load(path.read_text())
+        assert c["num_processes"] == 4
+        seen.add(c["distributed_type"])
+        assert cmd.startswith(f"accelerate launch --config_file {path} -m rloo_studio train-rloo")
+        if "ZeRO" in s:
+            assert c["deepspeed_config"]["zero_stage"] == int(s[-1])
+    assert seen == {"MULTI_GPU", "FSDP", "DEEPSPEED"}
+    path, cmd = launch_files("reward", tmp_path / "ws", cfg, "DDP", num_gpus=8, num_machines=2)
+    assert yaml.safe_load(path.read_text())["num_processes"] == 16 and "--machine_rank MACHINE_RANK" in cmd
+    with pytest.raises(ValueError):
+        launch_files("generate", tmp_path, cfg, "DDP", 1)

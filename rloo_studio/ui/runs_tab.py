@@ -7,6 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from .. import runs as R
+from ..launch import STRATEGIES, launch_files
 from ..studio import Studio
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
@@ -30,6 +31,13 @@ def build(studio: Studio) -> None:
         confirm = gr.Checkbox(label="Yes, delete the selected run(s) and their files", value=False)
         delete = gr.Button("Delete", variant="stop")
     msg = gr.Markdown()
+    with gr.Accordion("Run on several GPUs or machines (accelerate)", open=False):
+        with gr.Row():
+            strategy = gr.Dropdown(list(STRATEGIES), value="DDP", label="Strategy")
+            gpus = gr.Number(2, label="GPUs per machine", precision=0, minimum=1)
+            machines = gr.Number(1, label="Machines", precision=0, minimum=1)
+            b_launch = gr.Button("Write launch files for the first selected run")
+        launch_out = gr.Markdown()
 
     def refresh(selected):
         ids = [r["id"] for r in ws.runs()]
@@ -59,6 +67,18 @@ def build(studio: Studio) -> None:
                 errors.append(str(e))
         return " ".join([f"Deleted {', '.join(done)}." if done else ""] + errors)
 
+    def export_launch(selected, strat, n, m):
+        if not selected:
+            return "Select a reward or RLOO run first."
+        rid = selected[0]
+        r = ws.run(rid)
+        try:
+            path, cmd = launch_files(r["kind"], ws.root, ws.run_dir(rid) / "config.yaml", strat, int(n), int(m))
+        except (ValueError, TypeError) as e:
+            return f"**{e}**"
+        return (f"Wrote `{path}`:\n```yaml\n{path.read_text()}```\nOn each machine run:\n```\n{cmd}\n```")
+
+    b_launch.click(export_launch, [pick, strategy, gpus, machines], launch_out)
     gr.Timer(2.0).tick(refresh, pick, [table, pick], show_progress="hidden")
     pick.change(choose, [pick, metric], [metric, folder]).then(draw, [pick, metric], plot)
     metric.change(draw, [pick, metric], plot)
