@@ -39,10 +39,14 @@ def cmd_serve(a) -> int:
     from .studio import Studio
     from .ui.app import launch
 
+    from . import models
+    from .paths import ASSETS
+
     auth = parse_auth(a.auth)
     studio = Studio(a.workspace)
+    models.restrict_to([studio.ws.root, ASSETS, *a.allow_path])
     print(f"RLOO Studio on http://{a.host}:{a.port}  workspace {studio.ws.root}  {studio.device['device']}", flush=True)
-    launch(studio, a.host, a.port, auth)
+    launch(studio, a.host, a.port, auth, max_upload_mb=a.max_upload_mb)
     return 0
 
 
@@ -146,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s, this machine only)")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--auth", help="USER:PASSWORD required for every page and API call (or env RLOO_STUDIO_AUTH)")
+    p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                   help="also let the app load models from this folder (default: workspace, assets, HF cache)")
+    p.add_argument("--max-upload-mb", type=int, default=500, help="largest file the app accepts (default %(default)s)")
     p.set_defaults(fn=cmd_serve)
     for kind in ("rloo", "reward"):
         p = sub.add_parser(f"train-{kind}", help=f"train a{'n' if kind == 'rloo' else ''} {kind} run headless")

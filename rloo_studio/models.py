@@ -16,6 +16,9 @@ import torch  # noqa: E402
 from .errors import ModelLoadError  # noqa: E402
 
 BACKENDS = ("auto", "unsloth", "transformers")
+# Set by the app (not the CLI): local model folders must lie under one of these (workspace,
+# bundled assets, the Hugging Face cache, --allow-path). None: no restriction.
+ALLOWED_ROOTS: list[Path] | None = None
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -37,6 +40,13 @@ def resolve(name_or_path: str) -> str:
     if not name:
         raise ModelLoadError("No model given. Enter a local folder or a Hugging Face hub id.")
     p = Path(name).expanduser()
+    if ALLOWED_ROOTS is not None and (p.exists() or name.startswith(("/", ".", "~"))):
+        real = p.resolve()
+        if not any(real == r or r in real.parents for r in ALLOWED_ROOTS):
+            raise ModelLoadError(
+                f"{name} is outside the folders this app may read ({', '.join(str(r) for r in ALLOWED_ROOTS)}). "
+                "Copy the model into the workspace, or restart the app with --allow-path FOLDER."
+            )
     if p.exists():
         if not p.is_dir() or not ((p / "config.json").exists() or (p / "adapter_config.json").exists()):
             raise ModelLoadError(f"{p} is not a model folder (it has no config.json). Point to the saved model's folder.")
@@ -52,6 +62,14 @@ def resolve(name_or_path: str) -> str:
             f"{name} is not in the local Hugging Face cache, and RLOO Studio does not download at run time. "
             f"Download it first (hf download {name}) or enter a local folder."
         ) from None
+
+
+def restrict_to(roots: list[str | Path]) -> None:
+    """Limit local model paths to these folders (and the Hugging Face cache)."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    global ALLOWED_ROOTS
+    ALLOWED_ROOTS = [Path(r).expanduser().resolve() for r in [*roots, HF_HUB_CACHE]]
 
 
 def use_unsloth(backend: str) -> bool:

@@ -59,3 +59,23 @@ def test_seq_cls_reads_last_token_of_either_padding():
         with torch.no_grad():
             scores[side] = model(**enc).logits[:, 0]
     assert torch.allclose(scores["left"], scores["right"], atol=1e-5)
+
+
+def test_app_restricts_local_model_paths(tmp_path, monkeypatch):
+    import rloo_studio.models as M
+
+    monkeypatch.setattr(M, "ALLOWED_ROOTS", None)
+    M.restrict_to([tmp_path / "ws", DEMO_MODEL.parent])
+    try:
+        assert resolve(str(DEMO_MODEL)) == str(DEMO_MODEL.resolve())
+        outside = tmp_path / "elsewhere"
+        outside.mkdir()
+        (outside / "config.json").write_text("{}")
+        with pytest.raises(ModelLoadError, match="outside the folders this app may read"):
+            resolve(str(outside))
+        with pytest.raises(ModelLoadError, match="outside the folders"):
+            resolve(str(tmp_path / "ws" / ".." / "elsewhere"))
+        with pytest.raises(ModelLoadError, match="outside the folders"):
+            resolve("/etc")
+    finally:
+        M.ALLOWED_ROOTS = None

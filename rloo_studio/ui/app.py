@@ -42,13 +42,14 @@ def build_ui(studio: Studio) -> gr.Blocks:
 
 
 def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tuple[str, str] | None = None,
-           block: bool = True):
+           block: bool = True, max_upload_mb: int = 500):
     demo = build_ui(studio)
     demo.queue(default_concurrency_limit=4)
     demo.launch(
         server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block,
         css=CSS + "".join(getattr(m, "CSS", "") for _, m in TABS),  # each tab may add its own CSS
         head="".join(getattr(m, "HEAD", "") for _, m in TABS),  # ... and scripts (keyboard shortcuts)
-        show_error=True, max_file_size="500mb", footer_links=[],
+        show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
+        allowed_paths=[str(studio.ws.exports_dir)],  # downloads of exported files; nothing else on disk
     )
     return demo
