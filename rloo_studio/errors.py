@@ -33,6 +33,10 @@ def explain(exc: BaseException) -> str:
     if isinstance(exc, StudioError):
         return str(exc)
     text = str(exc)
+    if isinstance(exc, OSError) and exc.errno == 28:  # ENOSPC
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return (f"The disk is full{where}. Free some space (old runs' checkpoints are the usual culprit), "
+                "then resume the run: earlier checkpoints are kept.")
     if isinstance(exc, MemoryError) or "out of memory" in text.lower() or type(exc).__name__ == "OutOfMemoryError":
         return f"{OOM_HINT} ({type(exc).__name__}: {text[:200]})"
     return f"{type(exc).__name__}: {text[:500]} (the run's log.txt has the details)"

@@ -258,3 +258,13 @@ class JobRunner:
                 execute(self.ws, ctx, kind, config, fn)
             finally:
                 self._current = None
+
+
+def last_good_checkpoint(run_dir: Path) -> str | None:
+    """The newest complete checkpoint under run_dir/checkpoints (a save cut short by a crash or
+    a full disk lacks trainer_state.json and is passed over)."""
+    d = run_dir / "checkpoints"
+    if not d.exists():
+        return None
+    done = [p for p in d.glob("checkpoint-*") if p.name[11:].isdigit() and (p / "trainer_state.json").exists()]
+    return str(max(done, key=lambda p: int(p.name[11:]))) if done else None
