@@ -32,7 +32,10 @@ def _import_unsloth() -> None:
     if late:
         warnings.warn(f"{', '.join(late)} imported before unsloth; Unsloth's patches may not apply", stacklevel=3)
     try:
-        import unsloth  # noqa: F401
+        import contextlib
+
+        with contextlib.redirect_stdout(sys.stderr):  # its banner must not pollute --json output
+            import unsloth  # noqa: F401
 
         from importlib.metadata import version
 

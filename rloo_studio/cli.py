@@ -5,6 +5,7 @@
     python -m rloo_studio train-reward --workspace DIR [--config FILE.yaml] [--set key=value ...]
     python -m rloo_studio eval-demo   [--model PATH] [--adapter DIR] [--n 500]
     python -m rloo_studio runs [list | show RUN.. | compare RUN.. --metric KEY] --workspace DIR
+    python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --prompt T --response T [--json]
     python -m rloo_studio import FILE  --workspace DIR [--name NAME]
     python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
 """
@@ -112,6 +113,22 @@ def cmd_export(a) -> int:
     return 0
 
 
+def cmd_score(a) -> int:
+    from .scoring import score_json
+    from .workspace import Workspace
+
+    ws = Workspace(a.workspace) if a.reward_run else None
+    response = sys.stdin.read() if a.response == "-" else a.response
+    out = score_json(ws, a.reward_run, a.reward_model, a.prompt, response, a.split)
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print(f"total {out['total']:+.4f}  answer alone {out['answer']:+.4f}  ({out['reward_model']})")
+        for k, s in enumerate(out["steps"], 1):
+            print(f"  step {k:>2} {s['score']:+.4f} ({s['delta']:+.4f})  {s['text'][:60]!r}")
+    return 0
+
+
 def cmd_runs(a) -> int:
     from . import runs as R
     from .jobs.runner import read_status
@@ -181,6 +198,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-fraction", type=float, default=0.0, help="hold out this share as a test split")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_export)
+    p = sub.add_parser("score", help="score a prompt + response with a reward model, per <think> step")
+    _workspace_arg(p)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--reward-run", metavar="RUN_ID", help="a trained reward run of the workspace")
+    g.add_argument("--reward-model", metavar="PATH", help="a reward adapter folder, or a base model (untrained head)")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--response", required=True, help="the response text ('-' reads it from stdin)")
+    p.add_argument("--split", choices=["blank", "line", "sentence"], default="blank", help="step split (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(fn=cmd_score)
     p = sub.add_parser("runs", help="list runs, show one, or compare final metrics")
     p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare"])
     p.add_argument("run_ids", nargs="*")

@@ -38,3 +38,17 @@ def test_train_cli_rejects_bad_config_with_a_message(tmp_path):
     r = cli("train-reward", "--workspace", str(tmp_path / "ws"), "--set", "lr=0.1")
     assert r.returncode == 2 and "unknown key lr" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_score_json_prints_one_json_object(tmp_path):
+    from rloo_studio.paths import DEMO_MODEL
+
+    out = subprocess.run([sys.executable, "-m", "rloo_studio", "score", "--workspace", str(tmp_path / "ws"),
+                          "--reward-model", str(DEMO_MODEL), "--prompt", "What is 1 + 2?",
+                          "--response", "<think>\n1+2+0=3\n\nok\n</think>\n\nThe answer is 3.", "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)  # unsloth on: its banner goes to stderr
+    assert out.returncode == 0, out.stderr[-1500:]
+    d = json.loads(out.stdout)
+    assert {"total", "answer", "thinking", "steps"} <= set(d)
+    assert [s["text"] for s in d["steps"]] == ["1+2+0=3", "ok"]
+    assert {"text", "start", "end", "score", "delta"} <= set(d["steps"][0])

@@ -1,10 +1,325 @@
-"""Inspect tab."""
+"""Inspect tab: score a response with a reward model, step by step; pairs; the whole labeled set.
+
+Thin: every callback reads widgets, calls rloo_studio.scoring, and formats the result as HTML
+(heat maps and plots are inline SVG/HTML, so they render without a plotting library).
+"""
 from __future__ import annotations
+
+import html
 
 import gradio as gr
 
+from .. import runs, scoring
+from ..errors import explain
+from ..labels import flag_for_relabel
+from ..paths import DEMO_MODEL
 from ..studio import Studio
+from ..thinking import SPLIT_MODES
 
+BASE = "__base__"
+SPLIT_LABELS = [("blank line", "blank"), ("line", "line"), ("sentence", "sentence")]
+EXAMPLE_PROMPT = "Add 820 and 634."
+EXAMPLE_RESPONSE = "<think>\n4+0+0=4\n\n2+3+0=5\n\n8+6+0=14\n</think>\n\nThe answer is 1454."
+DIS_HEADERS = ["pair", "margin", "chosen score", "rejected score", "prompt"]
+
+CSS = """
+.rs-summary {display:flex; gap:1.2em; flex-wrap:wrap; align-items:baseline}
+.rs-summary .num {font-size:1.4em; font-weight:600}
+.rs-untrained, .rs-warn {background:#fff4d6; color:#6b4e00; border:1px solid #e8c766; border-radius:6px;
+  padding:.4em .7em; margin:.3em 0}
+.rs-error {background:#fde8e8; color:#8a1c1c; border:1px solid #f0a0a0; border-radius:6px; padding:.4em .7em}
+.rs-steps {white-space:pre-wrap; font-family:var(--font-mono); font-size:.92em; line-height:1.7;
+  border:1px solid var(--border-color-primary); border-radius:6px; padding:.6em}
+.rs-steps .rs-step {border-radius:3px; padding:1px 2px; color:#111}
+.rs-steps .rs-other {color:var(--body-text-color-subdued)}
+.rs-legend {display:flex; align-items:center; gap:.5em; font-size:.85em; margin:.3em 0}
+.rs-legend .bar {width:180px; height:12px; border-radius:3px;
+  background:linear-gradient(90deg, rgb(220,60,60), rgb(245,245,245), rgb(40,170,80))}
+.rs-plot svg, .rs-hist svg {width:100%; height:auto; max-width:900px}
+"""
+
+
+# ---------------------------------------------------------------- formatting (pure)
+
+def _color(delta: float, scale: float) -> str:
+    t = max(-1.0, min(1.0, delta / scale)) if scale > 0 else 0.0
+    end = (40, 170, 80) if t > 0 else (220, 60, 60)
+    rgb = [round(245 + (e - 245) * abs(t)) for e in end]
+    return f"rgb({rgb[0]},{rgb[1]},{rgb[2]})"
+
+
+def _num(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.4f}"
+
+
+def untrained_banner(scorer: scoring.Scorer) -> str:
+    return "" if scorer.trained else (
+        "<div class='rs-untrained'>Untrained score head: these numbers come from a random head and mean "
+        "nothing yet. Train a reward model in the Reward model tab, then choose it here.</div>")
+
+
+def summary_html(s: scoring.Scored, scorer: scoring.Scorer) -> str:
+    warn = untrained_banner(scorer)
+    shape = "thinking closed" if s.closed else "thinking unclosed (truncated)" if s.truncated else "no </think>"
+    return (
+        f"{warn}<div class='rs-summary'><span>total <span class='num' data-testid='total'>{_num(s.total)}</span></span>"
+        f"<span>answer alone <span class='num'>{_num(s.answer)}</span></span>"
+        f"<span>after thinking <span class='num'>{_num(s.thinking)}</span></span>"
+        f"<span>{len(s.steps)} steps · {shape} · {html.escape(scorer.label)}</span></div>"
+    )
+
+
+def steps_html(s: scoring.Scored) -> str:
+    """The response with each step colored by its delta; exact numbers on hover."""
+    scale = max((abs(st.delta) for st in s.steps), default=0.0)
+    parts, pos = [], 0
+    for k, st in enumerate(s.steps, 1):
+        parts.append(f"<span class='rs-other'>{html.escape(s.response[pos:st.start])}</span>")
+        tip = f"step {k}: score {st.score:+.6f}, delta {st.delta:+.6f}"
+        parts.append(f"<span class='rs-step' data-step='{k}' style='background:{_color(st.delta, scale)}' "
+                     f"title='{tip}'>{html.escape(st.text)}</span>")
+        pos = st.end
+    parts.append(f"<span class='rs-other'>{html.escape(s.response[pos:])}</span>")
+    legend = (f"<div class='rs-legend'><span>step delta</span><span>{-scale:+.4f}</span><span class='bar'></span>"
+              f"<span>{scale:+.4f}</span><span>(hover a step for exact numbers)</span></div>")
+    if not s.steps:
+        legend = "<div class='rs-legend'>No &lt;think&gt; steps in this response: only the totals apply.</div>"
+    return f"{legend}<div class='rs-steps'>{''.join(parts)}</div>"
+
+
+def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240) -> str:
+    """Score over response token positions; dashed lines at step boundaries."""
+    ys = s.token_scores
+    if not ys:
+        return ""
+    lo, hi = min(ys), max(ys)
+    pad = (hi - lo) * 0.08 or 0.05
+    lo, hi = lo - pad, hi + pad
+    L, R, T, B = 60, 15, 15, 35
+
+    def X(i):
+        return L + (w - L - R) * (i / max(1, len(ys) - 1))
+
+    def Y(v):
+        return T + (h - T - B) * (1 - (v - lo) / (hi - lo))
+
+    out = [f"<svg viewBox='0 0 {w} {h}' xmlns='http://www.w3.org/2000/svg' font-size='11' data-testid='score-plot'>",
+           f"<rect x='{L}' y='{T}' width='{w - L - R}' height='{h - T - B}' fill='none' stroke='#bbb'/>"]
+    if lo < 0 < hi:
+        out.append(f"<line x1='{L}' x2='{w - R}' y1='{Y(0):.1f}' y2='{Y(0):.1f}' stroke='#999' stroke-dasharray='2 3'/>")
+    for k, st in enumerate(s.steps, 1):
+        x = X(st.token)
+        out.append(f"<line class='rs-boundary' x1='{x:.1f}' x2='{x:.1f}' y1='{T}' y2='{h - B}' stroke='#d08a00' "
+                   f"stroke-dasharray='4 3'/><text x='{x + 2:.1f}' y='{T + 11}' fill='#b07000'>{k}</text>")
+    pts = " ".join(f"{X(i):.1f},{Y(v):.1f}" for i, v in enumerate(ys))
+    out.append(f"<polyline points='{pts}' fill='none' stroke='#2563eb' stroke-width='1.8'/>")
+    for i, (t, v) in enumerate(zip(s.tokens, ys)):
+        out.append(f"<circle cx='{X(i):.1f}' cy='{Y(v):.1f}' r='2.2' fill='#2563eb'>"
+                   f"<title>token {i} {html.escape(repr(t))}: {v:+.6f}</title></circle>")
+    for v in (lo + pad, hi - pad):
+        out.append(f"<text x='{L - 4}' y='{Y(v) + 4:.1f}' text-anchor='end'>{v:+.3f}</text>")
+    out.append(f"<text x='{L}' y='{h - 18}'>0</text><text x='{w - R}' y='{h - 18}' text-anchor='end'>{len(ys) - 1}</text>"
+               f"<text x='{(L + w - R) / 2}' y='{h - 4}' text-anchor='middle'>response token position "
+               f"(dashed: end of step k; last point: EOS = total)</text></svg>")
+    return f"<div class='rs-plot'>{''.join(out)}</div>"
+
+
+def hist_svg(view: scoring.DatasetView, w: int = 820, h: int = 200) -> str:
+    bins = view.histogram
+    if not bins:
+        return ""
+    top = max(c for _, _, c in bins)
+    L, R, T, B = 40, 10, 10, 32
+    bw = (w - L - R) / len(bins)
+    out = [f"<svg viewBox='0 0 {w} {h}' xmlns='http://www.w3.org/2000/svg' font-size='11' data-testid='margin-hist'>"]
+    for k, (a, b, c) in enumerate(bins):
+        bh = (h - T - B) * c / top
+        col = "#dc3c3c" if b <= 0 else "#28aa50" if a >= 0 else "#999"
+        out.append(f"<rect x='{L + k * bw + 1:.1f}' y='{h - B - bh:.1f}' width='{bw - 2:.1f}' height='{bh:.1f}' "
+                   f"fill='{col}'><title>margin {a:+.3f} to {b:+.3f}: {c} pairs</title></rect>")
+    out.append(f"<text x='{L}' y='{h - 18}'>{bins[0][0]:+.3f}</text>"
+               f"<text x='{w - R}' y='{h - 18}' text-anchor='end'>{bins[-1][1]:+.3f}</text>"
+               f"<text x='{L - 4}' y='{T + 10}' text-anchor='end'>{top}</text>"
+               f"<text x='{(L + w - R) / 2}' y='{h - 4}' text-anchor='middle'>margin = score(chosen) − score(rejected)"
+               f" (red: the model disagrees with the label)</text></svg>")
+    return f"<div class='rs-hist'>{''.join(out)}</div>"
+
+
+def dataset_html(v: scoring.DatasetView, scorer: scoring.Scorer) -> str:
+    warn = "" if scorer.trained else "<div class='rs-untrained'>Untrained score head: accuracy is chance.</div>"
+    lr = "—" if v.length_r is None else f"{v.length_r:+.2f}"
+    tr = "—" if v.thinking_r is None else f"{v.thinking_r:+.2f}"
+    bias = "".join(f"<div class='rs-warn' data-testid='length-warning'>{html.escape(m)}</div>" for m in v.warnings)
+    return (
+        f"{warn}<div class='rs-summary'><span>accuracy <span class='num' data-testid='accuracy'>"
+        f"{v.accuracy:.1%}</span></span><span>mean margin <span class='num'>{v.mean_margin:+.4f}</span></span>"
+        f"<span>{len(v.pairs)} labeled pairs · {sum(p.margin < 0 for p in v.pairs)} disagreements "
+        f"({len(v.disagreements)} with the most negative margin below)</span></div>"
+        f"<div>length bias: r(score, response length) = {lr}, r(score, thinking length) = {tr}"
+        f" (warning at |r| ≥ {scoring.LENGTH_BIAS_WARN})</div>{bias}"
+    )
+
+
+def _error(exc: BaseException) -> str:
+    return f"<div class='rs-error'>{html.escape(explain(exc))}</div>"
+
+
+# ---------------------------------------------------------------- the tab
 
 def build(studio: Studio) -> None:
-    gr.Markdown("Inspect: not built yet (its issue is open).")
+    ws = studio.ws
+
+    def choices():
+        return [(label, rid) for label, rid in runs.trained_adapters(ws, "reward")] + [
+            ("base model, untrained head", BASE)]
+
+    def refresh(current):
+        c = choices()
+        ids = [v for _, v in c]
+        return gr.Dropdown(choices=c, value=current if current in ids else ids[0])
+
+    def scorer_for(choice, base):
+        if choice == BASE or not choice:
+            return scoring.load_scorer(reward_model=(base or "").strip() or str(DEMO_MODEL))
+        return scoring.load_scorer(ws, reward_run=choice)
+
+    start = choices()
+    with gr.Row(equal_height=True):
+        model = gr.Dropdown(start, value=start[0][1], label="Reward model", scale=3, elem_id="inspect-model")
+        base = gr.Textbox(str(DEMO_MODEL), label="Base model (for the untrained head)", scale=3)
+        refresh_btn = gr.Button("↻ Refresh runs", scale=0, min_width=120)
+        split = gr.Radio(SPLIT_LABELS, value="blank", label="Step split", scale=2, elem_id="inspect-split")
+    split_saved = gr.BrowserState("blank", storage_key="rloo-studio-inspect-split", secret="rloo-studio-inspect")
+
+    with gr.Tabs() as views:
+        with gr.Tab("Single", id="single"):
+            with gr.Row():
+                prompt = gr.Textbox(EXAMPLE_PROMPT, label="Prompt", lines=2, elem_id="inspect-prompt")
+                response = gr.Textbox(EXAMPLE_RESPONSE, label="Response", lines=8, elem_id="inspect-response")
+            score_btn = gr.Button("Score", variant="primary", elem_id="inspect-score")
+            summary = gr.HTML(elem_id="inspect-summary")
+            steps = gr.HTML(elem_id="inspect-steps")
+            plot = gr.HTML(elem_id="inspect-plot")
+        with gr.Tab("Pair", id="pair"):
+            with gr.Row():
+                pair_id = gr.Number(label="Labeled pair id (load from the store)", precision=0, minimum=0, scale=1)
+                load_btn = gr.Button("Load pair", scale=0, min_width=120)
+            pair_prompt = gr.Textbox(label="Prompt", lines=2)
+            with gr.Row():
+                chosen = gr.Textbox(label="Chosen", lines=6)
+                rejected = gr.Textbox(label="Rejected", lines=6)
+            pair_btn = gr.Button("Score pair", variant="primary", elem_id="inspect-score-pair")
+            margin = gr.HTML(elem_id="inspect-margin")
+            with gr.Row():
+                chosen_out = gr.HTML(elem_id="inspect-chosen")
+                rejected_out = gr.HTML(elem_id="inspect-rejected")
+        with gr.Tab("Dataset", id="dataset"):
+            ds_btn = gr.Button("Score all labeled pairs", variant="primary", elem_id="inspect-dataset")
+            ds_summary = gr.HTML(elem_id="inspect-ds-summary")
+            hist = gr.HTML(elem_id="inspect-hist")
+            gr.Markdown("**Pairs the model disagrees with most** — click a row to choose it.")
+            dis = gr.Dataframe(headers=DIS_HEADERS, interactive=False, wrap=True, elem_id="inspect-disagreements")
+            with gr.Row():
+                picked = gr.Number(None, label="Selected pair (click a row)", precision=0, interactive=False, scale=1,
+                                   elem_id="inspect-picked")
+                open_btn = gr.Button("Open in pair view", scale=0, min_width=160, elem_id="inspect-open")
+                relabel_btn = gr.Button("Send to Label for re-labeling", scale=0, min_width=220, elem_id="inspect-relabel")
+            ds_msg = gr.HTML(elem_id="inspect-ds-msg")
+
+    # --- single view
+    def do_score(choice, base_model, p, r, sp):
+        try:
+            sc = scorer_for(choice, base_model)
+            s = scoring.score_response(sc, p or "", r or "", sp)
+        except Exception as exc:  # shown on the page, nothing saved
+            return _error(exc), "", ""
+        return summary_html(s, sc), steps_html(s), plot_svg(s)
+
+    single_in = [model, base, prompt, response, split]
+    score_btn.click(do_score, single_in, [summary, steps, plot])
+
+    # --- split: remembered per browser; changing it re-scores
+    split.input(lambda v: v, split, split_saved).then(do_score, single_in, [summary, steps, plot])
+
+    # --- pair view
+    def side(s, title):
+        return f"<h4>{title}: {s.total:+.4f}</h4>{steps_html(s)}{plot_svg(s, 420, 200)}"
+
+    def do_pair(choice, base_model, p, c, r, sp):
+        try:
+            sc = scorer_for(choice, base_model)
+            a, b = scoring.score_responses(sc, [(p or "", c or ""), (p or "", r or "")], sp)
+        except Exception as exc:
+            return _error(exc), "", ""
+        m = a.total - b.total
+        verdict = "agrees with the label" if m > 0 else "disagrees with the label"
+        return (f"{untrained_banner(sc)}<div class='rs-summary'><span>margin "
+                f"<span class='num' data-testid='margin'>{m:+.4f}</span></span><span>the model {verdict}</span></div>",
+                side(a, "Chosen"), side(b, "Rejected"))
+
+    pair_in = [model, base, pair_prompt, chosen, rejected, split]
+    pair_btn.click(do_pair, pair_in, [margin, chosen_out, rejected_out])
+
+    def do_load(pid):
+        try:
+            r = scoring.pair_texts(ws, int(pid))
+        except Exception as exc:
+            return gr.update(), gr.update(), gr.update(), _error(exc)
+        return r["prompt"], r["chosen"], r["rejected"], ""
+
+    load_btn.click(do_load, pair_id, [pair_prompt, chosen, rejected, margin]).then(
+        do_pair, pair_in, [margin, chosen_out, rejected_out])
+
+    # --- dataset view
+    def do_dataset(choice, base_model):
+        try:
+            sc = scorer_for(choice, base_model)
+            v = scoring.dataset_view(sc, ws, top=20)
+        except Exception as exc:
+            return _error(exc), "", []
+        rows = [[p.pair_id, round(p.margin, 4), round(p.chosen_score, 4), round(p.rejected_score, 4),
+                 p.prompt[:120]] for p in v.disagreements]
+        return dataset_html(v, sc), hist_svg(v), rows
+
+    ds_btn.click(do_dataset, [model, base], [ds_summary, hist, dis])
+
+    def pick(evt: gr.SelectData):
+        row = evt.row_value or []
+        return int(row[0]) if row else None
+
+    dis.select(pick, None, picked)
+
+    def do_open(pid):
+        if not pid:
+            return gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), \
+                "<div class='rs-error'>Click a row of the table first.</div>"
+        p, c, r, err = do_load(pid)
+        return pid, p, c, r, gr.Tabs(selected="pair"), err
+
+    open_btn.click(do_open, picked, [pair_id, pair_prompt, chosen, rejected, views, ds_msg]).then(
+        do_pair, pair_in, [margin, chosen_out, rejected_out])
+
+    def do_relabel(pid):
+        if not pid:
+            return "<div class='rs-error'>Click a row of the table first.</div>"
+        try:
+            flag_for_relabel(ws, int(pid), "reward model disagrees")
+        except Exception as exc:
+            return _error(exc)
+        return (f"<div>Pair {int(pid)} sent back for re-labeling: it comes first under the "
+                "<b>flagged</b> filter in the Label tab.</div>")
+
+    relabel_btn.click(do_relabel, picked, ds_msg)
+
+    # --- fresh run list (and the remembered split) whenever the tab is opened, on page load, or on request.
+    # The browser state mounts with the tab, so on page load it may still be empty: then keep the split.
+    def restore(current, saved):
+        return refresh(current), saved if saved in SPLIT_MODES else gr.update()
+
+    refresh_btn.click(refresh, model, model)
+    parent = gr.context.Context.block  # the enclosing gr.Tab, created by app.py
+    if isinstance(parent, gr.Tab):
+        parent.select(restore, [model, split_saved], [model, split])
+    root = gr.context.Context.root_block
+    if root is not None:
+        root.load(restore, [model, split_saved], [model, split])

@@ -1,0 +1,177 @@
+"""Reward-model scoring: one-pass per-step scores equal naive prefix re-scoring; padding, batching, views."""
+import json
+import math
+
+import pytest
+
+from rloo_studio.errors import DataError
+from rloo_studio.jobs.reward import RewardJobConfig, train_reward
+from rloo_studio.jobs.runner import JobRunner
+from rloo_studio.paths import DEMO_MODEL
+from rloo_studio.scoring import (
+    PairScore, format_text, load_scorer, naive_step_scores, score_json, score_responses, score_texts, summarize,
+)
+from rloo_studio.workspace import Workspace
+
+PROMPT = "Add 820 and 634."
+RESPONSES = {
+    "both tags": "<think>\n4+0+0=4\n\n2+3+0=5\n\n8+6+0=14\n</think>\n\nThe answer is 1454.",
+    "only close": "4+0+0=4\n\n2+3+0=5\n\n8+6+0=14\n</think>\n\nThe answer is 1454.",
+    "no tags": "The answer is 1454.",
+    "unclosed": "<think>\n4+0+0=4\n\n2+3+0=5\n\n8+6+0=1",
+}
+
+
+@pytest.fixture(scope="session")
+def trained_ws(tmp_path_factory):
+    """A seeded workspace with a reward run trained for 3 steps (its head is no longer the fresh one)."""
+    ws = Workspace(tmp_path_factory.mktemp("scoring") / "ws", seed_demo=True)
+    r = JobRunner(ws)
+    rid = r.submit("reward", RewardJobConfig(max_steps=3, eval_fraction=0.0, per_device_train_batch_size=8),
+                   train_reward)
+    assert r.wait(rid, 900) == "completed", r.status(rid)
+    ws.trained_run = rid
+    return ws
+
+
+@pytest.fixture(scope="session", params=["trained", "untrained"])
+def scorer(request):
+    if request.param == "untrained":
+        return load_scorer(reward_model=str(DEMO_MODEL))
+    ws = request.getfixturevalue("trained_ws")
+    return load_scorer(ws, reward_run=ws.trained_run)
+
+
+@pytest.mark.parametrize("shape", list(RESPONSES))
+def test_one_pass_equals_naive_prefix_rescoring(scorer, shape):
+    resp = RESPONSES[shape]
+    fast = score_responses(scorer, [(PROMPT, resp)])[0]
+    ref = naive_step_scores(scorer, PROMPT, resp)
+    assert len(fast.steps) == len(ref["steps"]) == (0 if shape == "no tags" else 3)
+    for s, r in zip(fast.steps, ref["steps"]):
+        assert abs(s.score - r) < 1e-4
+        assert resp[s.start : s.end] == s.text
+    assert abs(fast.total - ref["total"]) < 1e-4
+    # Deltas chain: each step's delta is its score minus the previous step's.
+    for a, b in zip(fast.steps, fast.steps[1:]):
+        assert b.delta == pytest.approx(b.score - a.score)
+    assert fast.closed == (shape in ("both tags", "only close"))
+    assert fast.truncated == (shape == "unclosed")
+    assert (fast.thinking is None) == (shape == "no tags")
+    # The per-token curve ends at EOS, whose score is the total.
+    assert fast.token_scores[-1] == fast.total and len(fast.tokens) == len(fast.token_scores)
+
+
+@pytest.mark.parametrize("split", ["line", "sentence"])
+def test_one_pass_equals_naive_for_every_split(scorer, split):
+    resp = "<think>\nFirst the units. 4+0=4.\nThen the tens: 2+3=5! Last 8+6=14.\n</think>\nSo 1454."
+    fast = score_responses(scorer, [(PROMPT, resp)], split)[0]
+    ref = naive_step_scores(scorer, PROMPT, resp, split)
+    assert len(fast.steps) == len(ref["steps"]) == (2 if split == "line" else 4)
+    assert max(abs(s.score - r) for s, r in zip(fast.steps, ref["steps"])) < 1e-4
+
+
+def test_trained_head_is_the_adapters(trained_ws):
+    """The one-pass path applies the trained score head, not the base model's fresh one."""
+    trained = load_scorer(trained_ws, reward_run=trained_ws.trained_run)
+    fresh = load_scorer(reward_model=str(DEMO_MODEL))
+    assert trained.trained and not fresh.trained and "untrained" in fresh.label
+    a = score_responses(trained, [(PROMPT, RESPONSES["both tags"])])[0]
+    b = score_responses(fresh, [(PROMPT, RESPONSES["both tags"])])[0]
+    assert abs(a.total - b.total) > 1e-3
+    # ... and agrees with the PEFT model's own forward (which pools at the last token).
+    assert abs(a.total - naive_step_scores(trained, PROMPT, RESPONSES["both tags"])["total"]) < 1e-4
+
+
+def test_left_and_right_padding_agree(scorer):
+    items = [(PROMPT, r) for r in RESPONSES.values()]
+    left = score_responses(scorer, items, padding_side="left")
+    right = score_responses(scorer, items, padding_side="right")
+    for a, b in zip(left, right):
+        assert len(a.token_scores) == len(b.token_scores)
+        assert max(abs(x - y) for x, y in zip(a.token_scores, b.token_scores)) < 1e-4
+        assert abs(a.answer - b.answer) < 1e-4
+
+
+def test_batched_equals_unbatched(scorer):
+    items = [(PROMPT, r) for r in RESPONSES.values()] + [("Add 5 and 7.", "<think>\n5+7=12\n</think>\n\n12")]
+    batched = score_responses(scorer, items, batch_size=8)
+    single = [score_responses(scorer, [it], batch_size=1)[0] for it in items]
+    for a, b in zip(batched, single):
+        assert abs(a.total - b.total) < 1e-4
+        assert [round(s.score, 4) for s in a.steps] == [round(s.score, 4) for s in b.steps]
+    totals = score_texts(scorer, [p for p, _ in items], [r for _, r in items], batch_size=3)
+    assert all(abs(t - a.total) < 1e-4 for t, a in zip(totals, batched))
+
+
+def test_text_format_matches_training(scorer):
+    """Chat prompt + response + EOS, as TRL's RewardTrainer builds it from jobs.reward.pair_rows."""
+    from rloo_studio.jobs.reward import pair_rows
+
+    row = pair_rows(scorer.tok, [{"prompt": PROMPT, "chosen": "x", "rejected": "y"}])[0]
+    assert format_text(scorer.tok, PROMPT, "x") == row["prompt"] + "x" + scorer.tok.eos_token
+
+
+def test_answer_alone_and_thinking_scores(scorer):
+    s = score_responses(scorer, [(PROMPT, RESPONSES["both tags"]), (PROMPT, "The answer is 1454.")])
+    # The answer alone of the response with thinking is the no-tag response's text.
+    assert abs(s[0].answer - s[1].total) < 1e-4
+    assert s[0].thinking is not None and s[1].thinking is None
+
+
+def test_score_json_shape(trained_ws):
+    out = score_json(trained_ws, reward_run=trained_ws.trained_run, prompt=PROMPT,
+                     response=RESPONSES["both tags"], split="blank")
+    json.dumps(out)  # serialisable as is
+    assert out["trained"] is True and set(out) >= {"total", "answer", "thinking", "steps"}
+    assert [set(s) for s in out["steps"]] == [{"text", "start", "end", "score", "delta"}] * 3
+    assert out["steps"][0]["text"] == "4+0+0=4"
+    line = score_json(reward_model=str(DEMO_MODEL), prompt=PROMPT, response=RESPONSES["both tags"], split="line")
+    assert line["trained"] is False and len(line["steps"]) == 3
+
+
+def test_score_json_bad_choices_say_what_to_do(trained_ws):
+    with pytest.raises(DataError, match="Choose one"):
+        score_json(trained_ws, prompt=PROMPT, response="x")
+    with pytest.raises(DataError, match="No run"):
+        score_json(trained_ws, reward_run="reward-nope", prompt=PROMPT, response="x")
+
+
+def test_summarize_hand_checked():
+    pairs = [
+        PairScore(1, "p", "aaaa", "bb", 2.0, 1.0),  # margin +1
+        PairScore(2, "p", "<think>x</think>aaa", "b", 0.5, 1.5),  # margin -1
+        PairScore(3, "p", "<think>xyz</think>a", "bbbbbb", 3.0, 0.0),  # margin +3
+        PairScore(4, "p", "a", "b", 0.0, 2.0),  # margin -2
+    ]
+    v = summarize(pairs, bins=5, top=10)
+    assert v.accuracy == 0.5
+    assert v.mean_margin == pytest.approx(0.25)
+    assert [p.pair_id for p in v.disagreements] == [4, 2]
+    # margins -2, -1, +1, +3 over [-2, 3] in 5 bins of width 1
+    assert [c for _, _, c in v.histogram] == [1, 1, 0, 1, 1]
+    assert v.histogram[0][0] == -2.0 and v.histogram[-1][1] == 3.0
+    # score vs response length (chars): x = 4,2,19,1,19,6,1,1 and y = 2,1,.5,1.5,3,0,0,2
+    x, y = [4, 2, 19, 1, 19, 6, 1, 1], [2, 1, .5, 1.5, 3, 0, 0, 2]
+    mx, my = sum(x) / 8, sum(y) / 8
+    r = sum((a - mx) * (b - my) for a, b in zip(x, y)) / math.sqrt(
+        sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
+    assert v.length_r == pytest.approx(r)
+    # thinking lengths 0,0,1,0,3,0,0,0 correlate with score
+    assert v.thinking_r is not None and v.thinking_r > 0
+    strong = summarize([PairScore(k, "p", "a" * (10 * k + 10), "a", float(k), -float(k)) for k in range(5)])
+    assert strong.warnings and "response length" in strong.warnings[0]
+
+
+def test_dataset_view_on_the_demo_pairs(trained_ws):
+    from rloo_studio.labels import preference_pairs
+    from rloo_studio.scoring import dataset_view
+
+    sc = load_scorer(trained_ws, reward_run=trained_ws.trained_run)
+    v = dataset_view(sc, trained_ws, top=5)
+    assert len(v.pairs) == len(preference_pairs(trained_ws))
+    assert 0 <= v.accuracy <= 1 and sum(c for _, _, c in v.histogram) == len(v.pairs)
+    assert v.accuracy == pytest.approx(sum(p.margin > 0 for p in v.pairs) / len(v.pairs))
+    assert all(p.margin < 0 for p in v.disagreements) and len(v.disagreements) <= 5
+    first = v.pairs[0]
+    assert abs(first.chosen_score - score_texts(sc, [first.prompt], [first.chosen])[0]) < 1e-4
