@@ -101,12 +101,14 @@ def job(cfg, ctx):
 r = JobRunner(Workspace({str(ws_dir)!r}))
 r.submit("test", {{}}, job)
 r.submit("test", {{}}, job)
+print("SUBMITTED", flush=True)
 time.sleep(600)
 """
     env = {**os.environ, "RLOO_STUDIO_NO_UNSLOTH": "1"}
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
-    line = p.stdout.readline()
-    assert line.startswith("RUNNING"), line
+    lines = [p.stdout.readline(), p.stdout.readline()]
+    line = next(x for x in lines if x.startswith("RUNNING"))
+    assert any(x.startswith("SUBMITTED") for x in lines), lines
     ws = Workspace(ws_dir)
     assert mark_interrupted(ws) == []  # the owner is alive: nothing to mark
     p.send_signal(signal.SIGKILL)

@@ -40,6 +40,7 @@ class RunContext:
     stop_event: threading.Event = field(default_factory=threading.Event)
     feed: list[dict] = field(default_factory=list)
     progress: dict = field(default_factory=dict)
+    final: dict = field(default_factory=dict)  # the ended state, kept in memory even if the disk refused it
     main: bool = True  # under `accelerate launch`, only the main process writes files
 
     def should_stop(self) -> bool:
@@ -180,10 +181,16 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
     finally:
         root.removeHandler(handler)
     ended = time.time()
-    ctx.log(f"{final}: {message}")
+    ctx.final = {**status, "status": final, "ended": ended, "message": message}
     if ctx.main:
-        write_status(d, {**status, "status": final, "ended": ended, "message": message})
-        ws.upsert_run(ctx.run_id, status=final, ended=ended, message=message)
+        # A full disk may refuse these writes too: the in-memory state still answers, and the
+        # next start marks the run interrupted if the files never caught up.
+        for record in (lambda: ctx.log(f"{final}: {message}"), lambda: write_status(d, ctx.final),
+                       lambda: ws.upsert_run(ctx.run_id, status=final, ended=ended, message=message)):
+            try:
+                record()
+            except Exception as exc:  # noqa: BLE001
+                logging.getLogger(__name__).warning("could not record the end of %s: %s", ctx.run_id, exc)
     return final
 
 
@@ -229,8 +236,10 @@ class JobRunner:
         return list(ctx.feed) if ctx else read_metrics(self.ws.run_dir(run_id))
 
     def status(self, run_id: str) -> dict:
-        st = read_status(self.ws.run_dir(run_id)) or (self.ws.run(run_id) or {})
         ctx = self.contexts.get(run_id)
+        if ctx and ctx.final:
+            return dict(ctx.final)
+        st = read_status(self.ws.run_dir(run_id)) or (self.ws.run(run_id) or {})
         if ctx and ctx.progress:
             st = {**st, "progress": {k: v for k, v in ctx.progress.items() if k != "started"}}
         return st
@@ -250,12 +259,16 @@ class JobRunner:
             rid, kind, config, fn = self._queue.get()
             ctx = self.contexts[rid]
             if ctx.should_stop():  # stopped while queued: never started
-                write_status(ctx.dir, {"id": rid, "kind": kind, "status": "stopped", "message": "stopped before it started"})
-                self.ws.upsert_run(rid, status="stopped", message="stopped before it started", ended=time.time())
+                ctx.final = {"id": rid, "kind": kind, "status": "stopped", "message": "stopped before it started"}
+                write_status(ctx.dir, ctx.final)
+                self.ws.upsert_run(rid, status="stopped", message=ctx.final["message"], ended=time.time())
                 continue
             self._current = rid
             try:
                 execute(self.ws, ctx, kind, config, fn)
+            except Exception:  # noqa: BLE001 — the worker must outlive any job
+                logging.getLogger(__name__).exception("job %s", rid)
+                ctx.final = ctx.final or {"id": rid, "kind": kind, "status": "failed", "message": "internal error"}
             finally:
                 self._current = None
 

@@ -1,0 +1,91 @@
+"""Faults: the process killed mid-run, and a full disk while saving a checkpoint."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rloo_studio.config import build
+from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
+from rloo_studio.jobs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
+from rloo_studio.labels import progress
+from rloo_studio.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_for(pred, timeout=300, every=0.02):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(every)
+    raise TimeoutError
+
+
+def test_kill_9_mid_rloo_run_then_resume_from_checkpoint(tmp_path):
+    ws_dir = tmp_path / "ws"
+    ws = Workspace(ws_dir, seed_demo=True)
+    labels_before = progress(ws)
+    cmd = [sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(ws_dir), "--set", "max_steps=8",
+           "--set", "save_steps=2", "--set", "per_device_train_batch_size=8"]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: ws.runs() and last_good_checkpoint(ws.run_dir(ws.runs()[0]["id"])) is not None)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    rid = ws.runs()[0]["id"]
+    d = ws.run_dir(rid)
+    assert read_status(d)["status"] == "running"  # what the dead process left
+    r = JobRunner(ws)  # the next start
+    assert ws.run(rid)["status"] == "interrupted" and read_status(d)["status"] == "interrupted"
+    ckpt = int(Path(last_good_checkpoint(d)).name.split("-")[1])
+    logged_before = [m["step"] for m in read_metrics(d) if "loss" in m]
+    cfg = build(RlooJobConfig, d / "config.yaml")
+    r.submit("rloo", cfg, train_rloo, run_id=rid)
+    assert r.wait(rid, 600) == "completed", r.status(rid)
+    steps = [m["step"] for m in read_metrics(d) if "loss" in m]
+    resumed = steps[len(logged_before):]
+    assert resumed[0] == ckpt + 1 and resumed[-1] == 8  # the step count goes on from the checkpoint
+    assert progress(ws) == labels_before
+
+
+def test_full_disk_while_checkpointing_fails_cleanly(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)]).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        ws = Workspace(mnt / "ws", seed_demo=True)
+        r = JobRunner(ws)
+        cfg = RlooJobConfig(max_steps=30, save_steps=2, per_device_train_batch_size=8)
+        rid = r.submit("rloo", cfg, train_rloo)
+        d = ws.run_dir(rid)
+        wait_for(lambda: last_good_checkpoint(d) is not None or r.status(rid).get("status") not in ("queued", "running"))
+        good = last_good_checkpoint(d)
+        assert good, r.status(rid)
+        # Fill the disk right after the first checkpoint: the next save cannot be written.
+        with open(mnt / "filler", "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 2**20)
+            except OSError:
+                pass
+        assert r.wait(rid, 600) == "failed"
+        msg = r.status(rid)["message"]
+        assert msg.startswith("The disk is full"), msg
+        from safetensors.torch import load_file
+
+        assert load_file(str(Path(good) / "adapter_model.safetensors"))  # the earlier checkpoint is intact
+        assert last_good_checkpoint(d) is not None
+        # The app keeps working: free the space and the next run succeeds.
+        (mnt / "filler").unlink()
+        ok = r.submit("rloo", RlooJobConfig(max_steps=1, save_steps=100, per_device_train_batch_size=8), train_rloo)
+        assert r.wait(ok, 600) == "completed"
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
