@@ -1,0 +1,64 @@
+"""Two browser sessions label at once: no label lost, none doubled, no pair given to both."""
+import re
+import threading
+import time
+
+from playwright.sync_api import sync_playwright
+
+from browser import App, launch_browser
+from rloo_studio.workspace import Workspace
+
+DURATION_S = 40  # docs/RELIABILITY.md records a longer run of the same test
+
+
+def labeler(url: str, name: str, seen: list, errors: list, stop_at: float):
+    try:
+        with sync_playwright() as p:
+            b = launch_browser(p)
+            page = b.new_page()
+            page.goto(url)
+            page.wait_for_function("() => (document.querySelector('#lbl-status')?.innerText || '').includes('Enter your name')",
+                                   timeout=30000)
+            page.get_by_label("Your name").focus()
+            page.keyboard.type(name)
+            page.keyboard.press("Enter")
+            page.wait_for_function("() => /pair #\\d+/.test(document.querySelector('#lbl-status')?.innerText || '')")
+            k = 0
+            while time.time() < stop_at:
+                current = re.search(r"pair #(\d+)", page.locator("#lbl-status").inner_text()).group(1)
+                page.keyboard.press("1" if k % 2 else "2")
+                page.wait_for_function(
+                    "b => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
+                    " return m && m[1] !== b; }", arg=current, timeout=30000)
+                seen.append(int(current))  # the page moved on: this label was acknowledged
+                k += 1
+            b.close()
+    except Exception as e:  # reported by the test
+        errors.append(repr(e))
+
+
+def test_two_sessions_label_at_once(tmp_path):
+    ws_dir = tmp_path / "ws"
+    Workspace(ws_dir, seed_demo=True)
+    app = App(ws_dir)
+    app.wait_ready()
+    try:
+        seen = {"ann": [], "bob": []}
+        errors: list = []
+        stop_at = time.time() + DURATION_S
+        threads = [threading.Thread(target=labeler, args=(app.url, n, seen[n], errors, stop_at)) for n in seen]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+        assert not errors, errors
+    finally:
+        app.stop()
+    ws = Workspace(ws_dir)
+    for name, pairs in seen.items():
+        rows = ws.query("SELECT l.pair_id FROM labels l JOIN annotators a ON a.id = l.annotator_id "
+                        "WHERE a.name=? AND l.superseded=0", (name,))
+        stored = sorted(r[0] for r in rows)
+        assert stored == sorted(pairs), name  # nothing lost, nothing doubled
+        assert len(pairs) >= 10
+    assert not set(seen["ann"]) & set(seen["bob"])  # overlap 1: no pair labeled by both
