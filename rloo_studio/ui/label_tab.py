@@ -199,16 +199,17 @@ def build(studio: Studio):
 
     def do_import(path, nm, sess, f, s, rw, progress=gr.Progress()):
         if not path:
-            return _msg("Choose a file first.", True), *_view(studio, None, (nm or "").strip(), rw)[:5], gr.update()
+            return _msg("Choose a file first.", True), *_view(studio, None, (nm or "").strip(), rw)[:5], gr.update(), None
         try:
             res = import_upload(ws, path, progress=lambda frac, what: progress(frac, desc=what))
             msg = _msg(res.summary())
         except Exception as e:  # every failure is a message; the import wrote nothing
             msg = _msg(f"Import refused, nothing was changed: {explain(e)}", True)
         view = show_next(nm, sess, f, s, rw)
-        return msg, *view[:5], gr.update(choices=[("all sources", "")] + [(x, x) for x in L.sources(ws)])
+        sources = gr.update(choices=[("all sources", "")] + [(x, x) for x in L.sources(ws)])
+        return msg, *view[:5], sources, None  # clear the file box, ready for the next one
 
-    b_import.click(do_import, [up, *common], [import_msg, prompt, left, right, status, progress, src])
+    b_import.click(do_import, [up, *common], [import_msg, prompt, left, right, status, progress, src, up])
 
     def start_gen(pset, limit, k, typed, model, tokens, temp):
         if studio.runner.busy():
