@@ -82,6 +82,7 @@ def build(studio: Studio):
         src = gr.Dropdown([("all sources", "")] + [(s, s) for s in L.sources(ws)], value="", label="Source", scale=1)
         raw = gr.Checkbox(label="Raw text", value=False, scale=1)
     progress = gr.Markdown(elem_id="lbl-progress")
+    status = gr.HTML(elem_id="lbl-status")  # which pair, or what went wrong: above the texts, where eyes are
     prompt = gr.HTML(elem_id="lbl-prompt")
     with gr.Row(equal_height=True):
         with gr.Column():
@@ -97,7 +98,6 @@ def build(studio: Studio):
         b_skip = gr.Button("Skip  [4]", elem_id="lbl-skip")
         b_undo = gr.Button("Undo  [u]", elem_id="lbl-undo")
     comment = gr.Textbox(label="Comment (optional, saved with the label)", max_lines=2)
-    status = gr.HTML(elem_id="lbl-status")
     gr.HTML("<div class='lbl-keys'>Keys: 1 or ← for A, 2 or → for B, 3 tie, 4 skip, u undo (not while typing).</div>")
     outs = [prompt, left, right, status, progress, current]
 
