@@ -87,7 +87,14 @@ def from_dict(cls: type[T], data: dict, prefix: str = "") -> T:
             f"unknown key {prefix}{unknown[0]}; allowed keys: {', '.join(prefix + k for k in fields)}"
         )
     base = cls()
-    values = {k: _coerce(v, hints[k], prefix + k) for k, v in data.items()}
+    values = {}
+    for k, v in data.items():
+        current = getattr(base, k)
+        if dataclasses.is_dataclass(current) and isinstance(v, dict):
+            # A nested group merges into the parent's default (its default_factory), not the group's own.
+            values[k] = from_dict(type(current), {**dataclasses.asdict(current), **v}, prefix=prefix + k + ".")
+        else:
+            values[k] = _coerce(v, hints[k], prefix + k)
     out = dataclasses.replace(base, **values)
     check = getattr(out, "validate", None)
     if check and not prefix:

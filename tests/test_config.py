@@ -50,3 +50,10 @@ def test_bad_yaml_names_the_line(tmp_path):
 def test_reward_config_validation():
     with pytest.raises(ConfigError, match="max_length must be at least"):
         build(RewardJobConfig, None, ["max_length=0"])
+
+
+def test_nested_override_keeps_the_parent_defaults():
+    # RewardJobConfig's LoRA default is r=16, alpha=16: overriding r keeps that alpha.
+    base = RewardJobConfig().lora
+    out = build(RewardJobConfig, None, ["lora.r=8"])
+    assert out.lora.r == 8 and out.lora.alpha == base.alpha and out.lora.dropout == base.dropout

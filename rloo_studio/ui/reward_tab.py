@@ -1,10 +1,196 @@
-"""Reward model tab."""
+"""Reward model tab: the config form (presets), pre-flight, Train / Stop / Resume, live plots, runs.
+
+Thin: every callback reads widgets, calls rloo_studio.jobs.reward / rloo_studio.reward_view,
+and formats. The run being watched is the one clicked in the runs list, else the newest.
+"""
 from __future__ import annotations
+
+import html
 
 import gradio as gr
 
+from .. import reward_view as rv
+from ..config import from_dict
+from ..errors import StudioError, explain
+from ..jobs.reward import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
 from ..studio import Studio
+
+CSS = """
+#reward-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
+#reward-status .failed, #reward-notice .error {color:var(--error-text-color, #c00); font-weight:600}
+#reward-status progress {width:14em; vertical-align:middle; margin:0 .6em}
+#reward-plots .plot-caption, #reward-plots [data-testid="block-info"] {font-size:.85em}
+"""
+
+COLORS = {"train": "#4c78a8", "held-out": "#f58518"}
+GROUPS = [  # (accordion, keys in it, open at start)
+    ("Model", ("model", "load_in_4bit", "use_unsloth"), True),
+    ("LoRA", ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules"), False),
+    ("Training", ("learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
+                  "gradient_accumulation_steps", "center_rewards_coefficient", "optim", "gradient_checkpointing"), True),
+    ("Data", ("max_length", "over_length", "eval_fraction", "eval_batch_size", "seed"), False),
+    ("Logging and checkpoints", ("logging_steps", "eval_steps", "save_steps"), False),
+]
+
+
+def _widget(f: rv.FormField, value):
+    kw = dict(label=f.key, info=f.help or None, elem_id="reward-" + f.key.replace(".", "-").replace("_", "-"))
+    if f.kind == "bool":
+        return gr.Checkbox(value=value, **kw)
+    if f.kind == "choice":
+        return gr.Dropdown(list(f.choices), value=value, **kw)
+    if f.kind in ("int", "float", "optional_float"):
+        return gr.Number(value=None if value == "" else value, precision=0 if f.kind == "int" else None, **kw)
+    return gr.Textbox(value=value, max_lines=1, **kw)
+
+
+def _status_html(studio: Studio, rid: str | None) -> str:
+    if not rid:
+        return "<div>No reward-model run yet. Check the data, then press <b>Train</b>.</div>"
+    st = studio.runner.status(rid)
+    state = st.get("status", "?")
+    p = st.get("progress") or {}
+    bar = f"<progress value='{p['done']}' max='{p['total']}'></progress>" if p.get("total") else ""
+    where = rv.progress_text(st) or rv.last_step_text(studio.runner.feed(rid))
+    msg = html.escape(st.get("message") or "")
+    cls = "failed" if state == "failed" else ""
+    return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> {bar} "
+            f"<span class='progress'>{where}</span></div>"
+            + (f"<div class='{cls} message'>{msg}</div>" if msg else ""))
+
+
+def _plots(records: list[dict]) -> list:
+    out = []
+    for title, df in rv.plot_frames(records).items():
+        n = int((df["series"] == "train").sum())
+        last = df[df["series"] == "train"]["value"].iloc[-1] if n else None
+        caption = f"{title}: {n} points" + (f", last {last:.3f}" if last is not None else "")
+        out.append(gr.LinePlot(value=df, caption=caption))
+    return out
 
 
 def build(studio: Studio) -> None:
-    gr.Markdown("Reward model: not built yet (its issue is open).")
+    fields = rv.form_fields()
+    by_key = dict(zip([f.key for f in fields], rv.form_values(RewardJobConfig())))
+    widgets: dict[str, gr.components.Component] = {}
+    watched = gr.State(None)  # run id clicked in the runs list (None: follow the newest run)
+    seen = gr.State(None)  # what the plots last showed, to skip redrawing unchanged data
+
+    with gr.Row():
+        with gr.Column(scale=1, min_width=320):
+            preset_dd = gr.Dropdown(list(PRESETS), value="demo (CPU)", label="Preset",
+                                    info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed recipe.")
+            for name, keys, is_open in GROUPS:
+                with gr.Accordion(name, open=is_open):
+                    for f in fields:
+                        if f.key in keys:
+                            widgets[f.key] = _widget(f, by_key[f.key])
+        with gr.Column(scale=2):
+            with gr.Group():
+                gr.Markdown("### Pre-flight")
+                preflight_md = gr.Markdown(elem_id="reward-preflight")
+                check_btn = gr.Button("Check data", size="sm")
+            with gr.Row():
+                train_btn = gr.Button("Train", variant="primary", elem_id="reward-train")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="reward-stop")
+                resume_btn = gr.Button("Resume", elem_id="reward-resume")
+            notice = gr.HTML(elem_id="reward-notice")  # what the buttons answer (the timer never overwrites it)
+            status = gr.HTML(_status_html(studio, rv.latest_run(studio.ws)), elem_id="reward-status")
+            gr.HTML(f"<div class='legend'><b style='color:{COLORS['train']}'>━ training batches</b> &nbsp; "
+                    f"<b style='color:{COLORS['held-out']}'>━ held-out pairs</b> (at each evaluation; step 0 is the "
+                    "untrained model)</div>")
+            plots = []
+            with gr.Column(elem_id="reward-plots"):
+                titles = list(rv.PLOTS)
+                for pair in (titles[:2], titles[2:]):
+                    with gr.Row():
+                        plots += [gr.LinePlot(x="step", y="value", color="series", label=t, height=260, y_title=t,
+                                              color_map=COLORS, color_title="",
+                                              elem_id=f"reward-plot-{t.replace(' ', '-')}") for t in pair]
+            log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log")
+    gr.Markdown("### Reward-model runs\nClick a run to see its plots, its config and the command that repeats it.")
+    runs = gr.Dataframe(headers=rv.RUN_HEADERS, value=rv.runs_rows(studio.ws), interactive=False, wrap=True,
+                        elem_id="reward-runs")
+    with gr.Row():
+        cfg_yaml = gr.Code(label="config.yaml", language="yaml", interactive=False)
+        cli = gr.Code(label="The same run from the command line", language="shell", interactive=False)
+
+    inputs = [widgets[f.key] for f in fields]
+
+    def _form_config(values):
+        return rv.config_from_form(list(values))
+
+    def on_preset(name):
+        return rv.form_values(preset(name))
+
+    def on_check(*values):
+        try:
+            return format_preflight(preflight(studio.ws, _form_config(values)))
+        except Exception as exc:  # a bad field or a model that is not there: say so, change nothing
+            return f"⚠ {html.escape(explain(exc))}"
+
+    def on_train(*values):
+        try:
+            cfg = _form_config(values)
+        except StudioError as exc:
+            return gr.skip(), f"<div class='error'>⚠ {html.escape(str(exc))}</div>"
+        if studio.runner.busy():
+            return gr.skip(), f"<div class='error'>⚠ Run {studio.runner.current} is still going; stop it first.</div>"
+        rid = studio.runner.submit("reward", cfg, train_reward)
+        return rid, f"<div>Started run <b>{rid}</b>.</div>"
+
+    def on_stop(rid):
+        rid = rid or rv.latest_run(studio.ws)
+        if not rid or not studio.runner.stop(rid):
+            return "<div class='error'>⚠ No run of this session to stop.</div>"
+        return f"<div>Stopping {rid}: the current step ends, then a checkpoint and the adapter are saved.</div>"
+
+    def on_resume(rid):
+        rid = rid or rv.latest_run(studio.ws)
+        if not rid:
+            return gr.skip(), "<div class='error'>⚠ No run to resume.</div>"
+        state = rv.run_state(studio.ws, rid).get("status")
+        if state not in ("stopped", "failed", "interrupted"):
+            return gr.skip(), f"<div class='error'>⚠ Run {rid} is {state}; only a stopped, failed or interrupted run resumes.</div>"
+        if studio.runner.busy():
+            return gr.skip(), f"<div class='error'>⚠ Run {studio.runner.current} is still going; stop it first.</div>"
+        try:  # the run's own config: the checkpoint was made with it
+            cfg = from_dict(RewardJobConfig, rv.run_config(studio.ws, rid))
+        except StudioError as exc:
+            return gr.skip(), f"<div class='error'>⚠ {html.escape(str(exc))}</div>"
+        studio.runner.submit("reward", cfg, train_reward, run_id=rid)
+        return rid, f"<div>Resuming run <b>{rid}</b> from its last checkpoint.</div>"
+
+    def on_select(evt: gr.SelectData):
+        return (evt.row_value or [None])[0]
+
+    def on_tick(rid, last):
+        rid = rid or rv.latest_run(studio.ws)
+        table = rv.runs_rows(studio.ws)
+        if not rid:
+            return [_status_html(studio, None), *[gr.skip()] * len(plots), "", table, gr.skip(), gr.skip(), last]
+        records = studio.runner.feed(rid)
+        state = studio.runner.status(rid)
+        sig = (rid, len(records), state.get("status"))
+        fresh = last is None or last[0] != rid
+        out_plots = _plots(records) if sig != (tuple(last) if last else None) else [gr.skip()] * len(plots)
+        cfg = rv.run_config(studio.ws, rid)
+        return [_status_html(studio, rid), *out_plots, rv.log_tail(studio.ws, rid), table,
+                rv.config_yaml(cfg) if fresh else gr.skip(),
+                rv.cli_command(cfg, str(studio.ws.root)) if fresh else gr.skip(), list(sig)]
+
+    preset_dd.change(on_preset, preset_dd, inputs)
+    check_btn.click(on_check, inputs, preflight_md)
+    for key in ("model", "max_length", "over_length", "eval_fraction"):
+        widgets[key].change(on_check, inputs, preflight_md, show_progress="hidden")
+    train_btn.click(on_train, inputs, [watched, notice])
+    stop_btn.click(on_stop, watched, notice)
+    resume_btn.click(on_resume, watched, [watched, notice])
+    runs.select(on_select, None, watched)
+    tick_out = [status, *plots, log, runs, cfg_yaml, cli, seen]
+    gr.Timer(1.0).tick(on_tick, [watched, seen], tick_out, show_progress="hidden")
+    # first paint: pre-flight of the default form and the newest run's plots
+    demo = gr.context.Context.root_block  # the app's Blocks (this runs inside its `with`)
+    if demo is not None:
+        demo.load(on_check, inputs, preflight_md)
+        demo.load(on_tick, [watched, seen], tick_out)

@@ -1,0 +1,271 @@
+"""What the Reward model tab shows, computed without gradio: the form's fields, plot series, the
+runs list, a run's config as YAML and as a CLI command, and active-labeling order by uncertainty."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import shlex
+import textwrap
+import time
+import typing
+from functools import lru_cache
+
+import yaml
+
+from .config import from_dict
+from .jobs.reward import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
+from .jobs.runner import read_metrics, read_status
+from .workspace import Workspace
+
+# plot title -> (series label, metric key); held-out values come at each evaluation
+PLOTS = {
+    "loss": [("train", "loss"), ("held-out", "eval_loss")],
+    "accuracy": [("train", "accuracy"), ("held-out", "eval_accuracy")],
+    "margin": [("train", "margin"), ("held-out", "eval_margin")],
+    "mean reward": [("train", "mean_reward"), ("held-out", "eval_mean_reward")],
+}
+CHOICES = {"over_length": OVER_LENGTH, "optim": OPTIMIZERS}  # fields the form offers as a list
+
+
+# -- the form ----------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def field_docs(cls) -> dict[str, str]:
+    """Attribute docstrings (the string right under a field) of a dataclass, by field name."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    out = {}
+    for a, b in zip(body, body[1:]):
+        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(getattr(b, "value", None), ast.Constant):
+            out[a.target.id] = " ".join(str(b.value.value).split())
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class FormField:
+    key: str  # dotted for nested settings: lora.r
+    kind: str  # bool | int | float | optional_float | str | list | choice
+    default: typing.Any
+    help: str
+    choices: tuple = ()
+
+
+def form_fields(cls=RewardJobConfig, prefix: str = "", obj=None) -> list[FormField]:
+    """One entry per setting of the config dataclass, nested ones flattened (lora.r ...)."""
+    obj = obj if obj is not None else cls()
+    hints, docs, out = typing.get_type_hints(cls), field_docs(cls), []
+    for f in dataclasses.fields(cls):
+        tp, value, key = hints[f.name], getattr(obj, f.name), prefix + f.name
+        if dataclasses.is_dataclass(tp):
+            out += form_fields(tp, key + ".", value)
+            continue
+        if f.name in CHOICES:
+            kind = "choice"
+        elif tp is bool:
+            kind = "bool"
+        elif tp is int:
+            kind = "int"
+        elif tp is float:
+            kind = "float"
+        elif typing.get_origin(tp) in (list, tuple):
+            kind = "list"
+        elif float in typing.get_args(tp):
+            kind = "optional_float"
+        else:
+            kind = "str"
+        out.append(FormField(key, kind, value, docs.get(f.name, ""), CHOICES.get(f.name, ())))
+    return out
+
+
+def form_values(cfg: RewardJobConfig) -> list:
+    """The config's values in form_fields() order, as the widgets hold them."""
+    out = []
+    for f in form_fields(type(cfg), obj=cfg):
+        v = cfg
+        for part in f.key.split("."):
+            v = getattr(v, part)
+        out.append(", ".join(v) if f.kind == "list" else ("" if v is None else v))
+    return out
+
+
+def config_from_form(values: list) -> RewardJobConfig:
+    """Widget values (form_fields() order) -> a validated config; raises ConfigError with the field's name."""
+    data: dict = {}
+    for f, v in zip(form_fields(), values):
+        if f.kind == "optional_float" and (v is None or str(v).strip() == ""):
+            v = None
+        elif f.kind == "int" and isinstance(v, float) and v.is_integer():
+            v = int(v)
+        node = data
+        *parents, leaf = f.key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = v
+    return from_dict(RewardJobConfig, data)
+
+
+# -- a run's config as YAML and as the CLI command ------------------------------------------------
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+    return out
+
+
+def config_yaml(cfg: RewardJobConfig | dict) -> str:
+    d = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else cfg
+    return yaml.safe_dump(d, sort_keys=False)
+
+
+def cli_command(cfg: RewardJobConfig | dict, workspace: str) -> str:
+    """The headless command that trains the same run: only settings that differ from the defaults."""
+    d = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else cfg
+    default = dataclasses.asdict(RewardJobConfig())
+    base = _flat(default)
+    # A nested group (lora) that differs is written out whole: `--set lora.r=4` alone would fill the
+    # group's other keys from LoraSpec's own defaults, which are not this config's defaults.
+    changed_groups = {k for k, v in d.items() if isinstance(v, dict) and v != default.get(k)}
+    parts = ["python -m rloo_studio train-reward", f"--workspace {shlex.quote(str(workspace))}"]
+    for k, v in _flat(d).items():
+        if k in base and base[k] == v and k.split(".")[0] not in changed_groups:
+            continue
+        text = ",".join(map(str, v)) if isinstance(v, list) else ("null" if v is None else str(v).lower() if isinstance(v, bool) else str(v))
+        parts.append(f"--set {shlex.quote(f'{k}={text}')}")
+    return " \\\n  ".join(parts)
+
+
+def run_config(ws: Workspace, run_id: str) -> dict:
+    try:
+        return yaml.safe_load((ws.run_dir(run_id) / "config.yaml").read_text()) or {}
+    except OSError:
+        return {}
+
+
+# -- plots, progress, runs list --------------------------------------------------------------------
+
+def plot_frames(records: list[dict]):
+    """{plot title: DataFrame(step, value, series)} for line plots; empty frames keep their columns."""
+    import pandas as pd
+
+    out = {}
+    for title, series in PLOTS.items():
+        rows = [(r["step"], float(r[key]), label) for label, key in series for r in records
+                if key in r and isinstance(r[key], (int, float)) and "step" in r]
+        out[title] = pd.DataFrame(rows, columns=["step", "value", "series"]).drop_duplicates(["step", "series"], keep="last")
+    return out
+
+
+def final_eval(records: list[dict]) -> dict:
+    """The last held-out accuracy and margin a run logged ({} before its first evaluation)."""
+    for r in reversed(records):
+        if "eval_accuracy" in r:
+            return {"accuracy": r["eval_accuracy"], "margin": r.get("eval_margin"), "step": r.get("step")}
+    return {}
+
+
+def progress_text(status: dict) -> str:
+    p = status.get("progress") or {}
+    if not p.get("total"):
+        return ""
+    eta = p.get("eta_s")
+    eta_txt = f" · ETA {eta:.0f} s" if eta is not None and status.get("status") == "running" else ""
+    return f"step {p['done']}/{p['total']}{eta_txt}"
+
+
+def last_step_text(records: list[dict]) -> str:
+    """'step N' from the metrics, for a run this process did not start (no live progress)."""
+    steps = [r["step"] for r in records if "step" in r]
+    return f"step {max(steps)}" if steps else ""
+
+
+def log_tail(ws: Workspace, run_id: str, lines: int = 12) -> str:
+    try:
+        text = (ws.run_dir(run_id) / "log.txt").read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _duration(r: dict) -> str:
+    start = r["started"] or r["created"]
+    end = r["ended"] or (time.time() if r["status"] == "running" else start)
+    s = max(0.0, end - start)
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+RUN_HEADERS = ["run", "status", "pairs (train / held-out)", "held-out accuracy", "duration", "message"]
+
+
+def runs_rows(ws: Workspace) -> list[list]:
+    """The reward-model runs, newest first, for the runs list."""
+    rows = []
+    for r in ws.runs("reward"):
+        d = ws.run_dir(r["id"])
+        try:
+            pf = json.loads((d / "preflight.json").read_text()).get("trained_on", {})
+            pairs = f"{pf['train']} / {pf['held_out']}"
+        except (OSError, ValueError, KeyError):
+            pairs = ""
+        acc = final_eval(read_metrics(d)).get("accuracy")
+        rows.append([r["id"], r["status"], pairs, "" if acc is None else f"{acc:.1%}", _duration(r), r["message"]])
+    return rows
+
+
+def latest_run(ws: Workspace) -> str | None:
+    runs = ws.runs("reward")
+    return runs[0]["id"] if runs else None
+
+
+def run_state(ws: Workspace, run_id: str) -> dict:
+    return read_status(ws.run_dir(run_id))
+
+
+# -- active labeling: unlabeled pairs by the reward model's uncertainty ----------------------------
+
+def score_texts(model, tok, prompts: list[str], responses: list[str], batch_size: int = 16) -> list[float]:
+    """Reward of each (prompt, response), formatted exactly as in training: chat prompt + response + EOS."""
+    import torch
+
+    from .sampling import chat_prompt
+
+    texts = [chat_prompt(tok, p) + r + ("" if r.endswith(tok.eos_token) else tok.eos_token)
+             for p, r in zip(prompts, responses)]
+    device = next(model.parameters()).device
+    out: list[float] = []
+    with torch.no_grad():
+        for i in range(0, len(texts), batch_size):
+            enc = tok(texts[i:i + batch_size], return_tensors="pt", padding=True).to(device)
+            out += model(**enc).logits[:, 0].float().tolist()
+    return out
+
+
+def uncertainty_queue(ws: Workspace, run_id: str, pair_ids: list[int] | None = None) -> list[tuple[int, float, str]]:
+    """Unlabeled pairs (no current label), most uncertain first: [(pair_id, margin, suggested 'a'|'b')].
+
+    margin = reward(a) - reward(b) under the run's adapter; the suggestion is the side it prefers.
+    `pair_ids` restricts the candidates (they must still be unlabeled).
+    """
+    from .models import load_reward_adapter
+    from .runs import adapter_dir
+
+    rows = ws.query(
+        """SELECT pr.id, p.text AS prompt, ra.text AS a, rb.text AS b FROM pairs pr
+           JOIN prompts p ON p.id = pr.prompt_id JOIN responses ra ON ra.id = pr.response_a
+           JOIN responses rb ON rb.id = pr.response_b
+           WHERE NOT EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = pr.id AND l.superseded = 0)
+           ORDER BY pr.id"""
+    )
+    if pair_ids is not None:
+        keep = set(pair_ids)
+        rows = [r for r in rows if r["id"] in keep]
+    if not rows:
+        return []
+    model, tok = load_reward_adapter(adapter_dir(ws, run_id))
+    prompts = [r["prompt"] for r in rows]
+    scores = score_texts(model, tok, prompts * 2, [r["a"] for r in rows] + [r["b"] for r in rows])
+    n = len(rows)
+    out = [(r["id"], scores[i] - scores[n + i], "a" if scores[i] >= scores[n + i] else "b") for i, r in enumerate(rows)]
+    return sorted(out, key=lambda t: (abs(t[1]), t[0]))

@@ -1,0 +1,232 @@
+"""The reward-model job on the CPU with the bundled demo model and the seeded demo pairs."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import TrainerCallback
+
+from rloo_studio import reward_view as rv
+from rloo_studio.config import build, from_dict
+from rloo_studio.errors import ConfigError
+from rloo_studio.jobs.reward import (
+    PRESETS, RewardJobConfig, held_out_rows, preflight, preset, token_length, train_reward, truncate_thinking,
+)
+from rloo_studio.jobs.runner import JobRunner, read_metrics, read_status
+from rloo_studio.models import LoraSpec, load_reward_adapter, load_seq_cls
+
+ROOT = Path(__file__).resolve().parent.parent
+SHORT = dict(per_device_train_batch_size=8, eval_fraction=0.1, lora=LoraSpec(r=8, alpha=8))
+
+
+def _run(workspace, cfg, callbacks=(), runner=None):
+    r = runner or JobRunner(workspace)
+    rid = r.submit("reward", cfg, lambda c, ctx: train_reward(c, ctx, callbacks))
+    return r, rid, r.wait(rid, 900)
+
+
+def _pair_accuracy(model, tok, rows):
+    n = len(rows)
+    s = rv.score_texts(model, tok, [r["raw_prompt"] for r in rows] * 2,
+                       [r["chosen"] for r in rows] + [r["rejected"] for r in rows])
+    return sum(s[i] > s[n + i] for i in range(n)) / n
+
+
+def _raw_prompts(workspace, rows):
+    """pairs.jsonl holds chat-formatted prompts; score_texts wants the user's prompt text."""
+    from rloo_studio.labels import preference_pairs
+
+    by_id = {p["pair_id"]: p["prompt"] for p in preference_pairs(workspace)}
+    return [{**r, "raw_prompt": by_id[r["pair_id"]]} for r in rows]
+
+
+def test_demo_preset_reaches_90_percent_held_out_accuracy(workspace):
+    cfg = preset("demo (CPU)")
+    t0 = time.time()
+    r, rid, state = _run(workspace, cfg)
+    assert state == "completed", r.status(rid)
+    d = workspace.run_dir(rid)
+    last = rv.final_eval(read_metrics(d))
+    held = held_out_rows(d)
+    assert len(held) == int(237 * cfg.eval_fraction)
+    # Held-out accuracy as logged at the last evaluation, and recomputed from the saved adapter.
+    assert last["accuracy"] >= 0.9, last
+    model, tok = load_reward_adapter(d / "adapter")
+    acc = _pair_accuracy(model, tok, _raw_prompts(workspace, held))
+    assert acc >= 0.9, acc
+    assert "held-out accuracy" in read_status(d)["message"]
+    print(f"\ndemo preset: held-out accuracy {acc:.3f} on {len(held)} pairs in {time.time() - t0:.0f} s")
+
+
+def test_stop_then_resume_continues_from_the_checkpoint(workspace):
+    r = JobRunner(workspace)
+    cfg = RewardJobConfig(max_steps=14, save_steps=1000, eval_steps=1000, **SHORT)
+    rid = r.submit("reward", cfg, train_reward)
+    t0 = time.time()
+    while not any(m.get("step", 0) >= 3 and "loss" in m for m in r.feed(rid)):
+        assert time.time() - t0 < 600 and r.status(rid)["status"] in ("queued", "running"), r.status(rid)
+        time.sleep(0.1)
+    r.stop(rid)
+    assert r.wait(rid, 600) == "stopped"
+    d = workspace.run_dir(rid)
+    ckpts = sorted(p.name for p in (d / "checkpoints").glob("checkpoint-*"))
+    assert len(ckpts) == 1, ckpts  # save_steps is out of reach: Stop wrote it
+    stopped_at = int(ckpts[0].split("-")[1])
+    assert 3 <= stopped_at < 14 and (d / "adapter" / "adapter_config.json").exists()
+    n_before = len(read_metrics(d))
+
+    assert r.submit("reward", cfg, train_reward, run_id=rid) == rid
+    assert r.wait(rid, 600) == "completed", r.status(rid)
+    after = [m["step"] for m in read_metrics(d)[n_before:] if "loss" in m]
+    assert after[0] == stopped_at + 1 and after[-1] == 14, after
+    assert "step 14" in read_status(d)["message"]
+
+
+class _Keep(TrainerCallback):
+    def on_train_end(self, args, state, control, model=None, **kw):
+        self.model = model
+
+
+def test_saved_adapter_reloads_with_the_in_memory_scores_and_holds_the_score_head(workspace):
+    from peft import PeftModel
+
+    keep = _Keep()
+    r, rid, state = _run(workspace, RewardJobConfig(max_steps=4, **SHORT), callbacks=[keep])
+    assert state == "completed", r.status(rid)
+    adapter = workspace.run_dir(rid) / "adapter"
+    saved = load_file(str(adapter / "adapter_model.safetensors"))
+    head = [k for k in saved if "score" in k]
+    assert head, sorted(saved)[:5]
+    base, tok = load_seq_cls(RewardJobConfig().model)
+    fresh_head = base.score.weight.detach().clone()
+    reloaded = PeftModel.from_pretrained(base, str(adapter)).eval()
+    trained = keep.model.eval()
+    rows = _raw_prompts(workspace, held_out_rows(workspace.run_dir(rid)))[:12]
+    prompts, texts = [x["raw_prompt"] for x in rows], [x["chosen"] for x in rows]
+    a = torch.tensor(rv.score_texts(trained, tok, prompts, texts))
+    b = torch.tensor(rv.score_texts(reloaded, tok, prompts, texts))
+    assert torch.allclose(a, b, atol=1e-5), (a, b)
+    (w,) = [saved[k] for k in head if k.endswith("weight")]
+    assert not torch.allclose(w, fresh_head)  # the trained head, not a fresh random one
+
+
+@pytest.mark.parametrize("policy,max_length", [("drop", 70), ("truncate_thinking", 60), ("fit", 40)])
+def test_preflight_over_length_count_matches_what_trl_trains_on(workspace, policy, max_length):
+    cfg = RewardJobConfig(max_steps=1, max_length=max_length, over_length=policy, **SHORT)
+    pf = preflight(workspace, cfg)
+    assert 0 < pf["over_length"] < pf["pairs"] or policy != "drop"
+    r, rid, state = _run(workspace, cfg)
+    assert state == "completed", r.status(rid)
+    import json
+
+    done = json.loads((workspace.run_dir(rid) / "preflight.json").read_text())
+    kept = done["trained_on"]["train"] + done["trained_on"]["held_out"]
+    assert kept == pf["after"]
+    if policy == "drop":  # TRL silently filtered exactly the pairs the pre-flight counted
+        assert done["dropped_by_trl"] == pf["over_length"] and kept == pf["pairs"] - pf["over_length"]
+    elif policy == "fit":
+        assert kept == pf["pairs"] and done["dropped_by_trl"] == 0
+    else:
+        assert pf["over_length"] > 0 and kept > pf["pairs"] - pf["over_length"]
+
+
+def test_truncate_thinking_keeps_the_answer_and_fits():
+    _, tok = load_seq_cls(RewardJobConfig().model)
+    resp = "<think>\n6+0+0=6\n\n6+6+0=12\n\n7+5+1=13\n</think>\n\nThe answer is 1326."
+    prompt = "<|im_start|>user\nAdd 766 and 560.<|im_end|>\n<|im_start|>assistant\n"
+    full = token_length(tok, prompt, resp)
+    cut = truncate_thinking(tok, prompt, resp, full - 3)
+    assert token_length(tok, prompt, cut) <= full - 3
+    assert cut.endswith("</think>\n\nThe answer is 1326.") and cut.startswith("<think>\n6+0+0=6")
+    assert "7+5+1=13" not in cut
+    assert truncate_thinking(tok, prompt, resp, full) == resp
+
+
+class _Oom(TrainerCallback):
+    def on_step_begin(self, *a, **kw):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_failing_runs_end_failed_with_a_message_and_the_next_run_succeeds(workspace):
+    r = JobRunner(workspace)
+    cases = [
+        (RewardJobConfig(model="/nonexistent/reward-base", **SHORT), (), "No model at /nonexistent/reward-base"),
+        (RewardJobConfig(max_steps=6, learning_rate=1e30, **SHORT), (), "Lower the learning rate"),
+        (RewardJobConfig(max_steps=3, **SHORT), (_Oom(),), "per_device_train_batch_size"),
+    ]
+    for cfg, cbs, expect in cases:
+        _, rid, state = _run(workspace, cfg, cbs, runner=r)
+        st = read_status(workspace.run_dir(rid))
+        assert state == "failed" and expect in st["message"], st
+        assert "Traceback" not in st["message"]
+    assert "Out of memory" in st["message"] and "max_length" in st["message"] and "4-bit" in st["message"]
+    _, rid, state = _run(workspace, RewardJobConfig(max_steps=2, **SHORT), runner=r)
+    assert state == "completed"
+    assert [row[1] for row in rv.runs_rows(workspace)] == ["completed", "failed", "failed", "failed"]
+
+
+def test_presets_form_yaml_and_cli_are_views_of_one_config(tmp_path):
+    for name in PRESETS:
+        cfg = preset(name)
+        cfg.validate()
+        assert rv.config_from_form(rv.form_values(cfg)) == cfg
+        yml = tmp_path / "c.yaml"
+        yml.write_text(rv.config_yaml(cfg))
+        assert build(RewardJobConfig, yml) == cfg
+        sets = [s.split(" ", 1)[1].strip("'") for s in rv.cli_command(cfg, "/w").split(" \\\n  ") if s.startswith("--set")]
+        assert build(RewardJobConfig, None, sets) == cfg
+    gpu = preset("16 GB GPU")
+    assert (gpu.lora.r, gpu.lora.alpha, gpu.learning_rate, gpu.max_length, gpu.optim) == (16, 16, 1e-5, 1024, "adamw_8bit")
+
+
+def test_bad_form_values_name_the_field():
+    values = rv.form_values(RewardJobConfig())
+    keys = [f.key for f in rv.form_fields()]
+    for key, bad, words in [("learning_rate", "fast", "learning_rate"), ("over_length", "squash", "over_length"),
+                            ("lora.r", 0, "lora.r"), ("eval_fraction", 1.5, "eval_fraction")]:
+        v = list(values)
+        v[keys.index(key)] = bad
+        with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
+            rv.config_from_form(v)
+
+
+def test_uncertainty_queue_orders_unlabeled_pairs_by_smallest_margin(workspace):
+    from rloo_studio.models import load_reward_adapter
+
+    r, rid, state = _run(workspace, RewardJobConfig(max_steps=3, **SHORT))
+    assert state == "completed"
+    unlabeled = [x["id"] for x in workspace.query(
+        "SELECT id FROM pairs WHERE id NOT IN (SELECT pair_id FROM labels WHERE superseded=0)")]
+    q = rv.uncertainty_queue(workspace, rid)
+    assert sorted(p for p, _, _ in q) == sorted(unlabeled) and len(q) == 80
+    margins = [abs(m) for _, m, _ in q]
+    assert margins == sorted(margins)
+    assert all(s == ("a" if m >= 0 else "b") for _, m, s in q)
+    # One pair scored on its own gives the same margin.
+    pid, margin, _ = q[-1]
+    row = workspace.query("""SELECT p.text AS prompt, ra.text AS a, rb.text AS b FROM pairs pr
+        JOIN prompts p ON p.id=pr.prompt_id JOIN responses ra ON ra.id=pr.response_a
+        JOIN responses rb ON rb.id=pr.response_b WHERE pr.id=?""", (pid,))[0]
+    model, tok = load_reward_adapter(workspace.run_dir(rid) / "adapter")
+    sa, sb = rv.score_texts(model, tok, [row["prompt"]] * 2, [row["a"], row["b"]])
+    assert abs((sa - sb) - margin) < 1e-4
+    some = unlabeled[:5] + [1]  # pair 1 is labeled: never offered
+    assert sorted(p for p, _, _ in rv.uncertainty_queue(workspace, rid, some)) == sorted(unlabeled[:5])
+
+
+def test_cli_train_reward_writes_the_run_folder(tmp_path):
+    ws = tmp_path / "ws"
+    out = subprocess.run(
+        [sys.executable, "-m", "rloo_studio", "train-reward", "--workspace", str(ws), "--set", "max_steps=2",
+         "--set", "lora.r=4", "--set", "per_device_train_batch_size=8"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    (run,) = (ws / "runs").iterdir()
+    for name in ("config.yaml", "status.json", "metrics.jsonl", "log.txt", "preflight.json", "adapter/adapter_config.json"):
+        assert (run / name).exists(), name
+    assert from_dict(RewardJobConfig, __import__("yaml").safe_load((run / "config.yaml").read_text())).lora.r == 4
+    assert read_status(run)["status"] == "completed"

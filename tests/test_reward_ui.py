@@ -1,0 +1,94 @@
+"""The Reward model tab in Chromium: train from the form, watch the loss plot grow, stop, find the run."""
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from browser import App, launch_browser, screenshot
+from rloo_studio.workspace import Workspace
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    ws_dir = tmp_path_factory.mktemp("reward-ui") / "ws"
+    Workspace(ws_dir, seed_demo=True)
+    a = App(ws_dir)
+    a.wait_ready()
+    a.ws_dir = ws_dir
+    yield a
+    a.stop()
+
+
+def _loss_points(page) -> int:
+    """Points on the loss plot's train line, read from the SVG path vega drew (M x,y L x,y ...)."""
+    path = page.locator('#reward-plot-loss path[aria-roledescription="line mark"]')
+    for i in range(path.count()):
+        if "series: train" in (path.nth(i).get_attribute("aria-label") or ""):
+            return len(re.findall(r"[ML]", path.nth(i).get_attribute("d") or ""))
+    return 0
+
+
+def _wait(cond, timeout, what):
+    t0 = time.time()
+    while not cond():
+        assert time.time() - t0 < timeout, f"timed out waiting for {what}"
+        time.sleep(0.25)
+
+
+def _open_tab(page, app):
+    page.goto(app.url)
+    page.get_by_role("tab", name="Reward model").click()
+    expect(page.locator("#reward-preflight")).to_contain_text("237", timeout=60000)
+
+
+def test_bad_input_shows_a_message_and_starts_nothing(app):
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        _open_tab(page, app)
+        lr = page.locator("#reward-learning-rate input")
+        lr.fill("-1")
+        lr.press("Tab")
+        page.locator("#reward-train").click()
+        expect(page.locator("#reward-notice")).to_contain_text("learning_rate must be positive")
+        lr.fill("0.001")
+        model = page.locator("#reward-model textarea, #reward-model input").first
+        missing = str(app.ws_dir / "no-such-model")  # inside the workspace: the app may look there
+        model.fill(missing)
+        model.press("Enter")
+        page.get_by_role("button", name="Check data").click()
+        expect(page.locator("#reward-preflight")).to_contain_text(f"No model at {missing}")
+        screenshot(page, "reward-bad-input")
+        b.close()
+    assert Workspace(app.ws_dir).runs("reward") == []
+
+
+def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        _open_tab(page, app)
+        steps = page.locator("#reward-max-steps input")
+        steps.fill("400")
+        steps.press("Tab")
+        page.locator("#reward-train").click()
+        expect(page.locator("#reward-status")).to_contain_text("running", timeout=60000)
+        _wait(lambda: _loss_points(page) >= 2, 300, "the first loss points")
+        first = _loss_points(page)
+        _wait(lambda: _loss_points(page) >= first + 2, 300, "more loss points")
+        expect(page.locator("#reward-status")).to_contain_text(re.compile(r"step \d+/400 · ETA \d+ s"))
+        screenshot(page, "reward-training")
+        page.locator("#reward-stop").click()
+        expect(page.locator("#reward-status")).to_contain_text("stopped at step", timeout=300000)
+        (run,) = Workspace(app.ws_dir).runs("reward")
+        table = page.locator("#reward-runs")
+        expect(table).to_contain_text(run["id"])
+        row = table.locator("tr", has_text=run["id"]).first.text_content()
+        assert "stopped" in row and "190 / 47" in row, row
+        table.get_by_text(run["id"]).filter(visible=True).first.click()
+        expect(page.get_by_text("max_steps: 400").first).to_be_visible()
+        expect(page.get_by_text("--set max_steps=400").first).to_be_visible()
+        assert _loss_points(page) >= first + 2
+        screenshot(page, "reward-stopped")
+        b.close()
