@@ -6,6 +6,7 @@ labeled or the claim expires, unless the overlap setting asks for more annotator
 """
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections import Counter
@@ -98,21 +99,22 @@ WITH lab AS (
 cl AS (
   SELECT pair_id, SUM(annotator_id != :ann) AS others, MAX(annotator_id = :ann) AS mine_open
   FROM claims WHERE session != :session AND expires > :now GROUP BY pair_id)
-SELECT p.id FROM pairs p LEFT JOIN lab ON lab.pair_id = p.id LEFT JOIN cl ON cl.pair_id = p.id
+SELECT p.id FROM pairs p LEFT JOIN lab ON lab.pair_id = p.id LEFT JOIN cl ON cl.pair_id = p.id {prefer_join}
 WHERE {filter}
   AND (:source = '' OR p.source = :source)
   AND COALESCE(cl.mine_open, 0) = 0
   AND ({relabel} OR COALESCE(lab.mine, 0) = 0)
   AND COALESCE(lab.human, 0) + COALESCE(cl.others, 0) < :overlap_or_any
-ORDER BY p.flag IS NULL, COALESCE(lab.human, 0) = 0, COALESCE(lab.anyl, 0) > COALESCE(lab.human, 0), p.id
+ORDER BY p.flag IS NULL, {prefer_order} COALESCE(lab.human, 0) = 0, COALESCE(lab.anyl, 0) > COALESCE(lab.human, 0), p.id
 LIMIT 1
 """
 
 
 def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabeled", source: str = "",
-              rng: random.Random | None = None) -> Shown | None:
+              rng: random.Random | None = None, prefer: list[int] | None = None) -> Shown | None:
     """Claim and return the next pair for this annotator and browser session (None: queue empty).
 
+    `prefer` puts these pair ids first, in this order (active labeling: most uncertain first).
     A session keeps its open claim (a page reload shows the same pair again). The A/B order is
     drawn at random when a pair is claimed and stored with the claim, then with the label.
     """
@@ -129,10 +131,18 @@ def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabe
         if row is None:
             n = int((con.execute("SELECT value FROM settings WHERE key='overlap'").fetchone() or ["1"])[0])
             relabel = filter != "unlabeled"
-            sql = _CANDIDATES.format(filter=_FILTER_SQL[filter], relabel="1" if relabel else "0")
             args = {"session": session, "now": now, "ann": ann, "overlap": n, "source": source,
-                    "overlap_or_any": n if not relabel else 1 << 30}
-            found = con.execute(sql, args).fetchone()
+                    "overlap_or_any": n if not relabel else 1 << 30, "prefer": json.dumps(prefer or [])}
+            found = None
+            if prefer:  # the preferred pairs first, in their order; then the usual order
+                sql = _CANDIDATES.format(filter=_FILTER_SQL[filter], relabel="1" if relabel else "0",
+                                         prefer_join="JOIN json_each(:prefer) AS pj ON pj.value = p.id",
+                                         prefer_order="pj.key,")
+                found = con.execute(sql, args).fetchone()
+            if found is None:
+                sql = _CANDIDATES.format(filter=_FILTER_SQL[filter], relabel="1" if relabel else "0",
+                                         prefer_join="", prefer_order="")
+                found = con.execute(sql, args).fetchone()
             if found is None:
                 return None
             left = (rng or random).random() < 0.5

@@ -226,20 +226,10 @@ def run_state(ws: Workspace, run_id: str) -> dict:
 # -- active labeling: unlabeled pairs by the reward model's uncertainty ----------------------------
 
 def score_texts(model, tok, prompts: list[str], responses: list[str], batch_size: int = 16) -> list[float]:
-    """Reward of each (prompt, response), formatted exactly as in training: chat prompt + response + EOS."""
-    import torch
+    """Reward of each (prompt, response), formatted exactly as in training (one scoring path: scoring.py)."""
+    from .scoring import Scorer, score_texts as _score
 
-    from .sampling import chat_prompt
-
-    texts = [chat_prompt(tok, p) + r + ("" if r.endswith(tok.eos_token) else tok.eos_token)
-             for p, r in zip(prompts, responses)]
-    device = next(model.parameters()).device
-    out: list[float] = []
-    with torch.no_grad():
-        for i in range(0, len(texts), batch_size):
-            enc = tok(texts[i:i + batch_size], return_tensors="pt", padding=True).to(device)
-            out += model(**enc).logits[:, 0].float().tolist()
-    return out
+    return _score(Scorer(model, tok, "", True), prompts, responses, batch_size)
 
 
 def uncertainty_queue(ws: Workspace, run_id: str, pair_ids: list[int] | None = None) -> list[tuple[int, float, str]]:

@@ -93,3 +93,35 @@ def test_every_bad_file_through_the_ui_is_refused_with_a_message(app, tmp_path):
     after = {t: ws.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in before}
     assert after == before
     assert not any((app.ws_dir / "uploads").rglob("*.*"))  # refused files are not kept
+
+
+def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
+    from rloo_studio.jobs.reward import RewardJobConfig, train_reward
+    from rloo_studio.jobs.runner import JobRunner
+    from rloo_studio.reward_view import uncertainty_queue
+
+    ws_dir = tmp_path / "ws"
+    ws = Workspace(ws_dir, seed_demo=True)
+    r = JobRunner(ws)
+    rid = r.submit("reward", RewardJobConfig(max_steps=3), train_reward)
+    assert r.wait(rid, 600) == "completed"
+    most_uncertain = uncertainty_queue(ws, rid)[0][0]
+    a = App(ws_dir)
+    try:
+        a.wait_ready()
+        with sync_playwright() as p:
+            b = launch_browser(p)
+            page = b.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(a.url)
+            expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=15000)
+            page.get_by_label("Your name").fill("al")
+            page.get_by_label("Your name").press("Enter")
+            expect(page.locator("#lbl-status")).to_contain_text("pair #", timeout=15000)
+            page.get_by_label("Active labeling: most uncertain first, by reward model").click()
+            page.get_by_role("option", name=re.compile(rid)).click()
+            expect(page.locator("#lbl-status")).to_contain_text(f"pair #{most_uncertain}", timeout=60000)
+            expect(page.locator("#lbl-status")).to_contain_text("reward model suggests")
+            screenshot(page, "label-active")
+            b.close()
+    finally:
+        a.stop()

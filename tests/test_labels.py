@@ -157,3 +157,14 @@ def test_kappa_and_agreement(workspace):
     L.save_label(workspace, s, "cat", "cat", "left" if s.a_shown_left else "right")
     ag3 = L.agreement(workspace)
     assert ag3["kappa"] is None and len(ag3["pairs"]) == 3
+
+
+def test_prefer_order_for_active_labeling(workspace):
+    ids = _fresh_pair_ids(workspace)
+    order = [ids[5], ids[2], ids[9]]
+    got = []
+    for _ in range(4):
+        s = L.next_pair(workspace, "ann", "s", prefer=order)
+        got.append(s.pair_id)
+        L.save_label(workspace, s, "ann", "s", "skip")
+    assert got[:3] == order and got[3] not in order  # then the usual order

@@ -15,6 +15,8 @@ from ..exporting import FORMATS, export
 from ..generate import GenerateConfig, generate_candidates
 from ..importing import import_upload
 from ..prompts import prompt_sets
+from ..reward_view import uncertainty_queue
+from ..runs import trained_adapters
 from ..studio import Studio
 from . import render
 
@@ -57,7 +59,8 @@ def _progress_md(studio: Studio, name: str) -> str:
             f" · you: **{p['mine']}**{pace}")
 
 
-def _view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str = "", error: bool = False):
+def _view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str = "", error: bool = False,
+          active: dict | None = None):
     """Outputs for: prompt, left, right, status line, progress, current-pair state."""
     if not name.strip():
         return "", "", "", _msg(NO_NAME), _progress_md(studio, ""), None
@@ -66,7 +69,13 @@ def _view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str
                 _msg(note, error), _progress_md(studio, name), None)
     flag = f" · flagged: {shown.flag}" if shown.flag else ""
     mine = f" · your label: {shown.current}" if shown.current else ""
-    status = f"pair #{shown.pair_id} · source {shown.source}{flag}{mine}"
+    hint = ""
+    guess = (active or {}).get("info", {}).get(str(shown.pair_id))
+    if guess:  # active labeling: the reward model's guess, in the sides as shown
+        margin, side = guess
+        shown_side = "A" if (side == "a") == shown.a_shown_left else "B"
+        hint = f" · reward model suggests {shown_side} (margin {abs(margin):.3f})"
+    status = f"pair #{shown.pair_id} · source {shown.source}{flag}{mine}{hint}"
     return (render.esc(shown.prompt), render.response_html(shown.left, raw), render.response_html(shown.right, raw),
             _msg(note, error) or status, _progress_md(studio, name), shown)
 
@@ -76,11 +85,16 @@ def build(studio: Studio):
     saved_name = gr.BrowserState("", storage_key="rloo-studio-annotator")
     session = gr.State("")
     current = gr.State(None)
+    active = gr.State(None)  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
     with gr.Row():
         name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1)
         flt = gr.Dropdown(list(L.FILTERS), value="unlabeled", label="Show", scale=1)
         src = gr.Dropdown([("all sources", "")] + [(s, s) for s in L.sources(ws)], value="", label="Source", scale=1)
         raw = gr.Checkbox(label="Raw text", value=False, scale=1)
+    with gr.Row():
+        order_by = gr.Dropdown([("usual order", "")] + trained_adapters(ws, "reward"), value="", scale=2,
+                               label="Active labeling: most uncertain first, by reward model")
+        order_msg = gr.HTML()
     progress = gr.Markdown(elem_id="lbl-progress")
     status = gr.HTML(elem_id="lbl-status")  # which pair, or what went wrong: above the texts, where eyes are
     prompt = gr.HTML(elem_id="lbl-prompt")
@@ -105,44 +119,45 @@ def build(studio: Studio):
         # A name typed before the page finished loading wins over the remembered one.
         return (typed or "").strip() or stored, sess or uuid.uuid4().hex
 
-    def show_next(nm, sess, f, s, rw):
+    def show_next(nm, sess, f, s, rw, av):
         nm = (nm or "").strip()
         if not nm:
             return _view(studio, None, "", rw)
         try:
-            return _view(studio, L.next_pair(ws, nm, sess, f, s), nm, rw)
+            shown = L.next_pair(ws, nm, sess, f, s, prefer=(av or {}).get("order"))
+            return _view(studio, shown, nm, rw, active=av)
         except ValueError as e:
             return _view(studio, None, nm, rw, str(e), True)
 
-    def relabel(nm, sess, f, s, rw):
+    def relabel(nm, sess, f, s, rw, av):
         L.release(ws, sess)
-        return show_next(nm, sess, f, s, rw)
+        return show_next(nm, sess, f, s, rw, av)
 
     def act(side):
-        def fn(nm, sess, f, s, rw, shown, cm):
+        def fn(nm, sess, f, s, rw, av, shown, cm):
             nm = (nm or "").strip()
             if not nm or shown is None:
-                return (*show_next(nm, sess, f, s, rw), cm)
+                return (*show_next(nm, sess, f, s, rw, av), cm)
             try:
                 L.save_label(ws, shown, nm, sess, side, cm)
-                return (*_view(studio, L.next_pair(ws, nm, sess, f, s), nm, rw), "")
+                return (*show_next(nm, sess, f, s, rw, av), "")
             except (ValueError, KeyError) as e:
                 return (*_view(studio, shown, nm, rw, explain(e), True), cm)
         return fn
 
-    def do_undo(nm, sess, f, s, rw, shown):
+    def do_undo(nm, sess, f, s, rw, av, shown):
         nm = (nm or "").strip()
         if not nm:
             return _view(studio, None, "", rw)
         back = L.undo(ws, nm, sess)
         if back is None:
             return _view(studio, shown, nm, rw, "Nothing to undo yet.")
-        return _view(studio, back, nm, rw, f"Undid your label on pair #{back.pair_id}; choose again.")
+        return _view(studio, back, nm, rw, f"Undid your label on pair #{back.pair_id}; choose again.", active=av)
 
-    def rerender(nm, rw, shown):
-        return _view(studio, shown, (nm or "").strip(), rw)
+    def rerender(nm, rw, shown, av):
+        return _view(studio, shown, (nm or "").strip(), rw, active=av)
 
-    common = [name, session, flt, src, raw]
+    common = [name, session, flt, src, raw, active]
     for btn, side in ((b_left, "left"), (b_right, "right"), (b_tie, "tie"), (b_skip, "skip")):
         btn.click(act(side), [*common, current, comment], [*outs, comment], show_progress="hidden",
                   trigger_mode="once")
@@ -152,7 +167,22 @@ def build(studio: Studio):
     name.blur(relabel, common, outs).then(lambda n: n, name, saved_name)
     flt.change(relabel, common, outs)
     src.change(relabel, common, outs)
-    raw.change(rerender, [name, raw, current], outs, show_progress="hidden")
+    raw.change(rerender, [name, raw, current, active], outs, show_progress="hidden")
+
+    def choose_order(run_id, nm, sess, f, s, rw, progress=gr.Progress()):
+        if not run_id:
+            return None, _msg("Pairs in their usual order."), *relabel(nm, sess, f, s, rw, None)
+        progress(0.1, desc="scoring unlabeled pairs with the reward model")
+        try:
+            queue = uncertainty_queue(ws, run_id)
+        except Exception as e:  # a broken or deleted run: say so, keep labeling in the usual order
+            return None, _msg(explain(e), True), *relabel(nm, sess, f, s, rw, None)
+        av = {"order": [q[0] for q in queue], "info": {str(q[0]): (q[1], q[2]) for q in queue}}
+        note = f"{len(queue)} unlabeled pairs ordered by the reward model's uncertainty (smallest margin first)."
+        return av, _msg(note), *relabel(nm, sess, f, s, rw, av)
+
+    order_by.change(choose_order, [order_by, *common[:-1]], [active, order_msg, *outs])
+    order_by.focus(lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by)
 
     # Import / generate / export / agreement
     with gr.Accordion("Import pairs or prompts", open=False):
@@ -197,7 +227,7 @@ def build(studio: Studio):
         agree = gr.Markdown()
         b_agree = gr.Button("Refresh agreement")
 
-    def do_import(path, nm, sess, f, s, rw, progress=gr.Progress()):
+    def do_import(path, nm, sess, f, s, rw, av, progress=gr.Progress()):
         if not path:
             return _msg("Choose a file first.", True), *_view(studio, None, (nm or "").strip(), rw)[:5], gr.update(), None
         try:
@@ -205,7 +235,7 @@ def build(studio: Studio):
             msg = _msg(res.summary())
         except Exception as e:  # every failure is a message; the import wrote nothing
             msg = _msg(f"Import refused, nothing was changed: {explain(e)}", True)
-        view = show_next(nm, sess, f, s, rw)
+        view = show_next(nm, sess, f, s, rw, av)
         sources = gr.update(choices=[("all sources", "")] + [(x, x) for x in L.sources(ws)])
         return msg, *view[:5], sources, None  # clear the file box, ready for the next one
 
