@@ -34,10 +34,10 @@ def build_ui(studio: Studio) -> gr.Blocks:
         gr.HTML(header_html(studio))
         with gr.Tabs():
             for name, module in TABS:
-                with gr.Tab(name, id=name.lower().replace(" ", "-")):
-                    on_load = module.build(studio)  # a tab may return a hook for the page-load event
-                if callable(on_load):
-                    on_load(demo)
+                with gr.Tab(name, id=name.lower().replace(" ", "-")) as tab:
+                    hooks = module.build(studio)  # a tab may return hooks(demo, tab) for load / select events
+                if callable(hooks):
+                    hooks(demo, tab)
     return demo
 
 

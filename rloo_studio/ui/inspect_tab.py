@@ -166,7 +166,7 @@ def _error(exc: BaseException) -> str:
 
 # ---------------------------------------------------------------- the tab
 
-def build(studio: Studio) -> None:
+def build(studio: Studio):
     ws = studio.ws
 
     def choices():
@@ -317,9 +317,9 @@ def build(studio: Studio) -> None:
         return refresh(current), saved if saved in SPLIT_MODES else gr.update()
 
     refresh_btn.click(refresh, model, model)
-    parent = gr.context.Context.block  # the enclosing gr.Tab, created by app.py
-    if isinstance(parent, gr.Tab):
-        parent.select(restore, [model, split_saved], [model, split])
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(restore, [model, split_saved], [model, split])
+
+    def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
+        tab.select(restore, [model, split_saved], [model, split])
+        demo.load(restore, [model, split_saved], [model, split])
+
+    return hooks

@@ -182,7 +182,6 @@ def build(studio: Studio):
         return av, _msg(note), *relabel(nm, sess, f, s, rw, av)
 
     order_by.change(choose_order, [order_by, *common[:-1]], [active, order_msg, *outs])
-    order_by.focus(lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by)
 
     # Import / generate / export / agreement
     with gr.Accordion("Import pairs or prompts", open=False):
@@ -292,10 +291,11 @@ def build(studio: Studio):
     b_overlap.click(set_overlap, overlap, agree)
     b_agree.click(lambda: _agreement_md(studio), None, agree)
 
-    def on_load(demo: gr.Blocks) -> None:
+    def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Restore the name this browser used, start a session, continue where the annotator left off.
         demo.load(start, [saved_name, session, name], [name, session]).then(show_next, common, outs).then(
             lambda: _agreement_md(studio), None, agree)
+        tab.select(lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by)
 
     return on_load
 
