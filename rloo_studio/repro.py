@@ -54,3 +54,6 @@ def write(run_dir: Path, kind: str, workspace: Path, config: dict) -> None:
     info = {"versions": versions(), "git_commit": git_commit(), "seed": config.get("seed"),
             "platform": platform.platform(), "argv": sys.argv}
     (run_dir / "environment.json").write_text(json.dumps(info, indent=1))
+    from .standalone import write_script
+
+    write_script(run_dir, kind, config)
