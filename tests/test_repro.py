@@ -64,3 +64,9 @@ def test_standalone_script_reaches_the_same_metrics(ui_run):
     ev = lambda rs: [m["eval_accuracy"] for m in rs if "eval_accuracy" in m]  # noqa: E731
     assert ev(read_metrics(d))[:2] == pytest.approx(
         ev([json.loads(x) for x in (d / "repro-out" / "metrics.jsonl").read_text().splitlines()])[:2], abs=1e-4)
+
+
+def test_tensorboard_event_files_in_the_run_folder(ui_run):
+    ws, cfg, rid = ui_run
+    events = list(ws.run_dir(rid).rglob("events.out.tfevents.*"))
+    assert events and all(e.stat().st_size > 0 for e in events)

@@ -316,7 +316,8 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
         gradient_checkpointing=cfg.gradient_checkpointing,
         logging_nan_inf_filter=False,  # the default logs a NaN loss as 0 and hides the divergence from the guard
         logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
-        eval_strategy="steps" if held else "no", eval_steps=cfg.eval_steps, report_to=[], disable_tqdm=True,
+        eval_strategy="steps" if held else "no", eval_steps=cfg.eval_steps, disable_tqdm=True,
+        report_to=["tensorboard"],  # event files under checkpoints/runs/, beside metrics.jsonl
         eval_on_start=bool(held) and resume is None,  # the untrained baseline: step 0 of the held-out curves
     )
     strip = lambda rows: [{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows]  # noqa: E731
