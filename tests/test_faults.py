@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.config import build
+from rloo_studio.jobs.reward import RewardJobConfig, train_reward
 from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
 from rloo_studio.jobs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
 from rloo_studio.labels import progress
@@ -27,12 +28,20 @@ def wait_for(pred, timeout=300, every=0.02):
     raise TimeoutError
 
 
-def test_kill_9_mid_rloo_run_then_resume_from_checkpoint(tmp_path):
+KINDS = {
+    "rloo": (RlooJobConfig, train_rloo, ["per_device_train_batch_size=8"]),
+    "reward": (RewardJobConfig, train_reward, ["per_device_train_batch_size=8", "eval_steps=100"]),
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_kill_9_mid_run_then_resume_from_checkpoint(tmp_path, kind):
+    Cfg, fn, extra = KINDS[kind]
     ws_dir = tmp_path / "ws"
     ws = Workspace(ws_dir, seed_demo=True)
     labels_before = progress(ws)
-    cmd = [sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(ws_dir), "--set", "max_steps=8",
-           "--set", "save_steps=2", "--set", "per_device_train_batch_size=8"]
+    cmd = [sys.executable, "-m", "rloo_studio", f"train-{kind}", "--workspace", str(ws_dir), "--set", "max_steps=8",
+           "--set", "save_steps=2"] + [a for x in extra for a in ("--set", x)]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: ws.runs() and last_good_checkpoint(ws.run_dir(ws.runs()[0]["id"])) is not None)
@@ -46,8 +55,8 @@ def test_kill_9_mid_rloo_run_then_resume_from_checkpoint(tmp_path):
     assert ws.run(rid)["status"] == "interrupted" and read_status(d)["status"] == "interrupted"
     ckpt = int(Path(last_good_checkpoint(d)).name.split("-")[1])
     logged_before = [m["step"] for m in read_metrics(d) if "loss" in m]
-    cfg = build(RlooJobConfig, d / "config.yaml")
-    r.submit("rloo", cfg, train_rloo, run_id=rid)
+    cfg = build(Cfg, d / "config.yaml")
+    r.submit(kind, cfg, fn, run_id=rid)
     assert r.wait(rid, 600) == "completed", r.status(rid)
     steps = [m["step"] for m in read_metrics(d) if "loss" in m]
     resumed = steps[len(logged_before):]
