@@ -3,17 +3,33 @@
 TRL calls each as f(prompts=, completions=, completion_ids=, **kwargs); kwargs carry the
 prompt set's extra columns (e.g. `answer`) and trainer_state. Thinking is found on token
 ids, with the </think> id read from the tokenizer.
+
+Three kinds: rule rewards (think format, answer present, correctness), a trained reward
+model scored in batches, and custom functions from Python files in the workspace.
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
+import inspect
+import math
 import re
-from typing import Callable
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable, Sequence
 
 from .demo import last_number
+from .errors import ConfigError, StudioError
 from .models import think_token_ids
 from .thinking import parse, split_ids
 
 SELF_QUESTION = re.compile(r"\?|\b(wait|let me check|double[- ]check|is that right)\b", re.I)
+CUSTOM_DIR = "rewards"  # custom reward files live in <workspace>/rewards/
+
+
+class RewardError(StudioError):
+    """A reward function failed; the message names it and says what went wrong."""
 
 
 def _text(completion) -> str:
@@ -27,7 +43,7 @@ def make_think_format_reward(tokenizer) -> Callable:
     """Seed recipe bands: no </think> -1.0; thinking <10 tokens 0.3, 10-29 0.7, >=30 1.0; +0.1 self-questioning."""
     open_id, close_id = think_token_ids(tokenizer)
     if close_id is None:
-        raise ValueError("the tokenizer has no </think> token; the think-format reward needs one")
+        raise ConfigError("the tokenizer has no </think> token; the think_format reward needs one")
 
     def think_format(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
         out = []
@@ -71,3 +87,173 @@ def correctness(prompts=None, completions=None, answer=None, **kwargs) -> list[f
         p = parse(_text(c))
         out.append(1.0 if p.closed and last_number(p.answer) == str(a).strip() else 0.0)
     return out
+
+
+# -- reward model ------------------------------------------------------------------------------
+
+def shares_tokenizer(a, b) -> bool:
+    """Same vocabulary and EOS: completion ids of one are valid input ids of the other."""
+    return a is b or (a.get_vocab() == b.get_vocab() and a.eos_token_id == b.eos_token_id)
+
+
+def prompt_text(tok, prompt) -> str:
+    """The prompt as the reward model was trained on it: chat template with the generation prompt."""
+    if isinstance(prompt, str):
+        prompt = [{"role": "user", "content": prompt}]
+    if tok.chat_template:
+        return tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    return "".join(m["content"] for m in prompt)
+
+
+def ids_from_text(tok, prompt, completion) -> list[int]:
+    """Decode + re-tokenize path: chat prompt + completion text + EOS (as RewardTrainer trains)."""
+    return tok(prompt_text(tok, prompt) + _text(completion) + tok.eos_token, add_special_tokens=False)["input_ids"]
+
+
+def ids_from_tokens(tok, prompt, completion_ids: Sequence[int]) -> list[int]:
+    """Token-id path: chat prompt ids + the completion's own ids, ending in exactly one EOS."""
+    return tok(prompt_text(tok, prompt), add_special_tokens=False)["input_ids"] + _strip_end(tok, completion_ids) + [
+        tok.eos_token_id]
+
+
+def _strip_end(tok, completion_ids: Sequence[int]) -> list[int]:
+    drop = {tok.eos_token_id, tok.pad_token_id}
+    ids = list(completion_ids)
+    while ids and ids[-1] in drop:
+        ids.pop()
+    return ids
+
+
+def score_ids(model, tok, id_lists: list[list[int]], batch_size: int = 16) -> list[float]:
+    """Reward-model scores of token-id sequences, in batches (right padding; the head reads the last real token)."""
+    import torch
+
+    device = next(model.parameters()).device
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    out: list[float] = []
+    with torch.inference_mode():
+        for i in range(0, len(id_lists), batch_size):
+            chunk = id_lists[i : i + batch_size]
+            width = max(len(x) for x in chunk)
+            ids = torch.tensor([x + [pad] * (width - len(x)) for x in chunk], device=device)
+            mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in chunk], device=device)
+            out.extend(model(input_ids=ids, attention_mask=mask).logits[:, 0].float().tolist())
+    return out
+
+
+def make_reward_model_reward(model, rm_tok, policy_tok, batch_size: int = 16, use_ids: bool | None = None,
+                             name: str = "reward_model") -> Callable:
+    """Score completions with a trained reward model (a sequence classifier).
+
+    When the reward model shares the policy's tokenizer, the completion ids go in as they are
+    (no decode / re-tokenize round trip); otherwise the decoded text is re-tokenized.
+    """
+    use_ids = shares_tokenizer(rm_tok, policy_tok) if use_ids is None else use_ids
+
+    def reward_model(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
+        return score_ids(model, rm_tok, inputs(prompts, completions, completion_ids), batch_size)
+
+    def inputs(prompts, completions, completion_ids) -> list[list[int]]:
+        if not use_ids:
+            return [ids_from_text(rm_tok, p, c) for p, c in zip(prompts, completions)]
+        # each prompt comes k times in a generation batch: tokenize it once
+        cache: dict[str, list[int]] = {}
+        out = []
+        for p, c in zip(prompts, completion_ids):
+            key = repr(p)
+            if key not in cache:
+                cache[key] = ids_from_tokens(rm_tok, p, [])[:-1]
+            out.append(cache[key] + _strip_end(rm_tok, c) + [rm_tok.eos_token_id])
+        return out
+
+    reward_model.inputs = inputs  # for tests and benchmarks: the exact ids that get scored
+
+    reward_model.__name__ = name
+    reward_model.uses_ids = use_ids
+    return reward_model
+
+
+def shaped(fn: Callable, normalize: bool = False, clip: Sequence[float] | None = None) -> Callable:
+    """Wrap a reward: standardize over the generation batch (mean 0, std 1), then clip to [low, high]."""
+    if not normalize and not clip:
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        values = list(fn(*args, **kwargs))
+        if normalize and len(values) > 1:
+            mean = sum(values) / len(values)
+            std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+            values = [(v - mean) / (std + 1e-6) for v in values]
+        if clip:
+            values = [min(max(v, clip[0]), clip[1]) for v in values]
+        return values
+
+    return wrapper
+
+
+# -- custom reward files -----------------------------------------------------------------------
+
+def custom_reward_path(ws_root: Path, spec: str) -> tuple[Path, str]:
+    """'file.py' or 'file.py:function' -> (path inside <workspace>/rewards/, function name)."""
+    file, _, func = spec.partition(":")
+    base = (Path(ws_root) / CUSTOM_DIR).resolve()
+    path = (base / file.strip()).resolve()
+    if path.parent != base or path.suffix != ".py":
+        raise ConfigError(f"custom reward {spec!r}: give a .py file name inside {base} (no folders, no paths outside it)")
+    if not path.exists():
+        raise ConfigError(f"custom reward file {path} does not exist; put your .py file in {base}")
+    return path, (func.strip() or "reward")
+
+
+def load_custom_reward(ws_root: Path, spec: str) -> Callable:
+    """Import a reward function from a Python file in the workspace; every failure becomes a plain message."""
+    path, func_name = custom_reward_path(ws_root, spec)
+    mod_name = f"rloo_studio_custom_{path.stem}"
+    try:
+        mod_spec = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules.pop(mod_name, None)
+        mod_spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 — user code: any error becomes a message
+        raise ConfigError(f"{path.name} could not be loaded: {_where(exc, path)}") from None
+    fn = getattr(module, func_name, None)
+    if not callable(fn):
+        found = [n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == mod_name]
+        raise ConfigError(f"{path.name} has no function {func_name!r}; it defines: {', '.join(found) or 'no functions'}")
+    params = inspect.signature(fn).parameters.values()
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        raise ConfigError(
+            f"{path.name}:{func_name} must accept **kwargs: TRL calls it as "
+            f"{func_name}(prompts=..., completions=..., completion_ids=..., **columns)"
+        )
+    return guarded(fn, f"{path.stem}.{func_name}" if func_name != "reward" else path.stem, path)
+
+
+def guarded(fn: Callable, name: str, path: Path | None = None) -> Callable:
+    """Turn an exception inside a reward function into a RewardError naming it; check the output's length."""
+
+    def wrapper(prompts=None, completions=None, completion_ids=None, **kwargs):
+        try:
+            out = list(fn(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs))
+        except Exception as exc:  # noqa: BLE001
+            raise RewardError(f"reward function {name} raised {_where(exc, path)}") from None
+        if len(out) != len(completions):
+            raise RewardError(f"reward function {name} returned {len(out)} values for {len(completions)} completions; "
+                              "return one number (or None) per completion")
+        return out
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+def _where(exc: BaseException, path: Path | None) -> str:
+    """'TypeError: msg (line 7)' with the line in the user's file when the traceback passes through it."""
+    line = ""
+    if path is not None:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+        if frames:
+            line = f" (line {frames[-1].lineno}: {frames[-1].line})"
+        elif isinstance(exc, SyntaxError) and exc.lineno:
+            line = f" (line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}{line}"

@@ -49,3 +49,124 @@ def test_correctness_needs_closed_thinking_and_last_number():
     assert correctness(completions=comps, answer=["1326"] * 5) == [1.0, 1.0, 0.0, 0.0, 1.0]
     with pytest.raises(ValueError, match="answer"):
         correctness(completions=comps)
+
+
+# -- reward model ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reward_model(tok):
+    """The demo model with a fresh (seeded) score head: a real sequence classifier, scores are arbitrary."""
+    import torch
+
+    from rloo_studio.models import load_seq_cls
+
+    torch.manual_seed(0)
+    model, rm_tok = load_seq_cls(str(DEMO_MODEL))
+    model.eval()
+    return model, rm_tok
+
+
+@pytest.fixture(scope="module")
+def sampled(tok):
+    """Real completions of the demo model: ids as TRL hands them over (EOS kept), text decoded like TRL."""
+    from rloo_studio.models import load_causal_lm
+    from rloo_studio.sampling import sample
+
+    model, ptok, _ = load_causal_lm(str(DEMO_MODEL), "transformers")
+    prompts = ["What is 123 + 456?", "Add 820 and 634.", "Compute 529 + 417."]
+    outs = sample(model, ptok, prompts, n=2, max_new_tokens=24, temperature=1.0, seed=0)  # some get cut
+    return [[{"role": "user", "content": s.prompt}] for s in outs], outs
+
+
+def test_token_id_path_equals_decode_path(tok, reward_model, sampled):
+    from rloo_studio.rewards import ids_from_text, ids_from_tokens, make_reward_model_reward, shares_tokenizer
+
+    model, rm_tok = reward_model
+    prompts, outs = sampled
+    assert shares_tokenizer(rm_tok, tok)
+    comps = [[{"role": "assistant", "content": s.text}] for s in outs]
+    cids = [s.ids for s in outs]
+    assert any(not s.stopped for s in outs) and any(s.stopped for s in outs)
+    # Same input ids either way (so the same scores), for cut and finished completions alike.
+    for p, c, i in zip(prompts, comps, cids):
+        assert ids_from_tokens(rm_tok, p, i) == ids_from_text(rm_tok, p, c)
+    by_ids = make_reward_model_reward(model, rm_tok, tok, batch_size=4)
+    by_text = make_reward_model_reward(model, rm_tok, tok, batch_size=4, use_ids=False)
+    assert by_ids.uses_ids and not by_text.uses_ids
+    assert by_ids.inputs(prompts, comps, cids) == by_text.inputs(prompts, comps, cids)  # incl. the prompt cache
+    a = by_ids(prompts=prompts, completions=comps, completion_ids=cids)
+    b = by_text(prompts=prompts, completions=comps, completion_ids=cids)
+    assert len(a) == len(outs) and len(set(a)) > 1
+    assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_reward_model_batches_give_the_same_scores(tok, reward_model, sampled):
+    from rloo_studio.rewards import make_reward_model_reward
+
+    model, rm_tok = reward_model
+    prompts, outs = sampled
+    cids = [s.ids for s in outs]
+    one = make_reward_model_reward(model, rm_tok, tok, batch_size=1)(prompts=prompts, completions=None, completion_ids=cids)
+    many = make_reward_model_reward(model, rm_tok, tok, batch_size=16)(prompts=prompts, completions=None, completion_ids=cids)
+    assert one == pytest.approx(many, abs=1e-4)
+
+
+def test_shaped_normalizes_and_clips():
+    from rloo_studio.rewards import shaped
+
+    raw = lambda **kw: [1.0, 2.0, 3.0, 10.0]  # noqa: E731
+    z = shaped(raw, normalize=True)()
+    assert sum(z) == pytest.approx(0, abs=1e-6) and z[0] < z[1] < z[2] < z[3]
+    assert shaped(raw, normalize=True, clip=[-1, 1])() == pytest.approx([max(-1, min(1, v)) for v in z])
+    assert shaped(raw, clip=[0, 2.5])() == [1.0, 2.0, 2.5, 2.5]
+    assert shaped(raw) is raw
+
+
+# -- custom reward files -----------------------------------------------------------------------
+
+def _write(ws_root, name, code):
+    d = ws_root / "rewards"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_text(code)
+
+
+def test_custom_reward_file_loads_and_runs(tmp_path):
+    from rloo_studio.rewards import load_custom_reward
+
+    _write(tmp_path, "short.py", "def reward(completions, answer=None, **kwargs):\n"
+                                 "    return [1.0 / (1 + len(c)) for c in completions]\n"
+                                 "def other(completions, **kwargs):\n    return [7.0] * len(completions)\n")
+    f = load_custom_reward(tmp_path, "short.py")
+    assert f.__name__ == "short"
+    assert f(prompts=["p", "p"], completions=["abc", ""], completion_ids=[[1], [2]], answer=["1", "2"]) == [0.25, 1.0]
+    g = load_custom_reward(tmp_path, "short.py:other")
+    assert g.__name__ == "short.other" and g(completions=["x"]) == [7.0]
+
+
+@pytest.mark.parametrize("name,code,spec,message", [
+    ("a.py", "def reward(**kwargs):\n    return []\n", "../a.py", "inside"),
+    ("a.py", "def reward(**kwargs):\n    return []\n", "missing.py", "does not exist"),
+    ("bad.py", "def reward(**kwargs)\n    return []\n", "bad.py", r"could not be loaded: SyntaxError.*line 1"),
+    ("imp.py", "import no_such_module_here\n", "imp.py", "could not be loaded: ModuleNotFoundError"),
+    ("nf.py", "def helper(**kwargs):\n    return []\n", "nf.py:score", "has no function 'score'; it defines: helper"),
+    ("kw.py", "def reward(prompts, completions):\n    return []\n", "kw.py", r"must accept \*\*kwargs"),
+])
+def test_custom_reward_file_errors_are_plain(tmp_path, name, code, spec, message):
+    from rloo_studio.errors import ConfigError
+    from rloo_studio.rewards import load_custom_reward
+
+    _write(tmp_path, name, code)
+    with pytest.raises(ConfigError, match=message):
+        load_custom_reward(tmp_path, spec)
+
+
+def test_custom_reward_that_raises_names_itself_and_the_line(tmp_path):
+    from rloo_studio.rewards import RewardError, load_custom_reward
+
+    _write(tmp_path, "boom.py", "def reward(completions, **kwargs):\n    x = 0\n    return [1 / x for c in completions]\n")
+    f = load_custom_reward(tmp_path, "boom.py")
+    with pytest.raises(RewardError, match=r"reward function boom raised ZeroDivisionError: division by zero \(line 3"):
+        f(prompts=["p"], completions=["c"], completion_ids=[[1]])
+    _write(tmp_path, "few.py", "def reward(completions, **kwargs):\n    return [1.0]\n")
+    with pytest.raises(RewardError, match="returned 1 values for 2 completions"):
+        load_custom_reward(tmp_path, "few.py")(prompts=["p", "q"], completions=["a", "b"], completion_ids=[[1], [2]])

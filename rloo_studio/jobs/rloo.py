@@ -1,16 +1,26 @@
-"""RLOO job: a typed config -> TRL RLOOTrainer on a prompt set -> LoRA adapter in the run folder."""
+"""RLOO job: a typed config -> TRL RLOOTrainer on a prompt set -> LoRA adapter in the run folder.
+
+The run folder gets, besides the runner's files: samples.jsonl (every completion with each
+reward, the weighted total, the leave-one-out advantage, length and a truncated flag),
+eval.json (before/after on held-out prompts when eval_prompts > 0), checkpoints/, adapter/.
+"""
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass, field
 
 from .. import bootstrap  # noqa: F401  (unsloth before trl)
-from ..config import to_dict
-from ..errors import ConfigError
+from transformers import TrainerCallback  # noqa: E402
+from ..errors import ConfigError  # noqa: E402
 from ..models import LoraSpec
 from ..paths import DEMO_MODEL
 from .runner import RunContext
 
 RULE_REWARDS = ("correctness", "think_format", "answer_present")
+REWARD_MODEL = "reward_model"
+CUSTOM_PREFIX = "custom:"
+LABELED_PAIRS = "labeled-pairs"  # prompt_set value: the prompts of the labeled preference pairs
 
 
 @dataclass
@@ -24,16 +34,26 @@ class RlooJobConfig:
     lora: LoraSpec = field(default_factory=LoraSpec)
     """LoRA adapter on the policy."""
     prompt_set: str = "demo-train"
-    """Name of a prompt set in the workspace; its extra columns (answer, ...) reach the rewards."""
+    """A prompt set in the workspace, or 'labeled-pairs'; extra columns (answer, ...) reach the rewards."""
     rewards: list[str] = field(default_factory=lambda: ["correctness", "think_format"])
-    """Reward functions, from: correctness, think_format, answer_present."""
+    """Reward functions: correctness, think_format, answer_present, reward_model, custom:FILE.py[:FUNCTION]."""
     reward_weights: list[float] = field(default_factory=lambda: [1.0, 0.2])
     """One weight per reward function (RLOOConfig.reward_weights)."""
+    reward_model_run: str = ""
+    """Run id of a trained reward-model run; needed by the reward_model reward."""
+    reward_model_normalize: bool = True
+    """Standardize reward-model scores over each generation batch (its raw scale is arbitrary)."""
+    reward_model_clip: list[float] | None = field(default_factory=lambda: [-3.0, 3.0])
+    """[low, high] to clip the reward-model reward after normalizing, or None."""
+    reward_model_batch_size: int = 16
+    """Completions scored per reward-model forward pass."""
     num_generations: int = 4
-    """Completions per prompt (k); the leave-one-out baseline needs at least 2."""
+    """Completions per prompt (k, 2-16); the leave-one-out baseline needs at least 2."""
     beta: float = 0.05
     """KL penalty coefficient; 0 loads no reference model."""
     learning_rate: float = 5e-4
+    optim: str = "adamw_torch"
+    """Optimizer name as in transformers (adamw_8bit saves memory on a GPU)."""
     max_completion_length: int = 64
     """Completions are cut here; a cut before </think> earns no answer reward."""
     temperature: float = 1.0
@@ -45,14 +65,19 @@ class RlooJobConfig:
     normalize_advantages: bool = False
     mask_truncated_completions: bool = False
     reward_clip_range: list[float] | None = None
-    """[low, high] to clip each reward, or None."""
+    """[low, high] to clip the weighted total reward, or None."""
     save_steps: int = 25
     """Checkpoint every N steps (resume starts from the last one)."""
     logging_steps: int = 1
+    eval_prompts: int = 0
+    """Before/after: answer this many prompts of eval_prompt_set before and after training (0: skip)."""
+    eval_prompt_set: str = "demo-heldout"
+    eval_seed: int = 1234
 
     def validate(self) -> None:
-        if self.num_generations < 2:
-            raise ConfigError("num_generations must be at least 2: RLOO compares each completion with the others of its prompt.")
+        if not 2 <= self.num_generations <= 16:
+            raise ConfigError(f"num_generations must be between 2 and 16 (got {self.num_generations}): RLOO compares "
+                              "each completion with the others of its prompt.")
         if self.per_device_train_batch_size % self.num_generations:
             raise ConfigError(
                 f"per_device_train_batch_size ({self.per_device_train_batch_size}) must be a multiple of "
@@ -66,25 +91,148 @@ class RlooJobConfig:
             raise ConfigError(f"max_steps must be at least 1, got {self.max_steps}.")
         if self.beta < 0:
             raise ConfigError(f"beta must be 0 or more, got {self.beta}.")
-        unknown = [r for r in self.rewards if r not in RULE_REWARDS]
-        if unknown:
-            raise ConfigError(f"unknown reward {unknown[0]!r}; choose from {', '.join(RULE_REWARDS)}")
+        if self.temperature <= 0:
+            raise ConfigError(f"temperature must be above 0 (RLOO needs varied samples), got {self.temperature}.")
+        if self.gradient_accumulation_steps < 1:
+            raise ConfigError("gradient_accumulation_steps must be at least 1.")
         if not self.rewards:
             raise ConfigError("choose at least one reward function")
+        for r in self.rewards:
+            if r not in RULE_REWARDS and r != REWARD_MODEL and not r.startswith(CUSTOM_PREFIX):
+                raise ConfigError(f"unknown reward {r!r}; choose from {', '.join(RULE_REWARDS)}, {REWARD_MODEL}, "
+                                  f"or {CUSTOM_PREFIX}FILE.py")
+        if len(set(self.rewards)) != len(self.rewards):
+            raise ConfigError("each reward function may appear only once")
         if len(self.reward_weights) != len(self.rewards):
             raise ConfigError(f"give one weight per reward: {len(self.rewards)} rewards, {len(self.reward_weights)} weights")
+        if REWARD_MODEL in self.rewards and not self.reward_model_run.strip():
+            raise ConfigError("the reward_model reward needs reward_model_run: the id of a trained reward-model run")
+        for name, rng in (("reward_clip_range", self.reward_clip_range), ("reward_model_clip", self.reward_model_clip)):
+            if rng is not None and (len(rng) != 2 or rng[0] >= rng[1]):
+                raise ConfigError(f"{name} must be [low, high] with low < high, got {rng}")
+        if self.eval_prompts < 0:
+            raise ConfigError("eval_prompts must be 0 (skip) or more")
 
 
-def _reward_funcs(cfg: RlooJobConfig, tok):
+# -- presets -----------------------------------------------------------------------------------
+QWEN3_THINKING = "Qwen/Qwen3-4B-Thinking-2507"
+
+
+def _seed_recipe(**kw) -> RlooJobConfig:
+    """Qwen3 Thinking on a GPU: lr 1e-5, beta 0.05, k=4, adamw_8bit; thinking needs long completions."""
+    base = dict(model=QWEN3_THINKING, backend="auto", learning_rate=1e-5, beta=0.05, num_generations=4,
+                optim="adamw_8bit", temperature=1.0, rewards=["think_format", "answer_present"],
+                reward_weights=[1.0, 0.5], prompt_set=LABELED_PAIRS, max_steps=500, save_steps=50,
+                eval_prompts=0)
+    return RlooJobConfig(**{**base, **kw})
+
+
+PRESETS = {
+    # Measured on a 2-core CPU (docs/RLOO.md): raises held-out accuracy of the demo model in minutes.
+    "demo-cpu": lambda: RlooJobConfig(
+        lora=LoraSpec(r=16, alpha=32), rewards=["correctness"], reward_weights=[1.0], num_generations=8,
+        beta=0.02, learning_rate=5e-4, max_completion_length=64, per_device_train_batch_size=32,
+        max_steps=40, save_steps=20, eval_prompts=200),
+    "gpu-16gb": lambda: _seed_recipe(load_in_4bit=True, max_completion_length=1536, per_device_train_batch_size=4,
+                                     gradient_accumulation_steps=8),
+    "gpu-24gb": lambda: _seed_recipe(load_in_4bit=False, max_completion_length=2048, per_device_train_batch_size=8,
+                                     gradient_accumulation_steps=4),
+}
+
+
+def preset(name: str) -> RlooJobConfig:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return PRESETS[name]()
+
+
+# -- checks that need the workspace ------------------------------------------------------------
+
+def load_prompts(ws, name: str) -> list[dict]:
+    if name == LABELED_PAIRS:
+        from ..labels import preference_pairs
+
+        seen, rows = set(), []
+        for p in preference_pairs(ws):
+            if p["prompt"] not in seen:
+                seen.add(p["prompt"])
+                rows.append({"prompt": p["prompt"]})
+        if not rows:
+            raise ConfigError("there are no labeled pairs yet; label some or choose another prompt set")
+        return rows
+    from ..prompts import load_prompt_set
+
+    try:
+        return load_prompt_set(ws, name)
+    except KeyError as exc:
+        raise ConfigError(str(exc.args[0])) from None
+
+
+def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
+    """Everything that can be checked before loading the model; returns the prompt rows."""
+    from ..runs import adapter_dir
+    from ..rewards import custom_reward_path
+
+    cfg.validate()
+    rows = load_prompts(ws, cfg.prompt_set)
+    if "correctness" in cfg.rewards and "answer" not in rows[0]:
+        raise ConfigError(f"prompt set {cfg.prompt_set!r} has no answer column; drop the correctness reward")
+    if REWARD_MODEL in cfg.rewards:
+        try:
+            ok = (adapter_dir(ws, cfg.reward_model_run) / "adapter_config.json").exists()
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ConfigError(f"reward_model_run {cfg.reward_model_run!r} is not a reward run with a saved adapter; "
+                              "train one on the Reward model tab first")
+    for r in cfg.rewards:
+        if r.startswith(CUSTOM_PREFIX):
+            custom_reward_path(ws.root, r[len(CUSTOM_PREFIX):])
+    return rows
+
+
+def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
+    """The reward functions, in cfg.rewards order, named as TRL will log them."""
     from .. import rewards as R
+    from ..models import load_reward_adapter
+    from ..runs import adapter_dir
 
-    make = {
-        "correctness": lambda: R.correctness,
-        "think_format": lambda: R.make_think_format_reward(tok),
-        "answer_present": lambda: R.make_answer_present_reward(tok),
-    }
-    return [make[r]() for r in cfg.rewards]
+    out = []
+    for r in cfg.rewards:
+        if r == "correctness":
+            out.append(R.correctness)
+        elif r == "think_format":
+            out.append(R.make_think_format_reward(tok))
+        elif r == "answer_present":
+            out.append(R.make_answer_present_reward(tok))
+        elif r == REWARD_MODEL:
+            rm, rm_tok = load_reward_adapter(adapter_dir(ws, cfg.reward_model_run))
+            if device is not None:
+                rm.to(device)
+            fn = R.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size)
+            out.append(R.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip))
+        else:
+            out.append(R.load_custom_reward(ws.root, r[len(CUSTOM_PREFIX):]))
+    return out
 
+
+def recording(fn, tok):
+    """Wrap the first reward so that each completion's token length and truncated flag reach TRL's logs."""
+    import functools
+
+    eos = {tok.eos_token_id}
+
+    @functools.wraps(fn)
+    def wrapper(*args, completion_ids=None, log_extra=None, **kwargs):
+        if log_extra is not None:
+            log_extra("length", [len(ids) for ids in completion_ids])
+            log_extra("truncated", [not ids or ids[-1] not in eos for ids in completion_ids])
+        return fn(*args, completion_ids=completion_ids, log_extra=log_extra, **kwargs)
+
+    return wrapper
+
+
+# -- training ----------------------------------------------------------------------------------
 
 def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     import torch
@@ -92,27 +240,24 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     from trl import RLOOConfig, RLOOTrainer
 
     from ..models import add_lora, load_causal_lm
-    from ..prompts import load_prompt_set
     from .callback import StudioCallback
 
-    cfg.validate()
-    try:
-        rows = load_prompt_set(ctx.ws, cfg.prompt_set)
-    except KeyError as exc:
-        raise ConfigError(str(exc.args[0])) from None
-    if "correctness" in cfg.rewards and "answer" not in rows[0]:
-        raise ConfigError(f"prompt set {cfg.prompt_set!r} has no answer column; drop the correctness reward")
+    rows = preflight(cfg, ctx.ws)
     ctx.log(f"loading {cfg.model}")
     model, tok, backend = load_causal_lm(cfg.model, cfg.backend, cfg.load_in_4bit,
                                          max_seq_length=1024 + cfg.max_completion_length)
     model = add_lora(model, cfg.lora, backend, seed=cfg.seed)
     ctx.log(f"backend {backend}; {len(rows)} prompts from {cfg.prompt_set}")
+    funcs = build_rewards(cfg, ctx.ws, tok, device=next(model.parameters()).device)
+    funcs[0] = recording(funcs[0], tok)
+    if cfg.eval_prompts:
+        evaluate_into(ctx, cfg, model, tok, "before")  # LoRA B starts at zero: this is the base policy
     data = Dataset.from_list([{**r, "prompt": [{"role": "user", "content": r["prompt"]}]} for r in rows])
     cuda = torch.cuda.is_available()
     args = RLOOConfig(
         output_dir=str(ctx.dir / "checkpoints"),
         use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
-        learning_rate=cfg.learning_rate, beta=cfg.beta, num_generations=cfg.num_generations,
+        learning_rate=cfg.learning_rate, optim=cfg.optim, beta=cfg.beta, num_generations=cfg.num_generations,
         max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_steps=cfg.max_steps, seed=cfg.seed,
@@ -122,15 +267,159 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
         save_strategy="steps", report_to=[], disable_tqdm=True, remove_unused_columns=False,
     )
     trainer = RLOOTrainer(
-        model=model, reward_funcs=_reward_funcs(cfg, tok), args=args, train_dataset=data,
+        model=model, reward_funcs=funcs, args=args, train_dataset=data,
         processing_class=tok, callbacks=[StudioCallback(ctx)],
     )
+    trainer.add_callback(SamplesCallback(ctx, trainer, cfg))
     last = _last_checkpoint(ctx)
+    if last:
+        ctx.log(f"resuming from {last}")
     trainer.train(resume_from_checkpoint=last)
     trainer.save_model(str(ctx.dir / "adapter"))
     tok.save_pretrained(str(ctx.dir / "adapter"))
     step = trainer.state.global_step
-    return f"{'stopped' if ctx.should_stop() else 'finished'} at step {step}/{cfg.max_steps}; adapter saved"
+    msg = f"{'stopped' if ctx.should_stop() else 'finished'} at step {step}/{cfg.max_steps}; adapter saved"
+    if cfg.eval_prompts and not ctx.should_stop():
+        ev = evaluate_into(ctx, cfg, model, tok, "after")
+        msg += "; " + ev["summary"]
+    return msg
+
+
+class SamplesCallback(TrainerCallback):
+    """Appends the completions of each logged step to samples.jsonl.
+
+    TRL keeps the last generation batch (prompt, completion, each reward, advantage, and the
+    extra columns our recording wrapper adds) in `trainer._logs` for its own completions table;
+    we read it when TRL logs the step.
+    """
+
+    def __init__(self, ctx: RunContext, trainer, cfg: RlooJobConfig):
+        self.path, self.trainer, self.cfg = ctx.dir / "samples.jsonl", trainer, cfg
+        self.last_step = max((r["step"] for r in read_samples(ctx.dir)), default=0)  # a resumed run appends
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if "reward" not in (logs or {}) or state.global_step <= self.last_step:
+            return
+        self.last_step = state.global_step
+        L = self.trainer._logs
+        names = list(L["rewards"])
+        extra = L["extra"]
+        n = len(L["prompt"])
+        w = self.cfg.reward_weights
+        lo, hi = self.cfg.reward_clip_range or (float("-inf"), float("inf"))
+        with open(self.path, "a") as f:
+            for i in range(n):
+                vals = {k: _num(L["rewards"][k][i]) for k in names}
+                total = sum(wt * v for wt, v in zip(w, vals.values()) if v is not None)
+                f.write(json.dumps({
+                    "step": state.global_step, "prompt": _content(L["prompt"][i]),
+                    "completion": _content(L["completion"][i]), "rewards": vals,
+                    "total": min(max(total, lo), hi), "advantage": _num(L["advantages"][i]),
+                    "length": _at(extra.get("length"), i), "truncated": _at(extra.get("truncated"), i),
+                }) + "\n")
+
+
+def _num(v):
+    v = float(v)
+    return None if v != v else round(v, 5)  # NaN (unscorable) -> null
+
+
+def _at(col, i):
+    return col[i] if col is not None and i < len(col) else None
+
+
+def _content(x) -> str:
+    if isinstance(x, list):  # conversational: the last message's text
+        return x[-1].get("content", "") if x else ""
+    return str(x)
+
+
+def read_samples(run_dir, last_steps: int | None = None) -> list[dict]:
+    """Rows of samples.jsonl; with last_steps, only those of the latest N steps."""
+    rows = []
+    try:
+        with open(run_dir / "samples.jsonl") as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:  # a line cut by a crash
+                    pass
+    except OSError:
+        return []
+    if last_steps:
+        steps = sorted({r["step"] for r in rows})[-last_steps:]
+        rows = [r for r in rows if r["step"] in set(steps)]
+    return rows
+
+
+# -- before / after ----------------------------------------------------------------------------
+
+def eval_problems(ws, cfg: RlooJobConfig) -> list[dict]:
+    return load_prompts(ws, cfg.eval_prompt_set)[: cfg.eval_prompts]
+
+
+def answer_prompts(model, tok, problems: list[dict], cfg: RlooJobConfig, should_stop=None):
+    """Sample one response per problem at the run's temperature and length, with a fixed seed."""
+    from ..sampling import sample
+
+    was_training = model.training
+    model.eval()
+    try:
+        return sample(model, tok, [p["prompt"] for p in problems], max_new_tokens=cfg.max_completion_length,
+                      temperature=cfg.temperature, seed=cfg.eval_seed, should_stop=should_stop)
+    finally:
+        model.train(was_training)
+
+
+def summary(m: dict) -> str:
+    return f"accuracy {m['accuracy']:.1%}, format {m['format_rate']:.1%} on {m['n']} held-out prompts"
+
+
+def evaluate_into(ctx: RunContext, cfg: RlooJobConfig, model, tok, when: str) -> dict:
+    """Score the policy on held-out prompts; record it under `when` in eval.json (kept across resume)."""
+    from ..evaluate import score_samples
+
+    path = ctx.dir / "eval.json"
+    data = read_eval(ctx.ws, ctx.run_id)
+    if when == "before" and "before" in data:  # a resumed run keeps its first measurement
+        return data["before"]
+    ctx.log(f"answering {cfg.eval_prompts} held-out prompts ({when})")
+    problems = eval_problems(ctx.ws, cfg)
+    outs = answer_prompts(model, tok, problems, cfg)
+    m = score_samples(outs, problems)
+    m["summary"] = summary(m)
+    data[when] = m
+    path.write_text(json.dumps(data, indent=1))
+    ctx.log(f"{when}: {m['summary']}")
+    return m
+
+
+def compare(ws, run_id: str, n: int = 50) -> dict:
+    """The same held-out prompts answered by the base and the trained policy of a run.
+
+    {'base': metrics, 'trained': metrics, 'rows': [{prompt, answer, base, trained}]}; one model
+    load: the base is the trained model with its adapter switched off.
+    """
+    from peft import PeftModel
+
+    from ..evaluate import score_samples
+    from ..models import load_causal_lm
+    from ..runs import adapter_dir
+
+    cfg = run_config(ws, run_id)
+    ad = adapter_dir(ws, run_id)
+    if not (ad / "adapter_config.json").exists():
+        raise ConfigError(f"run {run_id} has no saved adapter yet; wait until it stops or finishes")
+    cfg = dataclasses.replace(cfg, eval_prompts=n)
+    problems = eval_problems(ws, cfg)
+    base, tok, _ = load_causal_lm(cfg.model, "transformers", cfg.load_in_4bit)
+    model = PeftModel.from_pretrained(base, str(ad))
+    trained = answer_prompts(model, tok, problems, cfg)
+    with model.disable_adapter():
+        before = answer_prompts(model, tok, problems, cfg)
+    rows = [{"prompt": p["prompt"], "answer": p.get("answer"), "base": b.text, "trained": t.text}
+            for p, b, t in zip(problems, before, trained)]
+    return {"base": score_samples(before, problems), "trained": score_samples(trained, problems), "rows": rows}
 
 
 def _last_checkpoint(ctx: RunContext) -> str | None:
@@ -140,3 +429,19 @@ def _last_checkpoint(ctx: RunContext) -> str | None:
     return get_last_checkpoint(str(d)) if d.exists() else None
 
 
+def run_config(ws, run_id: str) -> RlooJobConfig:
+    """The config a run was launched with (for resume and overlays)."""
+    import yaml
+
+    from ..config import from_dict
+
+    data = yaml.safe_load((ws.run_dir(run_id) / "config.yaml").read_text()) or {}
+    names = {f.name for f in dataclasses.fields(RlooJobConfig)}
+    return from_dict(RlooJobConfig, {k: v for k, v in data.items() if k in names})
+
+
+def read_eval(ws, run_id: str) -> dict:
+    try:
+        return json.loads((ws.run_dir(run_id) / "eval.json").read_text())
+    except (OSError, ValueError):
+        return {}

@@ -1,10 +1,281 @@
-"""RLOO tab."""
+"""RLOO tab: config form (from RlooJobConfig, with presets), validate, launch / stop / resume,
+live plots from TRL's metrics, warnings, the completions table, and a before/after panel.
+
+Thin: callbacks read widgets, call rloo_studio.jobs.rloo / rloo_studio.rloo_view, and format.
+The run shown is the one picked in the run list (by default the active or newest run).
+"""
 from __future__ import annotations
 
-import gradio as gr
+import html
+import re
 
+import gradio as gr
+import pandas as pd
+
+from .. import rloo_view as rv
+from ..errors import StudioError, explain
+from ..jobs import rloo as job
+from ..runs import trained_adapters
 from ..studio import Studio
+
+CSS = """
+#rloo-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
+#rloo-status .failed {color:var(--error-text-color, #c00); font-weight:600}
+#rloo-check .bad {color:var(--error-text-color, #c00); font-weight:600}
+#rloo-check .ok {color:#15803d}
+#rloo-warnings .warn {background:#fef3c7; color:#78350f; border-left:4px solid #f59e0b; padding:.4em .8em;
+                      margin:.3em 0; border-radius:4px}
+"""
+
+GROUPS = [  # (accordion, keys, open at start)
+    ("Policy", ("model", "backend", "load_in_4bit", "lora.r", "lora.alpha", "lora.dropout", "lora.target_modules"), True),
+    ("Prompts and rewards", ("prompt_set", "rewards", "reward_weights", "reward_model_run", "reward_model_normalize",
+                             "reward_model_clip", "reward_model_batch_size", "reward_clip_range"), True),
+    ("RLOO", ("num_generations", "beta", "learning_rate", "optim", "max_completion_length", "temperature",
+              "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "seed",
+              "normalize_advantages", "mask_truncated_completions"), True),
+    ("Checkpoints and before/after", ("save_steps", "logging_steps", "eval_prompts", "eval_prompt_set", "eval_seed"), False),
+]
+EMPTY = pd.DataFrame({"step": pd.Series(dtype=float), "value": pd.Series(dtype=float), "series": pd.Series(dtype=str)})
+
+
+def _widget(studio: Studio, f: rv.FormField, value):
+    kw = dict(label=f.key, info=f.help or None, elem_id="rloo-" + f.key.replace(".", "-").replace("_", "-"),
+              min_width=200)
+    ws = studio.ws
+    if f.key in ("prompt_set", "eval_prompt_set"):
+        return gr.Dropdown(rv.prompt_set_choices(ws), value=value, allow_custom_value=True, **kw)
+    if f.key == "rewards":
+        return gr.CheckboxGroup(rv.reward_choices(ws), value=value.split(", ") if value else [], **kw)
+    if f.key == "reward_model_run":
+        return gr.Dropdown([("(none)", "")] + trained_adapters(ws, "reward"), value=value, allow_custom_value=True, **kw)
+    if f.kind == "bool":
+        return gr.Checkbox(value=value, **kw)
+    if f.kind == "choice":
+        return gr.Dropdown(list(f.choices), value=value, allow_custom_value=f.key == "optim", **kw)
+    if f.key == "num_generations":
+        return gr.Slider(2, 16, step=1, value=value, **kw)
+    if f.kind in ("int", "float"):
+        return gr.Number(value=value, precision=0 if f.kind == "int" else None, **kw)
+    return gr.Textbox(value=value, max_lines=1, **kw)
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")  # 'step time (s)' -> 'step-time-s'
+
+
+def _check_html(ok: bool, text: str) -> str:
+    return f"<div class='{'ok' if ok else 'bad'}'>{html.escape(text)}</div>"
+
+
+def _status_html(studio: Studio, rid: str | None, records: list[dict]) -> str:
+    if not rid:
+        return "<div>No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>.</div>"
+    st = studio.runner.status(rid)
+    state = st.get("status", "?")
+    msg = html.escape(st.get("message") or "")
+    cls = "failed" if state == "failed" else ""
+    ev = rv.eval_text(job.read_eval(studio.ws, rid))
+    return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> · "
+            f"<span class='progress'>{html.escape(rv.progress_text(st, records))}</span></div>"
+            + (f"<div class='{cls} message'>{msg}</div>" if msg else "")
+            + (f"<div class='eval'>{html.escape(ev)}</div>" if ev else ""))
+
+
+def _widths(cols: list[str]) -> list[str]:
+    fixed = {"step": "60px", "prompt": "260px", "thinking": "240px", "answer": "170px", "advantage": "95px",
+             "truncated": "90px"}
+    return [fixed.get(c, "85px") for c in cols]
+
+
+def _warnings_html(items: list[str]) -> str:
+    return "".join(f"<div class='warn'>⚠ {html.escape(w)}</div>" for w in items)
 
 
 def build(studio: Studio) -> None:
-    gr.Markdown("RLOO: not built yet (its issue is open).")
+    ws, runner = studio.ws, studio.runner
+    fields = rv.form_fields()
+    values = dict(zip([f.key for f in fields], rv.form_values(job.preset("demo-cpu"))))
+    widgets: dict[str, gr.components.Component] = {}
+
+    with gr.Row():
+        preset_dd = gr.Dropdown(list(job.PRESETS), value="demo-cpu", label="Preset", scale=1, elem_id="rloo-preset",
+                                info="demo-cpu learns on the bundled model in minutes; the GPU presets follow the "
+                                     "Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
+        upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
+                         file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=120)
+    for title, keys, is_open in GROUPS:
+        with gr.Accordion(title, open=is_open):
+            with gr.Row():
+                for f in fields:
+                    if f.key in keys:
+                        widgets[f.key] = _widget(studio, f, values[f.key])
+    inputs = [widgets[f.key] for f in fields]
+    check = gr.HTML(elem_id="rloo-check")
+    with gr.Row():
+        validate_btn = gr.Button("Check settings", elem_id="rloo-validate")
+        launch_btn = gr.Button("Launch", variant="primary", elem_id="rloo-launch")
+        stop_btn = gr.Button("Stop (saves the adapter)", variant="stop", elem_id="rloo-stop")
+        resume_btn = gr.Button("Resume", elem_id="rloo-resume")
+
+    with gr.Row():
+        run_dd = gr.Dropdown(label="Run", choices=[r["id"] for r in ws.runs("rloo")],
+                             value=lambda: rv.latest_run(ws), allow_custom_value=True, scale=2, elem_id="rloo-run")
+        overlay_dd = gr.Dropdown(label="Overlay an earlier run", choices=[("(none)", "")] +
+                                 [r["id"] for r in ws.runs("rloo")], value="", scale=2, elem_id="rloo-overlay")
+        smooth = gr.Slider(0, 0.95, value=0.0, step=0.05, label="Smoothing", scale=1, elem_id="rloo-smoothing")
+        log_scale = gr.Checkbox(label="Log scale (log10 of positive values)", value=False, scale=1, elem_id="rloo-log")
+    status = gr.HTML(elem_id="rloo-status")
+    warn = gr.HTML(elem_id="rloo-warnings")
+    plots = []
+    for i in range(0, len(rv.PLOTS), 3):
+        with gr.Row():
+            for title, _ in rv.PLOTS[i:i + 3]:
+                plots.append(gr.LinePlot(EMPTY, x="step", y="value", color="series", label=title, height=240,
+                                         elem_id="rloo-plot-" + _slug(title)))
+    table = gr.Dataframe(headers=rv.completion_columns([]), label="Completions (newest first)", interactive=False,
+                         wrap=True, max_height=420, elem_id="rloo-completions")
+    with gr.Accordion("Before / after: the same held-out prompts, base vs trained policy", open=False):
+        with gr.Row():
+            n_cmp = gr.Number(value=50, precision=0, label="Held-out prompts", scale=1, elem_id="rloo-compare-n")
+            cmp_btn = gr.Button("Compare base and trained", scale=1, elem_id="rloo-compare")
+        cmp_md = gr.Markdown(elem_id="rloo-compare-summary")
+        cmp_table = gr.Dataframe(headers=["prompt", "answer", "base", "trained"], interactive=False, wrap=True,
+                                 max_height=420)
+
+    # -- callbacks: read widgets, call the core, format --------------------------------------------
+    def on_preset(name):
+        return rv.form_values(job.preset(name))
+
+    def config_or_message(vals):
+        try:
+            cfg = rv.config_from_form(list(vals))
+            job.preflight(cfg, ws)
+            return cfg, None
+        except StudioError as exc:
+            return None, str(exc)
+
+    def on_validate(*vals):
+        cfg, err = config_or_message(vals)
+        return _check_html(False, err) if err else _check_html(True, "Settings are valid.")
+
+    def on_launch(*vals):
+        cfg, err = config_or_message(vals)
+        if err:
+            return _check_html(False, err), gr.update()
+        if runner.busy():
+            return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
+        rid = runner.submit("rloo", cfg, job.train_rloo)
+        return _check_html(True, f"Launched {rid}."), gr.Dropdown(choices=[r["id"] for r in ws.runs("rloo")], value=rid)
+
+    def on_stop(rid):
+        if not rid or not runner.stop(rid):
+            return _check_html(False, "No running RLOO run of this app to stop.")
+        return _check_html(True, f"Stopping {rid}: it finishes the current step and saves the adapter.")
+
+    def on_resume(rid):
+        if not rid:
+            return _check_html(False, "Pick a run to resume."), gr.update()
+        state = runner.status(rid).get("status")
+        if state in ("running", "queued"):
+            return _check_html(False, f"{rid} is {state} already."), gr.update()
+        if state == "completed":
+            return _check_html(False, f"{rid} completed all its steps; raise max_steps in a new run instead."), gr.update()
+        if not (ws.run_dir(rid) / "checkpoints").exists():
+            return _check_html(False, f"{rid} saved no checkpoint to resume from; launch it again."), gr.update()
+        try:
+            cfg = job.run_config(ws, rid)
+        except StudioError as exc:
+            return _check_html(False, str(exc)), gr.update()
+        runner.submit("rloo", cfg, job.train_rloo, run_id=rid)
+        return _check_html(True, f"Resuming {rid} from its last checkpoint."), gr.update(value=rid)
+
+    def on_upload(path):
+        if not path:
+            return gr.update(), gr.update()
+        from pathlib import Path
+
+        from ..prompts import add_prompt_set
+
+        try:
+            rows = rv.read_prompt_file(path)
+            name = Path(path).stem
+            add_prompt_set(ws, name, rows, f"upload:{Path(path).name}")
+        except StudioError as exc:
+            return _check_html(False, str(exc)), gr.update()
+        cols = sorted({k for r in rows for k in r} - {"prompt"})
+        return (_check_html(True, f"Imported {len(rows)} prompts as prompt set {name!r}"
+                            + (f" (columns for the rewards: {', '.join(cols)})" if cols else "")),
+                gr.Dropdown(choices=rv.prompt_set_choices(ws), value=name))
+
+    def plot_update(frame: pd.DataFrame, ylab: str, fresh: bool = False):
+        own = frame[~frame["series"].str.startswith("earlier: ")] if len(frame) else frame
+        last = own.groupby("series")["value"].last() if len(own) else {}
+        caption = " · ".join(f"{k} {v:.3g}" for k, v in list(last.items())[:3]) if len(own) else "no points yet"
+        # A changed axis title makes the plot rebuild its spec, colour scale included; new data alone does not,
+        # and a plot first drawn in a hidden tab keeps an empty colour scale (invisible lines) until rebuilt.
+        return gr.LinePlot(value=frame, y_title=ylab, x_title=f"step · {caption}" + ("\u2009" if fresh else ""))
+
+    def on_tick(rid, other, weight, log, seen, fresh=False):
+        if not rid:
+            rid = rv.latest_run(ws)
+        if not rid:
+            return [_status_html(studio, None, []), "", *[gr.skip()] * len(plots), gr.skip(), seen]
+        records = runner.feed(rid)
+        earlier = runner.feed(other) if other and other != rid else None
+        samples = job.read_samples(ws.run_dir(rid), last_steps=rv.WINDOW)
+        cfg_len = None
+        try:
+            cfg_len = job.run_config(ws, rid).max_completion_length
+        except Exception:  # noqa: BLE001 — an old or hand-edited config.yaml: warn without the limit
+            pass
+        head = [_status_html(studio, rid, records), _warnings_html(rv.warnings(records, cfg_len, samples))]
+        pts = rv.plot_points(records, earlier, float(weight or 0), bool(log))
+        ylab = "log10(value)" if log else "value"
+        figs = [plot_update(pd.DataFrame(p) if p else EMPTY, ylab, fresh) for p in pts]  # always re-sent (see above)
+        sig = [rid, len(samples), samples[-1]["step"] if samples else None]
+        if sig == seen:  # no new completions: leave the table (and the user's scroll position) alone
+            return [*head, *figs, gr.skip(), seen]
+        cols, rows = rv.completion_rows(samples)
+        table_update = gr.Dataframe(value=rows, headers=cols, column_widths=_widths(cols)) if rows else gr.skip()
+        return [*head, *figs, table_update, sig]
+
+    def on_compare(rid, n):
+        if not rid:
+            return "Pick a run first.", gr.update()
+        try:
+            res = job.compare(ws, rid, int(n or 50))
+        except StudioError as exc:
+            return f"**{html.escape(str(exc))}**", gr.update()
+        except Exception as exc:  # noqa: BLE001 — a broken adapter must not show a traceback
+            return f"**{html.escape(explain(exc))}**", gr.update()
+        b, t = res["base"], res["trained"]
+        md = (f"| | accuracy | format rate | thinks |\n|---|---|---|---|\n"
+              f"| base | {b['accuracy']:.1%} | {b['format_rate']:.1%} | {b['thinking_rate']:.1%} |\n"
+              f"| trained ({rid}) | {t['accuracy']:.1%} | {t['format_rate']:.1%} | {t['thinking_rate']:.1%} |\n\n"
+              f"{b['n']} held-out prompts, same seed and temperature for both.")
+        rows = [[r["prompt"], r["answer"], r["base"], r["trained"]] for r in res["rows"]]
+        return md, gr.Dataframe(value=rows)
+
+    def run_choices(with_none: bool):
+        ids = [r["id"] for r in ws.runs("rloo")]
+        return gr.Dropdown(choices=([("(none)", "")] if with_none else []) + ids)
+
+    run_dd.focus(lambda: run_choices(False), None, run_dd)
+    overlay_dd.focus(lambda: run_choices(True), None, overlay_dd)
+    preset_dd.change(on_preset, preset_dd, inputs)
+    validate_btn.click(on_validate, inputs, check)
+    launch_btn.click(on_launch, inputs, [check, run_dd])
+    stop_btn.click(on_stop, run_dd, check)
+    resume_btn.click(on_resume, run_dd, [check, run_dd])
+    upload.upload(on_upload, upload, [check, widgets["prompt_set"]])
+    cmp_btn.click(on_compare, [run_dd, n_cmp], [cmp_md, cmp_table])
+    seen = gr.State(None)  # which completions the table shows, to skip redrawing it unchanged
+    tick_in, tick_out = [run_dd, overlay_dd, smooth, log_scale, seen], [status, warn, *plots, table, seen]
+    gr.Timer(2.0).tick(on_tick, tick_in, tick_out, show_progress="hidden")
+    for w in (run_dd, overlay_dd, smooth, log_scale):
+        w.change(on_tick, tick_in, tick_out, show_progress="hidden")
+    # Plots drawn while the tab was hidden have no size: redraw them whenever the tab is opened.
+    tab = gr.context.Context.block
+    if isinstance(tab, gr.Tab):
+        tab.select(lambda *a: on_tick(*a[:-1], None, fresh=True), tick_in, tick_out, show_progress="hidden")

@@ -1,0 +1,348 @@
+"""What the RLOO tab shows, computed from a run's files: plot series, warnings, completions rows.
+
+No gradio here: the tab formats these; tests call them directly. All inputs are TRL's own
+metric records (metrics.jsonl) and the job's samples.jsonl.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import math
+import textwrap
+import typing
+from functools import lru_cache
+from pathlib import Path
+
+from .config import from_dict
+from .errors import ConfigError, DataError
+from .jobs.rloo import RlooJobConfig
+from .thinking import parse
+
+# (plot title, metric keys); a key ending in '/*/mean' expands to every reward function's mean.
+PLOTS: list[tuple[str, list[str]]] = [
+    ("loss", ["loss"]),
+    ("reward", ["reward", "rewards/*/mean"]),
+    ("KL", ["kl"]),
+    ("reward spread", ["reward_std", "frac_reward_zero_std"]),
+    ("entropy", ["entropy"]),
+    ("completion length", ["completions/mean_length", "completions/min_length", "completions/max_length"]),
+    ("truncated (clipped_ratio)", ["completions/clipped_ratio"]),
+    ("clip-ratio bands", ["clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"]),
+    ("step time (s)", ["step_time"]),
+]
+WINDOW = 5  # steps the warnings look at
+
+
+def step_records(records: list[dict]) -> list[dict]:
+    """Training-step records only (TRL's final summary line has no 'reward'); the last one per step wins."""
+    by_step = {}
+    for r in records:
+        if "reward" in r and "step" in r:
+            by_step[r["step"]] = r
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def expand(keys: list[str], records: list[dict]) -> list[str]:
+    out = []
+    for k in keys:
+        if "*" in k:
+            pre, post = k.split("*")
+            found = sorted({x for r in records for x in r if x.startswith(pre) and x.endswith(post)})
+            out.extend(found)
+        else:
+            out.append(k)
+    return out
+
+
+def smooth(values: list[float], weight: float) -> list[float]:
+    """Exponential moving average, debiased like TensorBoard's (weight 0: raw, 0.99: very smooth)."""
+    if not weight:
+        return list(values)
+    out, avg, n = [], 0.0, 0
+    for v in values:
+        n += 1
+        avg = weight * avg + (1 - weight) * v
+        out.append(avg / (1 - weight ** n))
+    return out
+
+
+def label(key: str) -> str:
+    if key.startswith("rewards/") and key.endswith("/mean"):
+        return "reward: " + key[len("rewards/"):-len("/mean")]
+    return key.replace("completions/", "").replace("clip_ratio/", "")
+
+
+def series(records: list[dict], keys: list[str], smoothing: float = 0.0, log: bool = False,
+           prefix: str = "") -> list[dict]:
+    """Long-format points {step, value, series} for one plot; log plots show log10 of positive values."""
+    recs = step_records(records)
+    points = []
+    for key in expand(keys, recs):
+        pts = [(r["step"], r[key]) for r in recs if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+        if not pts:
+            continue
+        steps, vals = zip(*pts)
+        vals = smooth(list(vals), smoothing)
+        for s, v in zip(steps, vals):
+            if log:
+                if v <= 0:
+                    continue
+                v = math.log10(v)
+            points.append({"step": s, "value": v, "series": prefix + label(key)})
+    return points
+
+
+def plot_points(records: list[dict], earlier: list[dict] | None = None, smoothing: float = 0.0,
+                log: bool = False) -> list[list[dict]]:
+    """One list of points per entry of PLOTS, with an earlier run's curves overlaid (named 'earlier: ...')."""
+    out = []
+    for _, keys in PLOTS:
+        pts = series(records, keys, smoothing, log)
+        if earlier:
+            pts += series(earlier, keys, smoothing, log, prefix="earlier: ")
+        out.append(pts)
+    return out
+
+
+# -- warnings ----------------------------------------------------------------------------------
+
+def _mean(xs):
+    xs = [x for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _corr(a: list[float], b: list[float]) -> float:
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
+    va = sum((x - ma) ** 2 for x in a)
+    vb = sum((y - mb) ** 2 for y in b)
+    if va == 0 or vb == 0:
+        return 0.0
+    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / math.sqrt(va * vb)
+
+
+def warnings(records: list[dict], max_completion_length: int | None = None, samples: list[dict] | None = None,
+             window: int = WINDOW) -> list[str]:
+    """Plain warnings about the latest steps: truncation, zero-variance groups, reward rising with length or KL."""
+    recs = step_records(records)
+    if not recs:
+        return []
+    last = recs[-window:]
+    out = []
+    cut = _mean([r.get("completions/clipped_ratio") for r in last])
+    if samples:  # more precise: cut before </think> means no answer can be rewarded
+        recent = [s for s in samples if s.get("step", 0) >= last[0]["step"]]
+        if recent:
+            cut = sum(bool(s.get("truncated")) and "</think>" not in s["completion"] for s in recent) / len(recent)
+    if cut is not None and cut > 0.5:
+        limit = f" ({max_completion_length} tokens)" if max_completion_length else ""
+        out.append(f"{cut:.0%} of recent completions are cut at max completion length{limit} before </think>: their "
+                   "answers never count. Raise max completion length.")
+    zero = _mean([r.get("frac_reward_zero_std") for r in last])
+    if zero is not None and zero > 0.5:
+        out.append(f"In {zero:.0%} of recent groups every completion got the same reward, so the leave-one-out "
+                   "advantage is zero and those prompts teach nothing. Raise num_generations or temperature, or use "
+                   "a reward that tells completions apart.")
+    if len(recs) >= 2 * window:
+        rew = [r.get("reward", 0.0) for r in recs]
+        rising = _mean(rew[-window:]) - _mean(rew[:window]) > 0.05 * max(1e-9, max(rew) - min(rew) or 1)
+        for key, what in (("completions/mean_length", "completion length"), ("kl", "KL")):
+            vals = [r.get(key) for r in recs]
+            if rising and all(isinstance(v, (int, float)) for v in vals):
+                c = _corr(rew, vals)
+                grew = _mean(vals[-window:]) > 1.25 * max(_mean(vals[:window]), 1e-9) + (0.02 if key == "kl" else 0)
+                if c > 0.8 and grew:
+                    out.append(f"The reward rises together with {what} (correlation {c:.2f}): possible reward "
+                               "hacking. Read the completions below; raise beta or fix the reward if they got worse.")
+    return out
+
+
+# -- completions table -------------------------------------------------------------------------
+
+def completion_columns(samples: list[dict]) -> list[str]:
+    names = []
+    for s in samples:
+        for k in s.get("rewards", {}):
+            if k not in names:
+                names.append(k)
+    return ["step", "prompt", "thinking", "answer", *names, "total", "advantage", "length", "truncated"]
+
+
+def completion_rows(samples: list[dict], limit: int = 64) -> tuple[list[str], list[list]]:
+    """(headers, rows) newest first: thinking and answer shown apart, each reward, total, advantage."""
+    cols = completion_columns(samples)
+    names = cols[4:-4]
+    rows = []
+    for s in reversed(samples[-limit:]):
+        p = parse(s.get("completion", ""))
+        think = p.thinking if (p.has_close or p.has_open) else ""
+        answer = p.answer if not p.truncated else "(cut before </think>)"
+        rows.append([s["step"], s["prompt"], think, answer, *[_r(s["rewards"].get(n)) for n in names],
+                     _r(s.get("total")), _r(s.get("advantage")), s.get("length"), "yes" if s.get("truncated") else ""])
+    return cols, rows
+
+
+def _r(v):
+    return None if v is None else round(v, 3)
+
+
+# -- prompt files ------------------------------------------------------------------------------
+
+def read_prompt_file(path: str | Path) -> list[dict]:
+    """Rows of a JSONL / JSON / CSV / Parquet file with a `prompt` column (other columns kept)."""
+    import pandas as pd
+
+    path = Path(path)
+    readers = {".jsonl": lambda p: pd.read_json(p, lines=True), ".json": pd.read_json, ".csv": pd.read_csv,
+               ".parquet": pd.read_parquet}
+    if path.suffix.lower() not in readers:
+        raise DataError(f"{path.name}: use a .jsonl, .json, .csv or .parquet file")
+    try:
+        df = readers[path.suffix.lower()](path)
+    except Exception as exc:  # noqa: BLE001 — any parse error becomes a message
+        raise DataError(f"{path.name} could not be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if "prompt" not in df.columns:
+        raise DataError(f"{path.name} has no 'prompt' column (columns: {', '.join(map(str, df.columns))})")
+    df = df.astype(object).where(df.notna(), None)
+    rows = [r for r in df.to_dict("records") if isinstance(r["prompt"], str) and r["prompt"].strip()]
+    if not rows:
+        raise DataError(f"{path.name} has no non-empty prompts")
+    return [{k: (str(v) if k == "answer" and v is not None else v) for k, v in r.items()} for r in rows]
+
+
+# -- the config form ---------------------------------------------------------------------------
+CHOICES = {"backend": ("auto", "unsloth", "transformers"),
+           "optim": ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")}
+
+
+@lru_cache(maxsize=None)
+def field_docs(cls) -> dict[str, str]:
+    """Attribute docstrings (the string right under a field) of a dataclass, by field name."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    out = {}
+    for a, b in zip(body, body[1:]):
+        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(getattr(b, "value", None), ast.Constant):
+            out[a.target.id] = " ".join(str(b.value.value).split())
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class FormField:
+    key: str  # dotted for nested settings: lora.r
+    kind: str  # bool | int | float | str | list | optional_list | choice
+    help: str
+    choices: tuple = ()
+
+
+def form_fields(cls=RlooJobConfig, prefix: str = "") -> list[FormField]:
+    """One entry per setting of the config dataclass, nested ones flattened (lora.r ...)."""
+    hints, docs, out = typing.get_type_hints(cls), field_docs(cls), []
+    for f in dataclasses.fields(cls):
+        tp, key = hints[f.name], prefix + f.name
+        if dataclasses.is_dataclass(tp):
+            out += form_fields(tp, key + ".")
+            continue
+        args = typing.get_args(tp)
+        if f.name in CHOICES:
+            kind = "choice"
+        elif tp in (bool, int, float, str):
+            kind = tp.__name__
+        elif typing.get_origin(tp) in (list, tuple):
+            kind = "list"
+        elif type(None) in args:
+            kind = "optional_list"
+        else:
+            kind = "str"
+        out.append(FormField(key, kind, docs.get(f.name, ""), CHOICES.get(f.name, ())))
+    return out
+
+
+def form_values(cfg: RlooJobConfig) -> list:
+    """The config's values in form_fields() order, as the widgets hold them (lists as 'a, b')."""
+    out = []
+    for f in form_fields():
+        v = cfg
+        for part in f.key.split("."):
+            v = getattr(v, part)
+        if f.kind in ("list", "optional_list"):
+            v = "" if v is None else ", ".join(map(str, v))
+        out.append(v)
+    return out
+
+
+def config_from_form(values: list) -> RlooJobConfig:
+    """Widget values (form_fields() order) -> a validated config; raises ConfigError naming the field."""
+    data: dict = {}
+    for f, v in zip(form_fields(), values):
+        if f.kind in ("list", "optional_list"):
+            if not isinstance(v, list):  # a text box: "a, b"; a checkbox group gives a list
+                v = [x.strip() for x in str(v or "").split(",") if x.strip()]
+            if f.kind == "optional_list" and not v:
+                v = None
+        elif f.kind == "int":
+            if v is None or (isinstance(v, float) and not v.is_integer()):
+                raise ConfigError(f"{f.key}: expected a whole number, got {v!r}")
+            v = int(v)
+        elif f.kind == "float" and v is None:
+            raise ConfigError(f"{f.key}: expected a number")
+        node = data
+        *parents, leaf = f.key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = v
+    return from_dict(RlooJobConfig, data)
+
+
+# -- choices and status for the tab ------------------------------------------------------------
+
+def reward_choices(ws) -> list[str]:
+    """Reward names a user can tick: the rules, the reward model, and each .py file in <workspace>/rewards/."""
+    from .jobs.rloo import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS
+    from .rewards import CUSTOM_DIR
+
+    files = sorted(p.name for p in (Path(ws.root) / CUSTOM_DIR).glob("*.py"))
+    return [*RULE_REWARDS, REWARD_MODEL, *[CUSTOM_PREFIX + f for f in files]]
+
+
+def prompt_set_choices(ws) -> list[str]:
+    from .jobs.rloo import LABELED_PAIRS
+    from .prompts import prompt_sets
+
+    return [s["name"] for s in prompt_sets(ws)] + [LABELED_PAIRS]
+
+
+def latest_run(ws) -> str | None:
+    """The active RLOO run, else the newest one."""
+    runs = ws.runs("rloo")
+    active = [r for r in runs if r["status"] in ("running", "queued")]
+    return (active or runs or [{"id": None}])[0]["id"]
+
+
+def progress_text(status: dict, records: list[dict]) -> str:
+    p = status.get("progress") or {}
+    recs = step_records(records)
+    parts = []
+    if p.get("total"):
+        parts.append(f"step {p.get('done', 0)}/{p['total']}")
+    elif recs:
+        parts.append(f"step {recs[-1]['step']}")
+    if p.get("eta_s") and status.get("status") == "running":
+        parts.append(f"about {p['eta_s'] / 60:.1f} min left" if p["eta_s"] > 90 else f"about {p['eta_s']:.0f} s left")
+    if recs:
+        r = recs[-1]
+        vals = [f"{k} {r[k]:.3g}" for k in ("loss", "reward", "kl") if isinstance(r.get(k), (int, float))]
+        parts.append("last: " + ", ".join(vals))
+    return " · ".join(parts)
+
+
+def eval_text(ev: dict) -> str:
+    """'before → after' of the job's own held-out measurement (eval.json)."""
+    b, a = ev.get("before"), ev.get("after")
+    if not b:
+        return ""
+    line = f"held-out before training: accuracy {b['accuracy']:.1%}, format {b['format_rate']:.1%} (n={b['n']})"
+    if a:
+        line += (f"; after: accuracy {a['accuracy']:.1%}, format {a['format_rate']:.1%} "
+                 f"({(a['accuracy'] - b['accuracy']) * 100:+.1f} points)")
+    return line

@@ -1,0 +1,265 @@
+"""The RLOO job: validation, presets, samples.jsonl, before/after, reward-model and custom rewards, stop/resume, CLI."""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rloo_studio.config import build
+from rloo_studio.errors import ConfigError
+from rloo_studio.jobs.rloo import (PRESETS, RlooJobConfig, preflight, preset, read_eval, read_samples, run_config,
+                                   train_rloo)
+from rloo_studio.jobs.runner import JobRunner, read_metrics
+from rloo_studio.models import LoraSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = dict(per_device_train_batch_size=8, num_generations=4, lora=LoraSpec(r=4, alpha=8), max_completion_length=48,
+            save_steps=100)
+
+
+@pytest.mark.parametrize("sets,message", [
+    (["num_generations=1"], "num_generations must be between 2 and 16"),
+    (["num_generations=17", "per_device_train_batch_size=34"], "num_generations must be between 2 and 16"),
+    (["per_device_train_batch_size=6"], r"must be a multiple of num_generations \(4\); try 4"),
+    (["rewards=[correctness, vibes]", "reward_weights=[1, 1]"], "unknown reward 'vibes'"),
+    (["rewards=[correctness]"], "give one weight per reward: 1 rewards, 2 weights"),
+    (["rewards=[reward_model]", "reward_weights=[1]"], "needs reward_model_run"),
+    (["reward_clip_range=[1, 0]"], r"reward_clip_range must be \[low, high\] with low < high"),
+    (["temperature=0"], "temperature must be above 0"),
+    (["beta=-0.1"], "beta must be 0 or more"),
+])
+def test_validation_messages(sets, message):
+    with pytest.raises(ConfigError, match=message):
+        build(RlooJobConfig, None, sets)
+
+
+def test_preflight_messages_need_the_workspace(workspace):
+    assert len(preflight(RlooJobConfig(), workspace)) == 500
+    with pytest.raises(ConfigError, match="no prompt set named 'nope'"):
+        preflight(RlooJobConfig(prompt_set="nope"), workspace)
+    with pytest.raises(ConfigError, match="has no answer column; drop the correctness reward"):
+        preflight(RlooJobConfig(prompt_set="labeled-pairs"), workspace)
+    assert preflight(RlooJobConfig(prompt_set="labeled-pairs", rewards=["think_format"], reward_weights=[1]), workspace)
+    with pytest.raises(ConfigError, match="is not a reward run with a saved adapter"):
+        preflight(RlooJobConfig(rewards=["reward_model"], reward_weights=[1], reward_model_run="reward-x"), workspace)
+    with pytest.raises(ConfigError, match="is not a reward run"):
+        preflight(RlooJobConfig(rewards=["reward_model"], reward_weights=[1], reward_model_run="../../etc"), workspace)
+    with pytest.raises(ConfigError, match="does not exist; put your .py file in"):
+        preflight(RlooJobConfig(rewards=["custom:mine.py"], reward_weights=[1]), workspace)
+
+
+def test_presets_are_valid_and_follow_the_recipes():
+    for name in PRESETS:
+        preset(name).validate()
+    demo = preset("demo-cpu")
+    assert demo.eval_prompts > 0 and "correctness" in demo.rewards and demo.model == RlooJobConfig().model
+    for name in ("gpu-16gb", "gpu-24gb"):
+        g = preset(name)
+        assert (g.learning_rate, g.beta, g.num_generations, g.optim) == (1e-5, 0.05, 4, "adamw_8bit")
+        assert "Thinking" in g.model and g.max_completion_length >= 1024
+    assert preset("gpu-16gb").load_in_4bit and not preset("gpu-24gb").load_in_4bit
+    with pytest.raises(ConfigError, match="unknown preset"):
+        preset("tpu")
+
+
+def _fake_reward_run(ws, rid="reward-fake"):
+    """A reward run folder with a real (untrained, seeded) SEQ_CLS LoRA adapter, as the reward job saves it."""
+    import torch
+    from peft import get_peft_model
+
+    from rloo_studio.models import load_seq_cls, lora_config
+
+    torch.manual_seed(0)
+    model, tok = load_seq_cls(RlooJobConfig().model)
+    model = get_peft_model(model, lora_config(LoraSpec(r=4, alpha=8), "SEQ_CLS"))
+    d = ws.run_dir(rid)
+    model.save_pretrained(str(d / "adapter"))
+    tok.save_pretrained(str(d / "adapter"))
+    ws.upsert_run(rid, kind="reward", name=rid, status="completed")
+    return rid
+
+
+def test_run_records_samples_rewards_and_before_after(workspace):
+    (workspace.root / "rewards").mkdir()
+    (workspace.root / "rewards" / "brevity.py").write_text(
+        "def reward(completions, completion_ids, **kwargs):\n    return [-len(i) / 100 for i in completion_ids]\n")
+    rm = _fake_reward_run(workspace)
+    rewards = ["correctness", "think_format", "reward_model", "custom:brevity.py"]
+    weights = [1.0, 0.5, 0.1, 1.0]
+    cfg = RlooJobConfig(max_steps=2, beta=0.0, eval_prompts=6, rewards=rewards, reward_weights=weights,
+                        reward_model_run=rm, **TINY)
+    r = JobRunner(workspace)
+    rid = r.submit("rloo", cfg, train_rloo)
+    assert r.wait(rid, 1800) == "completed", r.status(rid)
+    d = workspace.run_dir(rid)
+    for f in ("config.yaml", "status.json", "metrics.jsonl", "samples.jsonl", "eval.json", "adapter/adapter_config.json"):
+        assert (d / f).exists(), f
+    metrics = [m for m in read_metrics(d) if "reward" in m]
+    assert "rewards/reward_model/mean" in metrics[-1] and "rewards/brevity/mean" in metrics[-1]
+    rows = read_samples(d)
+    assert [sum(x["step"] == s for x in rows) for s in (1, 2)] == [8, 8]
+    for x in rows:
+        assert list(x["rewards"]) == ["correctness", "think_format", "reward_model", "brevity"]
+        assert x["total"] == pytest.approx(sum(w * v for w, v in zip(weights, x["rewards"].values())), abs=1e-3)
+        assert x["rewards"]["brevity"] == pytest.approx(-x["length"] / 100)
+        assert -3.0 <= x["rewards"]["reward_model"] <= 3.0  # normalized and clipped
+        assert isinstance(x["truncated"], bool) and x["prompt"] and isinstance(x["completion"], str)
+    # beta=0: the advantage is exactly the leave-one-out one: total minus the mean of the other k-1 in the group
+    for g in range(0, len(rows), 4):
+        group = rows[g:g + 4]
+        assert len({x["prompt"] for x in group}) == 1
+        for x in group:
+            others = [y["total"] for y in group if y is not x]
+            assert x["advantage"] == pytest.approx(x["total"] - sum(others) / 3, abs=1e-3)
+    ev = read_eval(workspace, rid)
+    assert ev["before"]["n"] == ev["after"]["n"] == 6
+    assert "accuracy" in r.status(rid)["message"]
+    assert run_config(workspace, rid) == cfg
+    from rloo_studio.jobs.rloo import compare
+
+    res = compare(workspace, rid, n=4)
+    assert res["base"]["n"] == res["trained"]["n"] == 4 and len(res["rows"]) == 4
+    assert {"prompt", "answer", "base", "trained"} <= set(res["rows"][0])
+
+
+def test_stop_saves_adapter_and_resume_continues(workspace):
+    r = JobRunner(workspace)
+    cfg = RlooJobConfig(max_steps=4, **{**TINY, "per_device_train_batch_size": 4, "num_generations": 2})
+    rid = r.submit("rloo", cfg, train_rloo)
+    deadline = time.time() + 1800
+    while not any("reward" in m for m in r.feed(rid)) and time.time() < deadline:
+        time.sleep(0.2)
+    r.stop(rid)
+    assert r.wait(rid, 1800) == "stopped"
+    d = workspace.run_dir(rid)
+    stopped_at = max(m["step"] for m in read_metrics(d) if "reward" in m)
+    assert stopped_at < 4
+    assert (d / "adapter" / "adapter_config.json").exists()
+    assert list((d / "checkpoints").glob(f"checkpoint-{stopped_at}"))
+    r2 = JobRunner(workspace)  # as after an app restart
+    assert r2.submit("rloo", run_config(workspace, rid), train_rloo, run_id=rid) == rid
+    assert r2.wait(rid, 1800) == "completed", r2.status(rid)
+    steps = [m["step"] for m in read_metrics(d) if "reward" in m]
+    assert steps == list(range(1, 5)), steps  # continued where it stopped, no step trained twice
+    assert sorted({x["step"] for x in read_samples(d)}) == [1, 2, 3, 4]
+
+
+def test_custom_reward_that_raises_fails_the_run_with_a_clear_message(workspace):
+    (workspace.root / "rewards").mkdir()
+    (workspace.root / "rewards" / "boom.py").write_text("def reward(completions, **kwargs):\n    return {}['x']\n")
+    r = JobRunner(workspace)
+    cfg = RlooJobConfig(max_steps=1, rewards=["custom:boom.py"], reward_weights=[1.0], **TINY)
+    rid = r.submit("rloo", cfg, train_rloo)
+    assert r.wait(rid, 1800) == "failed"
+    msg = r.status(rid)["message"]
+    assert "reward function boom raised KeyError: 'x' (line 2" in msg and "Traceback" not in msg
+
+
+def test_cli_train_rloo_writes_the_run_folder(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(tmp_path / "ws"),
+         "--set", "max_steps=1", "--set", "per_device_train_batch_size=4", "--set", "num_generations=2",
+         "--set", "max_completion_length=32", "--set", "lora.r=4"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run,) = (tmp_path / "ws" / "runs").iterdir()
+    for f in ("config.yaml", "status.json", "metrics.jsonl", "samples.jsonl", "adapter/adapter_config.json"):
+        assert (run / f).exists(), f
+    assert json.loads((run / "status.json").read_text())["status"] == "completed"
+    bad = subprocess.run([sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(tmp_path / "ws"),
+                          "--set", "per_device_train_batch_size=5"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert bad.returncode == 2 and "must be a multiple of num_generations" in bad.stderr
+
+
+# -- what the tab shows (rloo_studio.rloo_view), on hand-made records ----------------------------
+
+def _rec(step, **kw):
+    base = {"step": step, "loss": 0.0, "reward": 0.5, "kl": 0.01, "completions/mean_length": 30.0,
+            "completions/clipped_ratio": 0.0, "frac_reward_zero_std": 0.0, "rewards/correctness/mean": 0.5}
+    return {**base, **kw}
+
+
+def test_series_smoothing_log_and_overlay():
+    from rloo_studio import rloo_view as rv
+
+    recs = [_rec(s, reward=float(s)) for s in range(1, 5)] + [{"step": 4, "train_runtime": 9.0}]
+    pts = rv.series(recs, ["reward", "rewards/*/mean"])
+    assert {p["series"] for p in pts} == {"reward", "reward: correctness"}
+    assert [p["value"] for p in pts if p["series"] == "reward"] == [1.0, 2.0, 3.0, 4.0]
+    sm = [p["value"] for p in rv.series(recs, ["reward"], smoothing=0.9)]
+    assert sm[0] == pytest.approx(1.0) and sm[-1] < 4.0 and sm == sorted(sm)  # debiased EMA lags behind
+    lg = rv.series([_rec(1, kl=100.0), _rec(2, kl=0.0)], ["kl"], log=True)
+    assert [p["value"] for p in lg] == [2.0]  # log10; non-positive values dropped
+    both = rv.plot_points(recs, earlier=recs)[1]
+    assert {p["series"] for p in both} >= {"reward", "earlier: reward"}
+    assert len(rv.plot_points(recs)) == len(rv.PLOTS)
+
+
+def test_warnings_truncation_zero_variance_and_reward_hacking():
+    from rloo_studio import rloo_view as rv
+
+    calm = [_rec(s) for s in range(1, 11)]
+    assert rv.warnings(calm) == []
+    cut = [_rec(s, **{"completions/clipped_ratio": 0.8}) for s in range(1, 6)]
+    (w,) = rv.warnings(cut, max_completion_length=64)
+    assert "80% of recent completions are cut" in w and "(64 tokens)" in w and "Raise max completion length" in w
+    samples = [{"step": 5, "truncated": True, "completion": "<think>1+1"}] * 3 + [
+        {"step": 5, "truncated": True, "completion": "<think>x</think>ok"}]
+    assert "75% of recent" in rv.warnings(cut, 64, samples)[0]
+    flat = [_rec(s, frac_reward_zero_std=0.9) for s in range(1, 6)]
+    assert "every completion got the same reward" in rv.warnings(flat)[0]
+    hack = [_rec(s, reward=0.1 * s, **{"completions/mean_length": 20.0 + 5 * s}) for s in range(1, 13)]
+    (w,) = rv.warnings(hack)
+    assert "rises together with completion length" in w and "reward hacking" in w
+    kl = [_rec(s, reward=0.1 * s, kl=0.01 * s) for s in range(1, 13)]
+    assert "together with KL" in rv.warnings(kl)[0]
+
+
+def test_completion_rows_split_thinking_and_answer():
+    from rloo_studio import rloo_view as rv
+
+    samples = [
+        {"step": 1, "prompt": "p", "completion": "<think>\n1+1=2\n</think>\n\nThe answer is 2.",
+         "rewards": {"correctness": 1.0}, "total": 1.0, "advantage": 0.5, "length": 12, "truncated": False},
+        {"step": 2, "prompt": "q", "completion": "<think>\n1+1=", "rewards": {"correctness": 0.0}, "total": 0.0,
+         "advantage": -0.5, "length": 64, "truncated": True},
+    ]
+    cols, rows = rv.completion_rows(samples)
+    assert cols == ["step", "prompt", "thinking", "answer", "correctness", "total", "advantage", "length", "truncated"]
+    assert rows[0][:4] == [2, "q", "1+1=", "(cut before </think>)"] and rows[0][-1] == "yes"  # newest first
+    assert rows[1][2:4] == ["1+1=2", "The answer is 2."] and rows[1][4:8] == [1.0, 1.0, 0.5, 12]
+
+
+def test_form_round_trip_and_plain_errors():
+    from rloo_studio import rloo_view as rv
+
+    for name in PRESETS:
+        assert rv.config_from_form(rv.form_values(preset(name))) == preset(name)
+    vals = rv.form_values(RlooJobConfig())
+    keys = [f.key for f in rv.form_fields()]
+    vals[keys.index("per_device_train_batch_size")] = 6
+    with pytest.raises(ConfigError, match="must be a multiple of num_generations"):
+        rv.config_from_form(vals)
+    vals = rv.form_values(RlooJobConfig())
+    vals[keys.index("max_steps")] = 2.5
+    with pytest.raises(ConfigError, match="max_steps: expected a whole number"):
+        rv.config_from_form(vals)
+    assert "field" not in rv.field_docs(RlooJobConfig)["per_device_train_batch_size"].lower()
+
+
+def test_prompt_file_import(tmp_path):
+    from rloo_studio import rloo_view as rv
+    from rloo_studio.errors import DataError
+
+    f = tmp_path / "mine.csv"
+    f.write_text("prompt,answer\nWhat is 1+1?,2\n,3\nAdd 2 and 2.,4\n")
+    assert rv.read_prompt_file(f) == [{"prompt": "What is 1+1?", "answer": "2"}, {"prompt": "Add 2 and 2.", "answer": "4"}]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "x"}\n')
+    with pytest.raises(DataError, match="has no 'prompt' column"):
+        rv.read_prompt_file(bad)
+    with pytest.raises(DataError, match="use a .jsonl"):
+        rv.read_prompt_file(tmp_path / "x.txt")

@@ -1,0 +1,108 @@
+"""The RLOO tab in a real browser: presets, validation, launch, live plots and completions, stop."""
+import time
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from browser import App, launch_browser, screenshot
+from rloo_studio.paths import DEMO_MODEL
+from rloo_studio.workspace import Workspace
+
+LONG = 900_000  # ms: a shared 2-core machine can be slow; the test waits for behaviour, not for time
+
+POINTS_JS = """el => Math.max(0, ...[...el.querySelectorAll('g.mark-line path')]
+                  .map(p => (p.getAttribute('d') || '').split('L').length))"""
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    ws_dir = tmp_path_factory.mktemp("rloo-ui") / "ws"
+    Workspace(ws_dir, seed_demo=True)
+    a = App(ws_dir)
+    a.wait_ready(600)
+    a.ws_dir = ws_dir
+    yield a
+    a.stop()
+
+
+def _fill(page, elem_id, value):
+    box = page.locator(f"#{elem_id} input").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def _points(page, plot):
+    return page.locator(f"#rloo-plot-{plot}").evaluate(POINTS_JS)
+
+
+def _wait_points(page, plots, n, timeout_s=900):
+    end = time.time() + timeout_s
+    while time.time() < end:
+        got = {p: _points(page, p) for p in plots}
+        if min(got.values()) >= n:
+            return got
+        page.wait_for_timeout(1000)
+    raise AssertionError(f"plots never reached {n} points: {got}")
+
+
+def test_rloo_tab_launch_plots_completions_stop(app):
+    ws = Workspace(app.ws_dir)
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app.url)
+        page.get_by_role("tab", name="RLOO").click()
+        expect(page.locator("#rloo-status")).to_contain_text("No RLOO run yet", timeout=LONG)
+
+        # presets fill the form from the config dataclass
+        page.locator("#rloo-preset input").click()
+        page.get_by_role("option", name="gpu-24gb").click()
+        expect(page.locator("#rloo-model input")).to_have_value("Qwen/Qwen3-4B-Thinking-2507", timeout=LONG)
+        page.locator("#rloo-preset input").click()
+        page.get_by_role("option", name="demo-cpu").click()
+        expect(page.locator("#rloo-model input")).to_have_value(str(DEMO_MODEL), timeout=LONG)
+
+        # bad input: a plain message, and nothing is saved
+        _fill(page, "rloo-per-device-train-batch-size", 6)
+        page.locator("#rloo-launch").click()
+        expect(page.locator("#rloo-check")).to_contain_text(
+            "per_device_train_batch_size (6) must be a multiple of num_generations (8); try 8", timeout=LONG)
+        assert ws.runs("rloo") == []
+
+        # a short real run
+        _fill(page, "rloo-num-generations", 2)
+        _fill(page, "rloo-per-device-train-batch-size", 4)
+        _fill(page, "rloo-max-completion-length", 16)  # too short to close </think>: the page must warn
+        _fill(page, "rloo-max-steps", 50)
+        page.get_by_text("Checkpoints and before/after").click()
+        _fill(page, "rloo-eval-prompts", 0)
+        page.locator("#rloo-validate").click()
+        expect(page.locator("#rloo-check")).to_contain_text("Settings are valid.", timeout=LONG)
+        page.locator("#rloo-launch").click()
+        expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
+        expect(page.locator("#rloo-status")).to_contain_text("running", timeout=LONG)
+
+        first = _wait_points(page, ["loss", "reward", "kl"], 2)
+        expect(page.locator("#rloo-completions")).to_contain_text("(cut before </think>)", timeout=LONG)
+        expect(page.locator("#rloo-warnings")).to_contain_text("cut at max completion length (16 tokens) before",
+                                                               timeout=LONG)
+        more = _wait_points(page, ["loss", "reward", "kl"], max(first.values()) + 1)
+        assert all(more[k] > first[k] for k in more), (first, more)  # the plots gained points while we watched
+        expect(page.locator("#rloo-status")).to_contain_text("last: loss", timeout=LONG)
+        screenshot(page, "rloo-running")
+
+        page.locator("#rloo-stop").click()
+        expect(page.locator("#rloo-check")).to_contain_text("Stopping", timeout=LONG)
+        expect(page.locator("#rloo-status")).to_contain_text("stopped", timeout=LONG)
+        (run,) = ws.runs("rloo")
+        assert run["status"] == "stopped"
+        assert (ws.run_dir(run["id"]) / "adapter" / "adapter_config.json").exists()
+        screenshot(page, "rloo-stopped")
+
+        # before / after on held-out prompts, from the saved adapter
+        page.get_by_text("Before / after: the same held-out prompts").click()
+        page.locator("#rloo-compare-n input").fill("4")
+        page.locator("#rloo-compare").click()
+        expect(page.locator("#rloo-compare-summary")).to_contain_text("4 held-out prompts", timeout=LONG)
+        expect(page.locator("#rloo-compare-summary")).to_contain_text("trained (" + run["id"], timeout=LONG)
+        b.close()
