@@ -1,4 +1,4 @@
-"""RLOO benchmarks; prints medians and ratios (figures go to docs/bench-rloo.md).
+"""RLOO benchmarks; prints medians and ratios (figures go to docs/BENCHMARKS.md).
 
 1. Reward-model reward: the token-id path (completion ids as they are) vs decode + re-tokenize,
    on real demo-model completions, calls interleaved A,B,A,B.
