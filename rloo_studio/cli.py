@@ -57,10 +57,12 @@ def _train(a, kind: str) -> int:
     from .workspace import Workspace
 
     if kind == "rloo":
-        from .jobs.rloo import RlooJobConfig as Cfg, train_rloo as fn
+        from .jobs.rloo import PRESETS, RlooJobConfig as Cfg, preset, train_rloo as fn
     else:
-        from .jobs.reward import RewardJobConfig as Cfg, train_reward as fn
-    cfg = build(Cfg, a.config, a.set)
+        from .jobs.reward import PRESETS, RewardJobConfig as Cfg, preset, train_reward as fn
+    if a.preset and a.preset not in PRESETS:
+        raise StudioError(f"unknown preset {a.preset!r}; choose one of {', '.join(PRESETS)}")
+    cfg = build(Cfg, a.config, a.set, base=preset(a.preset) if a.preset else None)
     # Under `accelerate launch` every process runs this; they agree on one run folder, and only the
     # main process writes it (DDP / FSDP / DeepSpeed themselves are accelerate's and TRL's).
     from accelerate import PartialState
@@ -174,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     for kind in ("rloo", "reward"):
         p = sub.add_parser(f"train-{kind}", help=f"train a{'n' if kind == 'rloo' else ''} {kind} run headless")
         _workspace_arg(p)
+        p.add_argument("--preset", help="start from a preset (see the tab's list), then --config, then --set")
         p.add_argument("--config", help="YAML file with config keys")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
         p.add_argument("--resume", metavar="RUN_ID", help="continue this run from its last checkpoint")

@@ -43,6 +43,8 @@ def _coerce(value: Any, tp: Any, key: str):
     if origin in (list, tuple):
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = [value]  # `--set reward_weights=1.0`: a one-item list
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{key}: expected a list, got {value!r}")
         inner = args[0] if args else Any
@@ -78,7 +80,8 @@ def _coerce(value: Any, tp: Any, key: str):
     return value
 
 
-def from_dict(cls: type[T], data: dict, prefix: str = "") -> T:
+def from_dict(cls: type[T], data: dict, prefix: str = "", base: T | None = None) -> T:
+    """`data` over `base` (default: the class defaults, e.g. a preset instead); validated at the top."""
     hints = typing.get_type_hints(cls)
     fields = _fields(cls)
     unknown = [k for k in data if k not in fields]
@@ -86,7 +89,7 @@ def from_dict(cls: type[T], data: dict, prefix: str = "") -> T:
         raise ConfigError(
             f"unknown key {prefix}{unknown[0]}; allowed keys: {', '.join(prefix + k for k in fields)}"
         )
-    base = cls()
+    base = base if base is not None else cls()
     values = {}
     for k, v in data.items():
         current = getattr(base, k)
@@ -145,6 +148,7 @@ def apply_sets(data: dict, sets: list[str]) -> dict:
     return data
 
 
-def build(cls: type[T], path: str | Path | None = None, sets: list[str] | None = None) -> T:
+def build(cls: type[T], path: str | Path | None = None, sets: list[str] | None = None, base: T | None = None) -> T:
+    """base (a preset, or the defaults), then the YAML file, then each --set."""
     data = load_yaml(cls, path) if path else {}
-    return from_dict(cls, apply_sets(data, sets or []))
+    return from_dict(cls, apply_sets(data, sets or []), base=base)

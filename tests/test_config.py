@@ -57,3 +57,12 @@ def test_nested_override_keeps_the_parent_defaults():
     base = RewardJobConfig().lora
     out = build(RewardJobConfig, None, ["lora.r=8"])
     assert out.lora.r == 8 and out.lora.alpha == base.alpha and out.lora.dropout == base.dropout
+
+
+def test_single_value_for_a_list_and_presets_as_base():
+    from rloo_studio.jobs.rloo import preset
+
+    assert build(RlooJobConfig, None, ["rewards=correctness", "reward_weights=1.0"]).reward_weights == [1.0]
+    base = preset("demo-cpu")
+    out = build(RlooJobConfig, None, ["max_steps=3"], base=base)
+    assert out.max_steps == 3 and out.num_generations == base.num_generations and out.beta == base.beta

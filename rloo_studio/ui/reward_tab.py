@@ -69,7 +69,7 @@ def _plots(records: list[dict]) -> list:
     return out
 
 
-def build(studio: Studio) -> None:
+def build(studio: Studio):
     fields = rv.form_fields()
     by_key = dict(zip([f.key for f in fields], rv.form_values(RewardJobConfig())))
     widgets: dict[str, gr.components.Component] = {}
@@ -189,8 +189,11 @@ def build(studio: Studio) -> None:
     runs.select(on_select, None, watched)
     tick_out = [status, *plots, log, runs, cfg_yaml, cli, seen]
     gr.Timer(1.0).tick(on_tick, [watched, seen], tick_out, show_progress="hidden")
-    # first paint: pre-flight of the default form and the newest run's plots
-    demo = gr.context.Context.root_block  # the app's Blocks (this runs inside its `with`)
-    if demo is not None:
+
+    def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
+        # first paint: pre-flight of the default form and the newest run's plots (re-attaches to a live run)
         demo.load(on_check, inputs, preflight_md)
         demo.load(on_tick, [watched, seen], tick_out)
+        tab.select(on_check, inputs, preflight_md)  # labels may have changed since
+
+    return hooks

@@ -92,7 +92,7 @@ def _warnings_html(items: list[str]) -> str:
     return "".join(f"<div class='warn'>⚠ {html.escape(w)}</div>" for w in items)
 
 
-def build(studio: Studio) -> None:
+def build(studio: Studio):
     ws, runner = studio.ws, studio.runner
     fields = rv.form_fields()
     values = dict(zip([f.key for f in fields], rv.form_values(job.preset("demo-cpu"))))
@@ -275,7 +275,15 @@ def build(studio: Studio) -> None:
     gr.Timer(2.0).tick(on_tick, tick_in, tick_out, show_progress="hidden")
     for w in (run_dd, overlay_dd, smooth, log_scale):
         w.change(on_tick, tick_in, tick_out, show_progress="hidden")
-    # Plots drawn while the tab was hidden have no size: redraw them whenever the tab is opened.
-    tab = gr.context.Context.block
-    if isinstance(tab, gr.Tab):
+
+    def fresh_choices():
+        # Reward runs, reward files and prompt sets made since the page was built.
+        return (gr.Dropdown(choices=[("(none)", "")] + trained_adapters(ws, "reward")),
+                gr.CheckboxGroup(choices=rv.reward_choices(ws)), gr.Dropdown(choices=rv.prompt_set_choices(ws)))
+
+    def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
+        # Plots drawn while the tab was hidden have no size: redraw them whenever the tab is opened.
         tab.select(lambda *a: on_tick(*a[:-1], None, fresh=True), tick_in, tick_out, show_progress="hidden")
+        tab.select(fresh_choices, None, [widgets["reward_model_run"], widgets["rewards"], widgets["prompt_set"]])
+
+    return hooks
