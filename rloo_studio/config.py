@@ -5,8 +5,12 @@ are views of it. Nested dataclasses are addressed with dots: `--set lora.r=8`.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
+import textwrap
 import typing
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,6 +19,18 @@ import yaml
 from .errors import ConfigError
 
 T = TypeVar("T")
+
+
+@lru_cache(maxsize=None)
+def field_docs(cls) -> dict[str, str]:
+    """Attribute docstrings (the string right under a field) of a dataclass, by field name: the
+    help text that forms show, so that the dataclass stays the one place a setting is described."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    out = {}
+    for a, b in zip(body, body[1:]):
+        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(getattr(b, "value", None), ast.Constant):
+            out[a.target.id] = " ".join(str(b.value.value).split())
+    return out
 
 
 def _fields(cls) -> dict[str, dataclasses.Field]:

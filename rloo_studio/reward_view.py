@@ -2,19 +2,15 @@
 runs list, a run's config as YAML and as a CLI command, and active-labeling order by uncertainty."""
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
 import json
 import shlex
-import textwrap
 import time
 import typing
-from functools import lru_cache
 
 import yaml
 
-from .config import from_dict
+from .config import field_docs, from_dict
 from .jobs.reward import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
 from .jobs.runner import read_metrics, read_status
 from .workspace import Workspace
@@ -30,18 +26,6 @@ CHOICES = {"over_length": OVER_LENGTH, "optim": OPTIMIZERS}  # fields the form o
 
 
 # -- the form ----------------------------------------------------------------------------------
-
-@lru_cache(maxsize=None)
-def field_docs(cls) -> dict[str, str]:
-    """Attribute docstrings (the string right under a field) of a dataclass, by field name."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body
-    out = {}
-    for a, b in zip(body, body[1:]):
-        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(getattr(b, "value", None), ast.Constant):
-            out[a.target.id] = " ".join(str(b.value.value).split())
-    return out
-
 
 @dataclasses.dataclass(frozen=True)
 class FormField:

@@ -5,16 +5,12 @@ metric records (metrics.jsonl) and the job's samples.jsonl.
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
 import math
-import textwrap
 import typing
-from functools import lru_cache
 from pathlib import Path
 
-from .config import from_dict
+from .config import field_docs, from_dict
 from .errors import ConfigError, DataError
 from .jobs.rloo import RlooJobConfig
 from .thinking import parse
@@ -214,17 +210,6 @@ def read_prompt_file(path: str | Path) -> list[dict]:
 # -- the config form ---------------------------------------------------------------------------
 CHOICES = {"backend": ("auto", "unsloth", "transformers"),
            "optim": ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")}
-
-
-@lru_cache(maxsize=None)
-def field_docs(cls) -> dict[str, str]:
-    """Attribute docstrings (the string right under a field) of a dataclass, by field name."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
-    out = {}
-    for a, b in zip(body, body[1:]):
-        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(getattr(b, "value", None), ast.Constant):
-            out[a.target.id] = " ".join(str(b.value.value).split())
-    return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,18 +18,19 @@ def labeler(url: str, name: str, seen: list, errors: list, stop_at: float):
             page = b.new_page()
             page.goto(url)
             page.wait_for_function("() => (document.querySelector('#lbl-status')?.innerText || '').includes('Enter your name')",
-                                   timeout=30000)
+                                   timeout=180000)
             page.get_by_label("Your name").focus()
             page.keyboard.type(name)
             page.keyboard.press("Enter")
-            page.wait_for_function("() => /pair #\\d+/.test(document.querySelector('#lbl-status')?.innerText || '')")
+            page.wait_for_function("() => /pair #\\d+/.test(document.querySelector('#lbl-status')?.innerText || '')",
+                                   timeout=180000)
             k = 0
             while time.time() < stop_at:
                 current = re.search(r"pair #(\d+)", page.locator("#lbl-status").inner_text()).group(1)
                 page.keyboard.press("1" if k % 2 else "2")
                 page.wait_for_function(
                     "b => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
-                    " return m && m[1] !== b; }", arg=current, timeout=30000)
+                    " return m && m[1] !== b; }", arg=current, timeout=120000)
                 seen.append(int(current))  # the page moved on: this label was acknowledged
                 k += 1
             b.close()

@@ -15,7 +15,7 @@ from transformers import TrainerCallback  # noqa: E402
 from ..errors import ConfigError  # noqa: E402
 from ..models import LoraSpec
 from ..paths import DEMO_MODEL
-from .runner import RunContext
+from .runner import RunContext, read_jsonl
 
 RULE_REWARDS = ("correctness", "think_format", "answer_present")
 REWARD_MODEL = "reward_model"
@@ -336,16 +336,7 @@ def _content(x) -> str:
 
 def read_samples(run_dir, last_steps: int | None = None) -> list[dict]:
     """Rows of samples.jsonl; with last_steps, only those of the latest N steps."""
-    rows = []
-    try:
-        with open(run_dir / "samples.jsonl") as f:
-            for line in f:
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:  # a line cut by a crash
-                    pass
-    except OSError:
-        return []
+    rows = read_jsonl(run_dir / "samples.jsonl")
     if last_steps:
         steps = sorted({r["step"] for r in rows})[-last_steps:]
         rows = [r for r in rows if r["step"] in set(steps)]

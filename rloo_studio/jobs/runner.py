@@ -81,18 +81,23 @@ def read_status(run_dir: Path) -> dict:
         return {}
 
 
-def read_metrics(run_dir: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
+    """Records of a JSON-lines file written while a job runs; a line cut by a crash is skipped."""
     out = []
     try:
-        with open(run_dir / "metrics.jsonl") as f:
+        with open(path) as f:
             for line in f:
                 try:
                     out.append(json.loads(line))
-                except ValueError:  # a line cut by a crash
+                except ValueError:
                     pass
     except OSError:
         pass
     return out
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    return read_jsonl(run_dir / "metrics.jsonl")
 
 
 def _pid_alive(pid: int | None, since: float | None) -> bool:
