@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import bootstrap  # noqa: F401  (unsloth before trl)
+from .. import bootstrap, memory  # noqa: F401  (unsloth before trl)
 from ..errors import ConfigError, DataError
 from ..models import LoraSpec
 from ..paths import DEMO_MODEL
@@ -196,7 +196,7 @@ def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = Non
     return {
         **_label_breakdown(ws), "pairs": len(rows), "lengths": _percentiles(lens), "max_length": cfg.max_length,
         "over_length": len(over), "over_length_ids": over, "fit_max_length": max(fit, 64), "policy": cfg.over_length,
-        "after": after, "train": len(rows) - n_eval, "held_out": n_eval,
+        "after": after, "train": len(rows) - n_eval, "held_out": n_eval, "memory": memory.for_reward(cfg),
     }
 
 
@@ -231,6 +231,8 @@ def format_preflight(pf: dict) -> str:
     else:
         lines.append(f"All pairs fit in max_length={pf['max_length']}.")
     lines.append(f"Training on **{pf['train']}** pairs, **{pf['held_out']}** held out for accuracy.")
+    if pf.get("memory"):
+        lines.append(pf["memory"])
     return "\n\n".join(lines)
 
 

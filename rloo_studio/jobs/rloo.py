@@ -243,6 +243,9 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     from .callback import StudioCallback
 
     rows = preflight(cfg, ctx.ws)
+    from ..memory import for_rloo
+
+    ctx.log(for_rloo(cfg))
     ctx.log(f"loading {cfg.model}")
     model, tok, backend = load_causal_lm(cfg.model, cfg.backend, cfg.load_in_4bit,
                                          max_seq_length=1024 + cfg.max_completion_length)

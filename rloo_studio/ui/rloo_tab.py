@@ -15,6 +15,7 @@ import pandas as pd
 from .. import rloo_view as rv
 from ..errors import StudioError, explain
 from ..jobs import rloo as job
+from .. import memory
 from ..runs import trained_adapters
 from ..studio import Studio
 
@@ -157,7 +158,7 @@ def build(studio: Studio):
 
     def on_validate(*vals):
         cfg, err = config_or_message(vals)
-        return _check_html(False, err) if err else _check_html(True, "Settings are valid.")
+        return _check_html(False, err) if err else _check_html(True, "Settings are valid. " + memory.for_rloo(cfg))
 
     def on_launch(*vals):
         cfg, err = config_or_message(vals)
