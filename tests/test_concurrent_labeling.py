@@ -1,4 +1,5 @@
 """Two browser sessions label at once: no label lost, none doubled, no pair given to both."""
+import json
 import re
 import threading
 import time
@@ -6,12 +7,13 @@ import time
 from playwright.sync_api import sync_playwright
 
 from browser import App, launch_browser
+from rloo_studio.importing import import_file
 from rloo_studio.workspace import Workspace
 
 DURATION_S = 40  # docs/RELIABILITY.md records a longer run of the same test
 
 
-def labeler(url: str, name: str, seen: list, errors: list, stop_at: float):
+def labeler(url: str, name: str, seen: list, errors: list, duration: float):
     try:
         with sync_playwright() as p:
             b = launch_browser(p)
@@ -25,6 +27,7 @@ def labeler(url: str, name: str, seen: list, errors: list, stop_at: float):
             page.wait_for_function("() => /pair #\\d+/.test(document.querySelector('#lbl-status')?.innerText || '')",
                                    timeout=180000)
             k = 0
+            stop_at = time.time() + duration  # from when this page is ready to label
             while time.time() < stop_at:
                 current = re.search(r"pair #(\d+)", page.locator("#lbl-status").inner_text()).group(1)
                 page.keyboard.press("1" if k % 2 else "2")
@@ -40,14 +43,18 @@ def labeler(url: str, name: str, seen: list, errors: list, stop_at: float):
 
 def test_two_sessions_label_at_once(tmp_path):
     ws_dir = tmp_path / "ws"
-    Workspace(ws_dir, seed_demo=True)
+    ws = Workspace(ws_dir, seed_demo=True)
+    # Enough pairs that two fast annotators never empty the queue within the test.
+    extra = tmp_path / "more.jsonl"
+    extra.write_text("".join(json.dumps({"prompt": f"q{i}", "responses": [f"a{i}", f"b{i}"]}) + "\n"
+                             for i in range(3000)))
+    import_file(ws, extra)
     app = App(ws_dir)
     app.wait_ready()
     try:
         seen = {"ann": [], "bob": []}
         errors: list = []
-        stop_at = time.time() + DURATION_S
-        threads = [threading.Thread(target=labeler, args=(app.url, n, seen[n], errors, stop_at)) for n in seen]
+        threads = [threading.Thread(target=labeler, args=(app.url, n, seen[n], errors, DURATION_S)) for n in seen]
         for t in threads:
             t.start()
         for t in threads:
