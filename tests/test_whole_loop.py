@@ -1,0 +1,117 @@
+"""The whole loop as a new user, in Chromium: generate, label 30 pairs from the keyboard, train a reward
+model, inspect a response, launch RLOO rewarded by that model, watch the plots, stop, before/after.
+A screenshot of each tab is saved in test-artifacts/ (the README's comes from here)."""
+import re
+import time
+
+from playwright.sync_api import expect, sync_playwright
+
+from browser import App, launch_browser, screenshot
+from rloo_studio.workspace import Workspace
+
+LONG = 900_000  # ms: wait for behaviour, not for time, on a shared 2-core machine
+POINTS_JS = """el => Math.max(0, ...[...el.querySelectorAll('g.mark-line path')]
+                  .map(p => (p.getAttribute('d') || '').split('L').length))"""
+
+
+def fill_number(page, elem_id, value):
+    box = page.locator(f"#{elem_id} input").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def pair_id(page):
+    m = re.search(r"pair #(\d+)", page.locator("#lbl-status").inner_text())
+    return m.group(1) if m else ""
+
+
+def test_whole_loop_as_a_new_user(tmp_path):
+    ws_dir = tmp_path / "fresh-ws"
+    app = App(ws_dir)  # a fresh workspace, seeded from assets on first start
+    app.wait_ready(600)
+    try:
+        with sync_playwright() as p:
+            b = launch_browser(p)
+            page = b.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(app.url)
+
+            # 1. Generate candidates from the demo model.
+            expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=LONG)
+            page.get_by_text("Generate candidates from a model").click()
+            page.get_by_label("Prompts", exact=True).fill("6")
+            page.get_by_role("button", name="Generate", exact=True).click()
+            expect(page.get_by_text(re.compile(r"completed: \d+ new pairs from 6 prompts"))).to_be_visible(timeout=LONG)
+
+            # 2. Label 30 pairs with the keyboard.
+            page.get_by_label("Your name").focus()
+            page.keyboard.type("newcomer")
+            page.keyboard.press("Enter")
+            expect(page.locator("#lbl-status")).to_contain_text("pair #", timeout=LONG)
+            for k in range(30):
+                before = pair_id(page)
+                page.keyboard.press("1" if k % 3 else "2")
+                page.wait_for_function(
+                    "b => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
+                    " return m && m[1] !== b; }", arg=before, timeout=60000)
+            expect(page.locator("#lbl-progress")).to_contain_text("you: 30")
+            screenshot(page, "loop-1-label")
+
+            # 3. Train a reward model.
+            page.get_by_role("tab", name="Reward model").click()
+            expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
+            fill_number(page, "reward-max-steps", 20)
+            page.locator("#reward-train").click()
+            expect(page.locator("#reward-status")).to_contain_text("completed", timeout=LONG)
+            screenshot(page, "loop-2-reward")
+            ws = Workspace(ws_dir)
+            (reward_run,) = [r["id"] for r in ws.runs("reward")]
+
+            # 4. Inspect a response with that model: coloured steps.
+            page.get_by_role("tab", name="Inspect").click()
+            page.locator("#inspect-model input").click()
+            page.get_by_role("option", name=re.compile(reward_run)).click()
+            page.locator("#inspect-score").click()
+            expect(page.locator("#inspect-steps .rs-step").first).to_be_visible(timeout=LONG)
+            expect(page.locator("#inspect-summary")).not_to_contain_text("Untrained")
+            screenshot(page, "loop-3-inspect")
+
+            # 5. RLOO rewarded by the reward model (and correctness); watch the plots move; stop.
+            page.get_by_role("tab", name="RLOO").click()
+            page.locator("#rloo-rewards").get_by_label("reward_model").check()
+            page.locator("#rloo-reward-model-run input").click()
+            page.get_by_role("option", name=re.compile(reward_run)).click()
+            fill_number(page, "rloo-reward-weights", "1.0, 0.5")
+            fill_number(page, "rloo-max-steps", 200)
+            page.get_by_text("Checkpoints and before/after").click()
+            fill_number(page, "rloo-eval-prompts", 0)
+            page.locator("#rloo-launch").click()
+            expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
+            plot = page.locator("#rloo-plot-reward")
+            end = time.time() + LONG / 1000
+            first = 0
+            while time.time() < end and first < 2:
+                first = plot.evaluate(POINTS_JS)
+                page.wait_for_timeout(1000)
+            while time.time() < end and plot.evaluate(POINTS_JS) <= first:
+                page.wait_for_timeout(1000)
+            assert plot.evaluate(POINTS_JS) > first  # the plot moved while we watched
+            screenshot(page, "loop-4-rloo")
+            page.locator("#rloo-stop").click()
+            expect(page.locator("#rloo-status")).to_contain_text("stopped", timeout=LONG)
+            (rloo_run,) = ws.runs("rloo")
+            assert rloo_run["status"] == "stopped"
+            cfg = (ws.run_dir(rloo_run["id"]) / "config.yaml").read_text()
+            assert "reward_model" in cfg and reward_run in cfg
+
+            # 6. Before / after.
+            page.get_by_text("Before / after: the same held-out prompts").click()
+            page.locator("#rloo-compare-n input").fill("10")
+            page.locator("#rloo-compare").click()
+            expect(page.locator("#rloo-compare-summary")).to_contain_text("10 held-out prompts", timeout=LONG)
+            screenshot(page, "loop-5-before-after")
+            page.get_by_role("tab", name="Runs").click()
+            expect(page.get_by_text(rloo_run["id"]).filter(visible=True).first).to_be_visible(timeout=LONG)
+            screenshot(page, "loop-6-runs")
+            b.close()
+    finally:
+        app.stop()
