@@ -1,0 +1,59 @@
+"""Closing the browser never stops a job; reopening the page re-attaches to it."""
+import re
+
+from playwright.sync_api import expect, sync_playwright
+
+from browser import App, launch_browser
+from rloo_studio.jobs.runner import read_metrics
+from rloo_studio.workspace import Workspace
+
+LONG = 600_000
+
+
+def test_close_browser_mid_run_then_reopen(tmp_path):
+    ws_dir = tmp_path / "ws"
+    Workspace(ws_dir, seed_demo=True)
+    app = App(ws_dir)
+    app.wait_ready(600)
+    try:
+        with sync_playwright() as p:
+            b = launch_browser(p)
+            page = b.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(app.url)
+            page.get_by_role("tab", name="Reward model").click()
+            expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
+            box = page.locator("#reward-max-steps input").first
+            box.fill("400")
+            box.press("Enter")
+            page.locator("#reward-train").click()
+            expect(page.locator("#reward-status")).to_contain_text("running", timeout=LONG)
+            b.close()  # the tab and the browser are gone
+        ws = Workspace(ws_dir)
+        (run,) = ws.runs("reward")
+        d = ws.run_dir(run["id"])
+        n = len(read_metrics(d))
+        import time
+
+        end = time.time() + LONG / 1000
+        while len(read_metrics(d)) <= n + 2 and time.time() < end:
+            time.sleep(0.5)
+        assert len(read_metrics(d)) > n + 2  # still training with no browser attached
+        with sync_playwright() as p:
+            b = launch_browser(p)
+            page = b.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(app.url)
+            page.get_by_role("tab", name="Reward model").click()
+            status = page.locator("#reward-status")
+            expect(status).to_contain_text(run["id"], timeout=LONG)
+            expect(status).to_contain_text("running", timeout=LONG)
+            step = lambda: int(re.search(r"step (\d+)/", status.inner_text()).group(1))  # noqa: E731
+            expect(status).to_contain_text(re.compile(r"step \d+/400"), timeout=LONG)
+            first = step()
+            page.wait_for_function(
+                "s => { const m = (document.querySelector('#reward-status')?.innerText || '').match(/step (\\d+)\\//);"
+                " return m && +m[1] > s; }", arg=first, timeout=LONG)
+            page.locator("#reward-stop").click()
+            expect(status).to_contain_text("stopped", timeout=LONG)
+            b.close()
+    finally:
+        app.stop()
