@@ -22,6 +22,7 @@ def test_rloo_steps_change_lora_weights(workspace):
     assert [m["step"] for m in steps] == [1, 2, 3]
     for key in ("loss", "kl", "reward", "reward_std", "rewards/correctness/mean", "completions/clipped_ratio"):
         assert key in steps[-1]
+    assert list(d.rglob("events.out.tfevents.*"))  # TensorBoard logs beside metrics.jsonl
     state = _lora_state(d / "adapter")
     # LoRA B matrices start at zero: any non-zero entry was written by an optimizer step.
     b = [v for k, v in state.items() if "lora_B" in k]

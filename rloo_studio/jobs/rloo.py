@@ -267,7 +267,8 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
         normalize_advantages=cfg.normalize_advantages, mask_truncated_completions=cfg.mask_truncated_completions,
         reward_clip_range=tuple(cfg.reward_clip_range) if cfg.reward_clip_range else None,
         reward_weights=cfg.reward_weights, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
-        save_strategy="steps", report_to=[], disable_tqdm=True, remove_unused_columns=False,
+        save_strategy="steps", disable_tqdm=True, remove_unused_columns=False,
+        report_to=["tensorboard"],  # event files under checkpoints/runs/, beside metrics.jsonl
     )
     trainer = RLOOTrainer(
         model=model, reward_funcs=funcs, args=args, train_dataset=data,
