@@ -1,7 +1,7 @@
 """Standalone scripts that repeat a run with TRL, PEFT and Unsloth directly (no rloo_studio import).
 
 Each run folder gets `reproduce.py`. It reads the data the run used from the run folder (the
-reward run's `pairs.jsonl`, the RLOO run's `prompts.jsonl`), builds the same model, LoRA and TRL
+reward run's `pairs.jsonl`, the RLOO run's `prompts.jsonl`; RLOO scripts repeat rule rewards only), builds the same model, LoRA and TRL
 config with the same seed, trains, and writes `metrics.jsonl` to `repro-out/` beside itself.
 """
 from __future__ import annotations
@@ -97,11 +97,97 @@ if __name__ == "__main__":
 '''
 
 
+RLOO = '''
+from datasets import Dataset
+from trl import RLOOConfig, RLOOTrainer
+
+
+def load_policy(c):
+    path, max_seq = c["model"], 1024 + c["max_completion_length"]
+    lo = c["lora"]
+    if c["backend"] != "transformers":
+        try:
+            from unsloth import FastLanguageModel
+        except Exception:
+            FastLanguageModel = None
+        if FastLanguageModel is not None:
+            model, tok = FastLanguageModel.from_pretrained(path, max_seq_length=max_seq, dtype=DTYPE,
+                                                           load_in_4bit=c["load_in_4bit"])
+            model = FastLanguageModel.get_peft_model(model, r=lo["r"], lora_alpha=lo["alpha"], lora_dropout=lo["dropout"],
+                                                     target_modules=lo["target_modules"], random_state=c["seed"],
+                                                     use_gradient_checkpointing=False)
+            return model, tok
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPE)
+    return get_peft_model(model, LoraConfig(r=lo["r"], lora_alpha=lo["alpha"], lora_dropout=lo["dropout"],
+                                            target_modules=lo["target_modules"], task_type="CAUSAL_LM")), tok
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    (OUT / "metrics.jsonl").unlink(missing_ok=True)
+    c = CONFIG
+    unsupported = [r for r in c["rewards"] if r not in ("correctness", "think_format", "answer_present")]
+    if unsupported:
+        sys.exit(f"this script repeats rule rewards only; the run also used {{unsupported}}")
+    rows = read_jsonl(HERE / "prompts.jsonl")  # the run's prompt set, as it was
+    model, tok = load_policy(c)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    make = {{"correctness": lambda: correctness, "think_format": lambda: make_think_format_reward(tok),
+            "answer_present": lambda: make_answer_present_reward(tok)}}
+    funcs = [make[r]() for r in c["rewards"]]
+    data = Dataset.from_list([{{**r, "prompt": [{{"role": "user", "content": r["prompt"]}}]}} for r in rows])
+    args = RLOOConfig(
+        output_dir=str(OUT / "checkpoints"), use_cpu=not CUDA, bf16=CUDA and torch.cuda.is_bf16_supported(),
+        learning_rate=c["learning_rate"], optim=c["optim"], beta=c["beta"], num_generations=c["num_generations"],
+        max_completion_length=c["max_completion_length"], temperature=c["temperature"],
+        per_device_train_batch_size=c["per_device_train_batch_size"],
+        gradient_accumulation_steps=c["gradient_accumulation_steps"], max_steps=c["max_steps"], seed=c["seed"],
+        normalize_advantages=c["normalize_advantages"], mask_truncated_completions=c["mask_truncated_completions"],
+        reward_clip_range=tuple(c["reward_clip_range"]) if c["reward_clip_range"] else None,
+        reward_weights=c["reward_weights"], logging_steps=c["logging_steps"], save_steps=c["save_steps"],
+        save_strategy="steps", report_to=[], disable_tqdm=True, remove_unused_columns=False,
+    )
+    trainer = RLOOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=data, processing_class=tok,
+                          callbacks=[WriteMetrics()])
+    trainer.train()
+    trainer.save_model(str(OUT / "adapter"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def _reward_sources() -> str:
+    """The rule rewards and what they stand on, copied in (the script imports no RLOO Studio code)."""
+    import inspect
+
+    from . import demo, models, rewards, thinking
+
+    body = inspect.getsource(thinking).replace("from __future__ import annotations\n", "")
+    parts = ["\n# ---- a copy of RLOO Studio's thinking module ----\n" + body.split('"""', 2)[2],
+             "# ---- a copy of RLOO Studio's rule rewards and their helpers ----",
+             inspect.getsource(demo.last_number), inspect.getsource(models.think_token_ids),
+             "SELF_QUESTION = re.compile(%r, re.I)" % rewards.SELF_QUESTION.pattern,
+             inspect.getsource(rewards._text), inspect.getsource(rewards.make_think_format_reward),
+             inspect.getsource(rewards.make_answer_present_reward), inspect.getsource(rewards.correctness)]
+    return "\n\n".join(parts).replace("from typing import Sequence", "from typing import Callable, Sequence")
+
+
 def reward_script(run_id: str, config: dict) -> str:
     return HEADER.format(run_id=run_id, config=json.dumps(config)) + REWARD.format()
 
 
-SCRIPTS = {"reward": reward_script}
+def rloo_script(run_id: str, config: dict) -> str:
+    return HEADER.format(run_id=run_id, config=json.dumps(config)) + _reward_sources() + RLOO.format()
+
+
+SCRIPTS = {"reward": reward_script, "rloo": rloo_script}
 
 
 def write_script(run_dir, kind: str, config: dict) -> None:

@@ -70,3 +70,25 @@ def test_tensorboard_event_files_in_the_run_folder(ui_run):
     ws, cfg, rid = ui_run
     events = list(ws.run_dir(rid).rglob("events.out.tfevents.*"))
     assert events and all(e.stat().st_size > 0 for e in events)
+
+
+def test_rloo_standalone_script_reaches_the_same_metrics(tmp_path):
+    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
+
+    ws = Workspace(tmp_path / "ws", seed_demo=True)
+    r = JobRunner(ws)
+    rid = r.submit("rloo", RlooJobConfig(max_steps=3, per_device_train_batch_size=8, eval_prompts=0), train_rloo)
+    assert r.wait(rid, 600) == "completed", r.status(rid)
+    d = ws.run_dir(rid)
+    src = (d / "reproduce.py").read_text()
+    assert "import rloo_studio" not in src and "from rloo_studio" not in src
+    out = subprocess.run([sys.executable, str(d / "reproduce.py")], cwd="/", capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    mine = [m for m in read_metrics(d) if "reward" in m]
+    theirs = [json.loads(x) for x in (d / "repro-out" / "metrics.jsonl").read_text().splitlines()]
+    theirs = [m for m in theirs if "reward" in m]
+    assert [m["step"] for m in mine] == [m["step"] for m in theirs] == [1, 2, 3]
+    for a, b in zip(mine, theirs):
+        for k in ("reward", "kl", "rewards/correctness/mean", "completions/mean_length"):
+            assert abs(a[k] - b[k]) < 1e-3, (k, a[k], b[k])

@@ -243,6 +243,9 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     from .callback import StudioCallback
 
     rows = preflight(cfg, ctx.ws)
+    prompts_file = ctx.dir / "prompts.jsonl"  # the prompts as they were, for reproduce.py
+    if not prompts_file.exists():
+        prompts_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
     from ..memory import for_rloo
 
     ctx.log(for_rloo(cfg))
