@@ -173,7 +173,10 @@ def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
     from ..runs import adapter_dir
     from ..rewards import custom_reward_path
 
+    from ..models import resolve
+
     cfg.validate()
+    resolve(cfg.model)  # a model that is not there is said before launch, not after a failed run
     rows = load_prompts(ws, cfg.prompt_set)
     if "correctness" in cfg.rewards and "answer" not in rows[0]:
         raise ConfigError(f"prompt set {cfg.prompt_set!r} has no answer column; drop the correctness reward")

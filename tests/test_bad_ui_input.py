@@ -1,0 +1,57 @@
+"""Nonsense settings through the RLOO and reward tabs: a clear message on the page, no run started."""
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from browser import App, launch_browser
+from rloo_studio.workspace import Workspace
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    ws_dir = tmp_path_factory.mktemp("badui") / "ws"
+    Workspace(ws_dir, seed_demo=True)
+    a = App(ws_dir)
+    a.wait_ready(600)
+    a.ws_dir = ws_dir
+    yield a
+    a.stop()
+
+
+def fill(page, elem_id, value):
+    box = page.locator(f"#{elem_id} input").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
+CASES = [
+    ("rloo-learning-rate", "-1", "learning_rate must be positive"),
+    ("rloo-max-completion-length", "0", "max_completion_length must be"),
+    ("rloo-model", "{ws}/models/none", "No model at {ws}/models/none"),  # inside the workspace, missing
+    ("rloo-model", "/etc", "is outside the folders this app may read"),
+]
+
+
+def test_rloo_tab_refuses_nonsense_and_keeps_serving(app):
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app.url)
+        page.get_by_role("tab", name="RLOO").click()
+        expect(page.locator("#rloo-status")).to_contain_text("No RLOO run yet", timeout=120000)
+        for elem, bad, message in CASES:
+            bad, message = bad.format(ws=app.ws_dir), message.format(ws=app.ws_dir)
+            good = page.locator(f"#{elem} input").first.input_value()
+            fill(page, elem, bad)
+            page.locator("#rloo-launch").click()
+            expect(page.locator("#rloo-check")).to_contain_text(message, timeout=60000)
+            fill(page, elem, good)
+        page.locator("#rloo-validate").click()
+        expect(page.locator("#rloo-check")).to_contain_text("Settings are valid", timeout=60000)
+        # the reward tab: max length 0
+        page.get_by_role("tab", name="Reward model").click()
+        page.get_by_role("button", name="Data", exact=False).first.click()  # the accordion that holds max_length
+        fill(page, "reward-max-length", 0)
+        page.locator("#reward-train").click()
+        expect(page.locator("#reward-notice")).to_contain_text("max_length must be", timeout=60000)
+        b.close()
+    assert Workspace(app.ws_dir).runs() == []
