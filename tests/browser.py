@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,3 +66,26 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@contextmanager
+def running_app(ws_dir: Path, *extra: str, seed: bool = True, timeout: float = 600, env: dict | None = None):
+    """The real app on a (by default demo-seeded) workspace, stopped afterwards; `.ws_dir` is set."""
+    if seed:
+        from rloo_studio.workspace import Workspace
+
+        Workspace(ws_dir, seed_demo=True)
+    a = App(ws_dir, *extra, env=env)
+    a.ws_dir = ws_dir
+    try:
+        a.wait_ready(timeout)
+        yield a
+    finally:
+        a.stop()
+
+
+def fill(page, elem_id: str, value) -> None:
+    """Type into a form field by its elem_id and press Enter, as a person would."""
+    box = page.locator(f"#{elem_id} input").first
+    box.fill(str(value))
+    box.press("Enter")

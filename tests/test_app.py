@@ -1,4 +1,3 @@
-import base64
 import urllib.error
 import urllib.request
 

@@ -2,25 +2,14 @@
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from browser import App, launch_browser
+from browser import fill, launch_browser, running_app
 from rloo_studio.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    ws_dir = tmp_path_factory.mktemp("badui") / "ws"
-    Workspace(ws_dir, seed_demo=True)
-    a = App(ws_dir)
-    a.wait_ready(600)
-    a.ws_dir = ws_dir
-    yield a
-    a.stop()
-
-
-def fill(page, elem_id, value):
-    box = page.locator(f"#{elem_id} input").first
-    box.fill(str(value))
-    box.press("Enter")
+    with running_app(tmp_path_factory.mktemp("badui") / "ws") as a:
+        yield a
 
 
 CASES = [

@@ -1,9 +1,7 @@
 """Faults: the process killed mid-run, and a full disk while saving a checkpoint."""
-import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 

@@ -6,7 +6,7 @@ import pytest
 from rloo_studio import labels as L
 from rloo_studio.errors import DataError
 from rloo_studio.exporting import export
-from rloo_studio.importing import MAX_TEXT_CHARS, import_file
+from rloo_studio.importing import import_file
 from rloo_studio.prompts import load_prompt_set
 
 STD = [

@@ -5,19 +5,14 @@ import time
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from browser import App, launch_browser, screenshot
+from browser import launch_browser, running_app, screenshot
 from rloo_studio.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    ws_dir = tmp_path_factory.mktemp("reward-ui") / "ws"
-    Workspace(ws_dir, seed_demo=True)
-    a = App(ws_dir)
-    a.wait_ready()
-    a.ws_dir = ws_dir
-    yield a
-    a.stop()
+    with running_app(tmp_path_factory.mktemp("reward-ui") / "ws") as a:
+        yield a
 
 
 def _loss_points(page) -> int:

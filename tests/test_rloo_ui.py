@@ -4,7 +4,7 @@ import time
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from browser import App, launch_browser, screenshot
+from browser import fill, launch_browser, running_app, screenshot
 from rloo_studio.paths import DEMO_MODEL
 from rloo_studio.workspace import Workspace
 
@@ -16,19 +16,8 @@ POINTS_JS = """el => Math.max(0, ...[...el.querySelectorAll('g.mark-line path')]
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    ws_dir = tmp_path_factory.mktemp("rloo-ui") / "ws"
-    Workspace(ws_dir, seed_demo=True)
-    a = App(ws_dir)
-    a.wait_ready(600)
-    a.ws_dir = ws_dir
-    yield a
-    a.stop()
-
-
-def _fill(page, elem_id, value):
-    box = page.locator(f"#{elem_id} input").first
-    box.fill(str(value))
-    box.press("Enter")
+    with running_app(tmp_path_factory.mktemp("rloo-ui") / "ws") as a:
+        yield a
 
 
 def _points(page, plot):
@@ -63,19 +52,19 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         expect(page.locator("#rloo-model input")).to_have_value(str(DEMO_MODEL), timeout=LONG)
 
         # bad input: a plain message, and nothing is saved
-        _fill(page, "rloo-per-device-train-batch-size", 6)
+        fill(page, "rloo-per-device-train-batch-size", 6)
         page.locator("#rloo-launch").click()
         expect(page.locator("#rloo-check")).to_contain_text(
             "per_device_train_batch_size (6) must be a multiple of num_generations (8); try 8", timeout=LONG)
         assert ws.runs("rloo") == []
 
         # a short real run
-        _fill(page, "rloo-num-generations", 2)
-        _fill(page, "rloo-per-device-train-batch-size", 4)
-        _fill(page, "rloo-max-completion-length", 16)  # too short to close </think>: the page must warn
-        _fill(page, "rloo-max-steps", 50)
+        fill(page, "rloo-num-generations", 2)
+        fill(page, "rloo-per-device-train-batch-size", 4)
+        fill(page, "rloo-max-completion-length", 16)  # too short to close </think>: the page must warn
+        fill(page, "rloo-max-steps", 50)
         page.get_by_text("Checkpoints and before/after").click()
-        _fill(page, "rloo-eval-prompts", 0)
+        fill(page, "rloo-eval-prompts", 0)
         page.locator("#rloo-validate").click()
         expect(page.locator("#rloo-check")).to_contain_text("Settings are valid.", timeout=LONG)
         page.locator("#rloo-launch").click()

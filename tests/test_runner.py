@@ -2,11 +2,9 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import pytest
 
 from rloo_studio.errors import ConfigError
 from rloo_studio.jobs.runner import JobRunner, mark_interrupted, read_metrics, read_status
