@@ -1,6 +1,7 @@
 """A label acknowledged to the caller survives the process being killed at any moment."""
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -45,7 +46,8 @@ def test_labels_survive_sigkill_at_random_moments(tmp_path):
         p.send_signal(signal.SIGKILL)
         out, _ = p.communicate()
         kills += 1
-        acknowledged |= {int(line.split()[1]) for line in out.splitlines() if line.startswith("SAVED")}
+        # A line cut by the kill ("SAVED" with no id or no newline) was never fully acknowledged.
+        acknowledged |= {int(m.group(1)) for m in re.finditer(r"^SAVED (\d+)\n", out, re.M)}
         # Every acknowledged label is in the database, readable by a fresh connection.
         ws = Workspace(ws_dir)
         stored = {r[0] for r in ws.query("SELECT id FROM labels")}

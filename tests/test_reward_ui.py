@@ -79,8 +79,9 @@ def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
         (run,) = Workspace(app.ws_dir).runs("reward")
         table = page.locator("#reward-runs")
         expect(table).to_contain_text(run["id"])
-        row = table.locator("tr", has_text=run["id"]).first.text_content()
-        assert "stopped" in row and "190 / 47" in row, row
+        row = table.locator("tr", has_text=run["id"]).first
+        expect(row).to_contain_text("stopped", timeout=60000)  # the list refreshes on its own timer
+        expect(row).to_contain_text("190 / 47")
         table.get_by_text(run["id"]).filter(visible=True).first.click()
         expect(page.get_by_text("max_steps: 400").first).to_be_visible()
         expect(page.get_by_text("--set max_steps=400").first).to_be_visible()
