@@ -7,7 +7,9 @@ CORE = [
     "rloo_studio", "rloo_studio.workspace", "rloo_studio.thinking", "rloo_studio.models", "rloo_studio.rewards",
     "rloo_studio.sampling", "rloo_studio.labels", "rloo_studio.prompts", "rloo_studio.config", "rloo_studio.cli",
     "rloo_studio.studio", "rloo_studio.evaluate", "rloo_studio.jobs.runner", "rloo_studio.jobs.rloo",
-    "rloo_studio.jobs.reward", "rloo_studio.jobs.callback",
+    "rloo_studio.jobs.reward", "rloo_studio.jobs.callback", "rloo_studio.scoring", "rloo_studio.importing",
+    "rloo_studio.exporting", "rloo_studio.generate", "rloo_studio.memory", "rloo_studio.runs", "rloo_studio.repro",
+    "rloo_studio.standalone", "rloo_studio.launch", "rloo_studio.reward_view", "rloo_studio.rloo_view",
 ]
 
 
