@@ -40,6 +40,7 @@ class ImportResult:
     rows: int
     pairs: int
     prompts: int
+    columns: tuple[str, ...] = ()  # extra columns kept with the prompts (e.g. answer), for the rewards
 
     def summary(self) -> str:
         if self.kind == "prompts":
@@ -351,19 +352,29 @@ def candidate_pairs(n: int) -> list[tuple[int, int]]:
 
 # -- writing ------------------------------------------------------------------------------
 
+KIND_WORDS = {"preference": "preference pairs (chosen / rejected)", "candidates": "prompts with candidate responses",
+              "prompts": "a prompt set (a 'prompt' column and no responses)"}
+
+
 def import_file(ws: Workspace, path: str | Path, name: str | None = None,
-                progress: Progress | None = None) -> ImportResult:
-    """Validate every row, then write all of them in one transaction (or nothing)."""
+                progress: Progress | None = None, expect: tuple[str, ...] | None = None) -> ImportResult:
+    """Validate every row, then write all of them in one transaction (or nothing).
+
+    expect: the kinds the caller can use (the RLOO tab wants a prompt set); another kind is refused."""
     p = Path(path)
     name = name or p.name
     rows, unit, numbers = read_rows(p, progress)
     kind, records = _normalize(rows, p.name, unit, numbers)
+    if expect and kind not in expect:
+        raise DataError(f"{p.name} holds {KIND_WORDS[kind]}; here it must be "
+                        + " or ".join(KIND_WORDS[k] for k in expect) + ". Import it in the Label tab instead.")
     if progress:
         progress(0.6, f"checked {len(records):,} rows; writing")
     return write_records(ws, kind, records, name, progress)
 
 
-def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None) -> ImportResult:
+def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None,
+                  expect: tuple[str, ...] | None = None) -> ImportResult:
     """Copy an uploaded file into the workspace's uploads/ (kept with the data it produced), then import it."""
     import shutil
 
@@ -377,7 +388,7 @@ def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None
     dst = folder / src.name  # the original name, so that messages name the user's file
     shutil.copyfile(src, dst)
     try:
-        return import_file(ws, dst, name=src.name, progress=progress)
+        return import_file(ws, dst, name=src.name, progress=progress, expect=expect)
     except DataError:
         shutil.rmtree(folder, ignore_errors=True)  # a refused file leaves nothing behind
         raise
@@ -412,4 +423,5 @@ def write_records(ws: Workspace, kind: str, records: list[_Record], name: str,
                                     (pair, ann, now))
             if progress and i % 2000 == 0:
                 progress(0.6 + 0.4 * i / len(records), f"writing {i:,} / {len(records):,}")
-    return ImportResult(kind, name, len(records), pairs, len(prompt_ids))
+    columns = tuple(sorted({k for rec in records for k in rec.extra}))
+    return ImportResult(kind, name, len(records), pairs, len(prompt_ids), columns)

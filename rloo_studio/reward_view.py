@@ -6,11 +6,10 @@ import dataclasses
 import json
 import shlex
 import time
-import typing
 
 import yaml
 
-from .config import field_docs, from_dict
+from . import form
 from .jobs.reward import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
 from .jobs.runner import read_metrics, read_status
 from .workspace import Workspace
@@ -27,67 +26,20 @@ CHOICES = {"over_length": OVER_LENGTH, "optim": OPTIMIZERS}  # fields the form o
 
 # -- the form ----------------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class FormField:
-    key: str  # dotted for nested settings: lora.r
-    kind: str  # bool | int | float | optional_float | str | list | choice
-    default: typing.Any
-    help: str
-    choices: tuple = ()
+FormField = form.FormField
 
 
-def form_fields(cls=RewardJobConfig, prefix: str = "", obj=None) -> list[FormField]:
-    """One entry per setting of the config dataclass, nested ones flattened (lora.r ...)."""
-    obj = obj if obj is not None else cls()
-    hints, docs, out = typing.get_type_hints(cls), field_docs(cls), []
-    for f in dataclasses.fields(cls):
-        tp, value, key = hints[f.name], getattr(obj, f.name), prefix + f.name
-        if dataclasses.is_dataclass(tp):
-            out += form_fields(tp, key + ".", value)
-            continue
-        if f.name in CHOICES:
-            kind = "choice"
-        elif tp is bool:
-            kind = "bool"
-        elif tp is int:
-            kind = "int"
-        elif tp is float:
-            kind = "float"
-        elif typing.get_origin(tp) in (list, tuple):
-            kind = "list"
-        elif float in typing.get_args(tp):
-            kind = "optional_float"
-        else:
-            kind = "str"
-        out.append(FormField(key, kind, value, docs.get(f.name, ""), CHOICES.get(f.name, ())))
-    return out
+def form_fields() -> list[FormField]:
+    return form.fields(RewardJobConfig, CHOICES)
 
 
 def form_values(cfg: RewardJobConfig) -> list:
-    """The config's values in form_fields() order, as the widgets hold them."""
-    out = []
-    for f in form_fields(type(cfg), obj=cfg):
-        v = cfg
-        for part in f.key.split("."):
-            v = getattr(v, part)
-        out.append(", ".join(v) if f.kind == "list" else ("" if v is None else v))
-    return out
+    return form.values(cfg, CHOICES)
 
 
 def config_from_form(values: list) -> RewardJobConfig:
     """Widget values (form_fields() order) -> a validated config; raises ConfigError with the field's name."""
-    data: dict = {}
-    for f, v in zip(form_fields(), values):
-        if f.kind == "optional_float" and (v is None or str(v).strip() == ""):
-            v = None
-        elif f.kind == "int" and isinstance(v, float) and v.is_integer():
-            v = int(v)
-        node = data
-        *parents, leaf = f.key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = v
-    return from_dict(RewardJobConfig, data)
+    return form.parse(RewardJobConfig, values, CHOICES)
 
 
 # -- a run's config as YAML and as the CLI command ------------------------------------------------

@@ -5,13 +5,10 @@ metric records (metrics.jsonl) and the job's samples.jsonl.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-import typing
 from pathlib import Path
 
-from .config import field_docs, from_dict
-from .errors import ConfigError, DataError
+from . import form
 from .jobs.rloo import RlooJobConfig
 from .thinking import parse
 
@@ -183,100 +180,23 @@ def _r(v):
     return None if v is None else round(v, 3)
 
 
-# -- prompt files ------------------------------------------------------------------------------
-
-def read_prompt_file(path: str | Path) -> list[dict]:
-    """Rows of a JSONL / JSON / CSV / Parquet file with a `prompt` column (other columns kept)."""
-    import pandas as pd
-
-    path = Path(path)
-    readers = {".jsonl": lambda p: pd.read_json(p, lines=True), ".json": pd.read_json, ".csv": pd.read_csv,
-               ".parquet": pd.read_parquet}
-    if path.suffix.lower() not in readers:
-        raise DataError(f"{path.name}: use a .jsonl, .json, .csv or .parquet file")
-    try:
-        df = readers[path.suffix.lower()](path)
-    except Exception as exc:  # noqa: BLE001 — any parse error becomes a message
-        raise DataError(f"{path.name} could not be read: {type(exc).__name__}: {str(exc)[:200]}") from None
-    if "prompt" not in df.columns:
-        raise DataError(f"{path.name} has no 'prompt' column (columns: {', '.join(map(str, df.columns))})")
-    df = df.astype(object).where(df.notna(), None)
-    rows = [r for r in df.to_dict("records") if isinstance(r["prompt"], str) and r["prompt"].strip()]
-    if not rows:
-        raise DataError(f"{path.name} has no non-empty prompts")
-    return [{k: (str(v) if k == "answer" and v is not None else v) for k, v in r.items()} for r in rows]
-
-
 # -- the config form ---------------------------------------------------------------------------
 CHOICES = {"backend": ("auto", "unsloth", "transformers"),
            "optim": ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")}
+FormField = form.FormField
 
 
-@dataclasses.dataclass(frozen=True)
-class FormField:
-    key: str  # dotted for nested settings: lora.r
-    kind: str  # bool | int | float | str | list | optional_list | choice
-    help: str
-    choices: tuple = ()
-
-
-def form_fields(cls=RlooJobConfig, prefix: str = "") -> list[FormField]:
-    """One entry per setting of the config dataclass, nested ones flattened (lora.r ...)."""
-    hints, docs, out = typing.get_type_hints(cls), field_docs(cls), []
-    for f in dataclasses.fields(cls):
-        tp, key = hints[f.name], prefix + f.name
-        if dataclasses.is_dataclass(tp):
-            out += form_fields(tp, key + ".")
-            continue
-        args = typing.get_args(tp)
-        if f.name in CHOICES:
-            kind = "choice"
-        elif tp in (bool, int, float, str):
-            kind = tp.__name__
-        elif typing.get_origin(tp) in (list, tuple):
-            kind = "list"
-        elif type(None) in args:
-            kind = "optional_list"
-        else:
-            kind = "str"
-        out.append(FormField(key, kind, docs.get(f.name, ""), CHOICES.get(f.name, ())))
-    return out
+def form_fields() -> list[FormField]:
+    return form.fields(RlooJobConfig, CHOICES)
 
 
 def form_values(cfg: RlooJobConfig) -> list:
-    """The config's values in form_fields() order, as the widgets hold them (lists as 'a, b')."""
-    out = []
-    for f in form_fields():
-        v = cfg
-        for part in f.key.split("."):
-            v = getattr(v, part)
-        if f.kind in ("list", "optional_list"):
-            v = "" if v is None else ", ".join(map(str, v))
-        out.append(v)
-    return out
+    return form.values(cfg, CHOICES)
 
 
 def config_from_form(values: list) -> RlooJobConfig:
     """Widget values (form_fields() order) -> a validated config; raises ConfigError naming the field."""
-    data: dict = {}
-    for f, v in zip(form_fields(), values):
-        if f.kind in ("list", "optional_list"):
-            if not isinstance(v, list):  # a text box: "a, b"; a checkbox group gives a list
-                v = [x.strip() for x in str(v or "").split(",") if x.strip()]
-            if f.kind == "optional_list" and not v:
-                v = None
-        elif f.kind == "int":
-            if v is None or (isinstance(v, float) and not v.is_integer()):
-                raise ConfigError(f"{f.key}: expected a whole number, got {v!r}")
-            v = int(v)
-        elif f.kind == "float" and v is None:
-            raise ConfigError(f"{f.key}: expected a number")
-        node = data
-        *parents, leaf = f.key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = v
-    return from_dict(RlooJobConfig, data)
+    return form.parse(RlooJobConfig, values, CHOICES)
 
 
 # -- choices and status for the tab ------------------------------------------------------------

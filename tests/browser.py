@@ -85,7 +85,17 @@ def running_app(ws_dir: Path, *extra: str, seed: bool = True, timeout: float = 6
 
 
 def fill(page, elem_id: str, value) -> None:
-    """Type into a form field by its elem_id and press Enter, as a person would."""
-    box = page.locator(f"#{elem_id} input").first
-    box.fill(str(value))
-    box.press("Enter")
+    """Type into a form field by its elem_id and leave it, as a person would.
+
+    A field inside an accordion that has just opened can be re-mounted from the
+    server's config right after it is typed into, losing the text; so type, leave
+    the field, and type again until the value stays.
+    """
+    box = page.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    for _ in range(5):
+        box.fill(str(value))
+        box.press("Tab")
+        page.wait_for_timeout(300)
+        if box.input_value() == str(value):
+            return
+    raise AssertionError(f"#{elem_id} would not keep the value {value!r}")

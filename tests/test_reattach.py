@@ -3,7 +3,7 @@ import re
 
 from playwright.sync_api import expect, sync_playwright
 
-from browser import App, launch_browser
+from browser import App, fill, launch_browser
 from rloo_studio.jobs.runner import read_metrics
 from rloo_studio.workspace import Workspace
 
@@ -22,9 +22,7 @@ def test_close_browser_mid_run_then_reopen(tmp_path):
             page.goto(app.url)
             page.get_by_role("tab", name="Reward model").click()
             expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
-            box = page.locator("#reward-max-steps input").first
-            box.fill("400")
-            box.press("Enter")
+            fill(page, "reward-max-steps", 400)
             page.locator("#reward-train").click()
             expect(page.locator("#reward-status")).to_contain_text("running", timeout=LONG)
             b.close()  # the tab and the browser are gone

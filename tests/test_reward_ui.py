@@ -5,7 +5,7 @@ import time
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from browser import launch_browser, running_app, screenshot
+from browser import fill, launch_browser, running_app, screenshot
 from rloo_studio.workspace import Workspace
 
 
@@ -42,16 +42,12 @@ def test_bad_input_shows_a_message_and_starts_nothing(app):
         b = launch_browser(p)
         page = b.new_page(viewport={"width": 1400, "height": 1000})
         _open_tab(page, app)
-        lr = page.locator("#reward-learning-rate input")
-        lr.fill("-1")
-        lr.press("Tab")
+        fill(page, "reward-learning-rate", -1)
         page.locator("#reward-train").click()
         expect(page.locator("#reward-notice")).to_contain_text("learning_rate must be positive")
-        lr.fill("0.001")
-        model = page.locator("#reward-model textarea, #reward-model input").first
+        fill(page, "reward-learning-rate", 0.001)
         missing = str(app.ws_dir / "no-such-model")  # inside the workspace: the app may look there
-        model.fill(missing)
-        model.press("Enter")
+        fill(page, "reward-model", missing)
         page.get_by_role("button", name="Check data").click()
         expect(page.locator("#reward-preflight")).to_contain_text(f"No model at {missing}")
         screenshot(page, "reward-bad-input")
@@ -64,9 +60,7 @@ def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
         b = launch_browser(p)
         page = b.new_page(viewport={"width": 1400, "height": 1000})
         _open_tab(page, app)
-        steps = page.locator("#reward-max-steps input")
-        steps.fill("400")
-        steps.press("Tab")
+        fill(page, "reward-max-steps", 400)
         page.locator("#reward-train").click()
         expect(page.locator("#reward-status")).to_contain_text("running", timeout=60000)
         _wait(lambda: _loss_points(page) >= 2, 300, "the first loss points")

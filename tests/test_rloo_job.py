@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.config import build
+from rloo_studio.config import build, field_docs
 from rloo_studio.errors import ConfigError
 from rloo_studio.jobs.rloo import (PRESETS, RlooJobConfig, preflight, preset, read_eval, read_samples, run_config,
                                    train_rloo)
@@ -247,19 +247,28 @@ def test_form_round_trip_and_plain_errors():
     vals[keys.index("max_steps")] = 2.5
     with pytest.raises(ConfigError, match="max_steps: expected a whole number"):
         rv.config_from_form(vals)
-    assert "field" not in rv.field_docs(RlooJobConfig)["per_device_train_batch_size"].lower()
+    assert "field" not in field_docs(RlooJobConfig)["per_device_train_batch_size"].lower()
 
 
 def test_prompt_file_import(tmp_path):
-    from rloo_studio import rloo_view as rv
     from rloo_studio.errors import DataError
+    from rloo_studio.importing import import_upload
+    from rloo_studio.prompts import load_prompt_set
+    from rloo_studio.workspace import Workspace
 
+    ws = Workspace(tmp_path / "ws")
     f = tmp_path / "mine.csv"
-    f.write_text("prompt,answer\nWhat is 1+1?,2\n,3\nAdd 2 and 2.,4\n")
-    assert rv.read_prompt_file(f) == [{"prompt": "What is 1+1?", "answer": "2"}, {"prompt": "Add 2 and 2.", "answer": "4"}]
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"question": "x"}\n')
-    with pytest.raises(DataError, match="has no 'prompt' column"):
-        rv.read_prompt_file(bad)
-    with pytest.raises(DataError, match="use a .jsonl"):
-        rv.read_prompt_file(tmp_path / "x.txt")
+    f.write_text("prompt,answer\nWhat is 1+1?,2\nAdd 2 and 2.,4\n")
+    res = import_upload(ws, f, expect=("prompts",))
+    assert (res.name, res.prompts, res.columns) == ("mine.csv", 2, ("answer",))
+    rows = load_prompt_set(ws, "mine.csv")
+    assert [(r["prompt"], str(r["answer"])) for r in rows] == [("What is 1+1?", "2"), ("Add 2 and 2.", "4")]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"prompt": "x", "chosen": "a", "rejected": "b"}\n')
+    with pytest.raises(DataError, match="holds preference pairs.*must be a prompt set"):
+        import_upload(ws, pairs, expect=("prompts",))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("prompt,answer\nWhat is 1+1?,2\n,3\n")
+    with pytest.raises(DataError, match="bad.csv row 3, field 'prompt': empty text"):
+        import_upload(ws, bad, expect=("prompts",))
+    assert ws.query("SELECT COUNT(*) FROM pairs")[0][0] == 0  # nothing written by the refused files

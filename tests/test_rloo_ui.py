@@ -90,8 +90,32 @@ def test_rloo_tab_launch_plots_completions_stop(app):
 
         # before / after on held-out prompts, from the saved adapter
         page.get_by_text("Before / after: the same held-out prompts").click()
-        page.locator("#rloo-compare-n input").fill("4")
+        fill(page, "rloo-compare-n", 4)
         page.locator("#rloo-compare").click()
         expect(page.locator("#rloo-compare-summary")).to_contain_text("4 held-out prompts", timeout=LONG)
         expect(page.locator("#rloo-compare-summary")).to_contain_text("trained (" + run["id"], timeout=LONG)
         b.close()
+
+
+def test_prompt_file_upload_becomes_a_prompt_set(app, tmp_path):
+    good = tmp_path / "mine.csv"
+    good.write_text("prompt,answer\nWhat is 1+1?,2\nAdd 2 and 2.,4\n")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"prompt": "x", "chosen": "a", "rejected": "b"}\n')
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app.url)
+        page.get_by_role("tab", name="RLOO").click()
+        upload = page.locator("#rloo-upload input[type=file]")
+        upload.set_input_files(str(pairs))
+        expect(page.locator("#rloo-check")).to_contain_text("pairs.jsonl holds preference pairs", timeout=LONG)
+        page.locator("#rloo-upload button[aria-label='Clear']").click()
+        upload.set_input_files(str(good))
+        expect(page.locator("#rloo-check")).to_contain_text(
+            "Imported 2 prompts as prompt set 'mine.csv' (columns for the rewards: answer)", timeout=LONG)
+        expect(page.locator("#rloo-prompt-set input")).to_have_value("mine.csv", timeout=LONG)
+        b.close()
+    ws = Workspace(app.ws_dir)
+    assert ws.query("SELECT COUNT(*) FROM prompts p JOIN prompt_sets s ON s.id = p.set_id WHERE s.name='mine.csv'")[0][0] == 2
+    assert not ws.query("SELECT 1 FROM prompt_sets WHERE name='pairs.jsonl'")  # the refused file wrote nothing

@@ -6,18 +6,12 @@ import time
 
 from playwright.sync_api import expect, sync_playwright
 
-from browser import App, launch_browser, screenshot
+from browser import App, fill, launch_browser, screenshot
 from rloo_studio.workspace import Workspace
 
 LONG = 900_000  # ms: wait for behaviour, not for time, on a shared 2-core machine
 POINTS_JS = """el => Math.max(0, ...[...el.querySelectorAll('g.mark-line path')]
                   .map(p => (p.getAttribute('d') || '').split('L').length))"""
-
-
-def fill_number(page, elem_id, value):
-    box = page.locator(f"#{elem_id} input").first
-    box.fill(str(value))
-    box.press("Enter")
 
 
 def pair_id(page):
@@ -38,9 +32,7 @@ def test_whole_loop_as_a_new_user(tmp_path):
             # 1. Generate candidates from the demo model.
             expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=LONG)
             page.get_by_text("Generate candidates from a model").click()
-            box = page.get_by_label("Prompts", exact=True)
-            box.fill("6")
-            box.press("Enter")  # commit the number before the click reads it
+            fill(page, "lbl-gen-limit", 6)
             page.get_by_role("button", name="Generate", exact=True).click()
             expect(page.get_by_text(re.compile(r"completed: \d+ new pairs from \d+ prompts"))).to_be_visible(timeout=LONG)
 
@@ -61,7 +53,7 @@ def test_whole_loop_as_a_new_user(tmp_path):
             # 3. Train a reward model.
             page.get_by_role("tab", name="Reward model").click()
             expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
-            fill_number(page, "reward-max-steps", 20)
+            fill(page, "reward-max-steps", 20)
             page.locator("#reward-train").click()
             expect(page.locator("#reward-status")).to_contain_text("completed", timeout=LONG)
             screenshot(page, "loop-2-reward")
@@ -82,10 +74,10 @@ def test_whole_loop_as_a_new_user(tmp_path):
             page.locator("#rloo-rewards").get_by_label("reward_model").check()
             page.locator("#rloo-reward-model-run input").click()
             page.get_by_role("option", name=re.compile(reward_run)).click()
-            fill_number(page, "rloo-reward-weights", "1.0, 0.5")
-            fill_number(page, "rloo-max-steps", 200)
+            fill(page, "rloo-reward-weights", "1.0, 0.5")
+            fill(page, "rloo-max-steps", 200)
             page.get_by_text("Checkpoints and before/after").click()
-            fill_number(page, "rloo-eval-prompts", 0)
+            fill(page, "rloo-eval-prompts", 0)
             page.locator("#rloo-launch").click()
             expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
             plot = page.locator("#rloo-plot-reward")
@@ -107,7 +99,7 @@ def test_whole_loop_as_a_new_user(tmp_path):
 
             # 6. Before / after.
             page.get_by_text("Before / after: the same held-out prompts").click()
-            page.locator("#rloo-compare-n input").fill("10")
+            fill(page, "rloo-compare-n", 10)
             page.locator("#rloo-compare").click()
             expect(page.locator("#rloo-compare-summary")).to_contain_text("10 held-out prompts", timeout=LONG)
             screenshot(page, "loop-5-before-after")

@@ -197,7 +197,7 @@ def build(studio: Studio):
         d = GenerateConfig()
         with gr.Row():
             g_set = gr.Dropdown(sets, value=d.prompt_set if d.prompt_set in sets else None, label="Prompt set")
-            g_limit = gr.Number(d.limit, label="Prompts", precision=0, minimum=1)
+            g_limit = gr.Number(d.limit, label="Prompts", precision=0, minimum=1, elem_id="lbl-gen-limit")
             g_k = gr.Slider(2, 8, d.k, step=1, label="Responses per prompt (k)")
         g_typed = gr.Textbox(label="…or type prompts, one per line", lines=3)
         with gr.Row():

@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import rloo_view as rv
 from ..errors import StudioError, explain
+from ..importing import import_upload
 from ..jobs import rloo as job
 from .. import memory
 from ..runs import trained_adapters
@@ -194,20 +195,14 @@ def build(studio: Studio):
     def on_upload(path):
         if not path:
             return gr.update(), gr.update()
-        from pathlib import Path
-
-        from ..prompts import add_prompt_set
-
         try:
-            rows = rv.read_prompt_file(path)
-            name = Path(path).stem
-            add_prompt_set(ws, name, rows, f"upload:{Path(path).name}")
+            res = import_upload(ws, path, expect=("prompts",))
         except StudioError as exc:
             return _check_html(False, str(exc)), gr.update()
-        cols = sorted({k for r in rows for k in r} - {"prompt"})
-        return (_check_html(True, f"Imported {len(rows)} prompts as prompt set {name!r}"
-                            + (f" (columns for the rewards: {', '.join(cols)})" if cols else "")),
-                gr.Dropdown(choices=rv.prompt_set_choices(ws), value=name))
+        cols = ", ".join(res.columns)
+        return (_check_html(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
+                            + (f" (columns for the rewards: {cols})" if cols else "")),
+                gr.Dropdown(choices=rv.prompt_set_choices(ws), value=res.name))
 
     def plot_update(frame: pd.DataFrame, ylab: str, fresh: bool = False):
         own = frame[~frame["series"].str.startswith("earlier: ")] if len(frame) else frame
