@@ -19,6 +19,8 @@ from .prompts import add_prompt, get_or_create_set, load_prompt_set
 class GenerateConfig:
     model: str = str(DEMO_MODEL)
     """Policy to sample from: a local folder or a cached hub id."""
+    trust_remote_code: bool = False
+    """Run Python code shipped with the model; only for a model whose source you trust."""
     adapter: str | None = None
     """Optional LoRA adapter folder on top of the model (e.g. an RLOO run's adapter)."""
     prompt_set: str | None = "demo-train"
@@ -62,7 +64,7 @@ def generate_candidates(cfg: GenerateConfig, ctx) -> str:
         prompts = [r["prompt"] for r in rows]
         extras = [{k: v for k, v in r.items() if k != "prompt"} for r in rows]
         set_name = cfg.prompt_set
-    model, tok, _ = load_causal_lm(cfg.model, "transformers")
+    model, tok, _ = load_causal_lm(cfg.model, "transformers", trust_remote_code=cfg.trust_remote_code)
     if cfg.adapter:
         from peft import PeftModel
 

@@ -8,6 +8,7 @@ the RLOO reference model is the base with adapters switched off: no second copy 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 GiB = 2**30
 CUDA_CONTEXT = 0.8 * GiB  # driver context + allocator slack, measured typically 0.5-1 GB
@@ -160,8 +161,17 @@ def preflight(model: str, *, batch: int, seq_len: int, load_in_4bit: bool = Fals
 
     from .models import resolve
 
-    shape = ModelShape.from_config(AutoConfig.from_pretrained(resolve(model)))
-    rshape = ModelShape.from_config(AutoConfig.from_pretrained(resolve(reward_model))) if reward_model else None
+    def read(name):  # config.json only; a model type transformers does not know is read as plain JSON,
+        path = resolve(name)  # so that estimating never runs a model's own code
+        try:
+            return AutoConfig.from_pretrained(path)
+        except ValueError:
+            from transformers import PretrainedConfig
+
+            return PretrainedConfig.from_json_file(str(Path(path) / "config.json"))
+
+    shape = ModelShape.from_config(read(model))
+    rshape = ModelShape.from_config(read(reward_model)) if reward_model else None
     known = set(shape.linear_shapes())
     e = estimate(shape, batch=batch, seq_len=seq_len, load_in_4bit=load_in_4bit, lora_r=lora_r,
                  targets=[t for t in (targets or known) if t in known], optimizer=optimizer,

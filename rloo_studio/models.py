@@ -6,6 +6,7 @@ Every failure to find or load a model becomes a ModelLoadError with a plain mess
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,34 @@ def restrict_to(roots: list[str | Path]) -> None:
     ALLOWED_ROOTS = [Path(r).expanduser().resolve() for r in [*roots, HF_HUB_CACHE]]
 
 
+TRUST_HELP = ("Run Python code shipped with the model (auto_map in its config). Off by default: that code runs "
+              "on this machine with your permissions, so tick it only for a model whose source you trust.")
+
+
+TRUST_WARNING = ("trust_remote_code is on: this model's own Python code will run on this machine with your "
+                 "permissions. Keep it on only for a model whose source you trust.")
+
+
+def ships_code(path: str | Path) -> bool:
+    """Whether a model folder brings its own Python classes (auto_map in config.json or tokenizer_config.json)."""
+    for name in ("config.json", "tokenizer_config.json"):
+        try:
+            if json.loads((Path(path) / name).read_text()).get("auto_map"):
+                return True
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False
+
+
+def check_remote_code(path: str, trust_remote_code: bool) -> None:
+    """Refuse, with a plain message, to load a model that needs its own code unless the user ticked trust."""
+    if not trust_remote_code and ships_code(path):
+        raise ModelLoadError(
+            f"{path} ships its own Python code (auto_map in its config), which RLOO Studio runs only when you tick "
+            "trust_remote_code. Tick it only if you trust where this model comes from; otherwise choose another model."
+        )
+
+
 def use_unsloth(backend: str) -> bool:
     if backend not in BACKENDS:
         raise ModelLoadError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -89,6 +118,7 @@ def default_dtype() -> torch.dtype:
 def load_tokenizer(path: str, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
+    check_remote_code(path, trust_remote_code)
     try:
         tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     except Exception as exc:
@@ -132,6 +162,7 @@ def load_causal_lm(name_or_path: str, backend: str = "auto", load_in_4bit: bool 
                    max_seq_length: int = 2048, trust_remote_code: bool = False):
     """(model, tokenizer, backend_used) for generation or RL; no adapter attached yet."""
     path = resolve(name_or_path)
+    check_remote_code(path, trust_remote_code)
     if use_unsloth(backend):
         from unsloth import FastLanguageModel
 
@@ -189,15 +220,29 @@ def load_seq_cls(name_or_path: str, load_in_4bit: bool = False, trust_remote_cod
     return model, tok
 
 
-def load_reward_adapter(adapter_dir: str | Path, base: str | None = None):
-    """A trained reward model: base + PEFT adapter (score head included). Returns (model, tokenizer)."""
+def _run_trusted_code(adapter_dir: Path) -> bool:
+    """A run folder's config.yaml says whether its user ticked trust_remote_code for the base model."""
+    import yaml
+
+    try:
+        return bool((yaml.safe_load((adapter_dir.parent / "config.yaml").read_text()) or {}).get("trust_remote_code"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def load_reward_adapter(adapter_dir: str | Path, base: str | None = None, trust_remote_code: bool | None = None):
+    """A trained reward model: base + PEFT adapter (score head included). Returns (model, tokenizer).
+
+    trust_remote_code None: as the run that trained the adapter was told (its config.yaml)."""
     from peft import PeftConfig, PeftModel
 
     adapter_dir = Path(adapter_dir)
     if not (adapter_dir / "adapter_config.json").exists():
         raise ModelLoadError(f"No trained adapter in {adapter_dir}: the run saved none (did it fail early?).")
     base = base or PeftConfig.from_pretrained(str(adapter_dir)).base_model_name_or_path
-    model, tok = load_seq_cls(base)
+    if trust_remote_code is None:
+        trust_remote_code = _run_trusted_code(adapter_dir)
+    model, tok = load_seq_cls(base, trust_remote_code=trust_remote_code)
     model = PeftModel.from_pretrained(model, str(adapter_dir))
     model.eval()
     return model, tok

@@ -62,10 +62,12 @@ def main():
     train = [{{k: r[k] for k in keep}} for r in rows if r["split"] == "train"]
     held = [{{k: r[k] for k in keep}} for r in rows if r["split"] == "held_out"]
     set_seed(c["seed"])  # the fresh score head is drawn at load time
-    tok = AutoTokenizer.from_pretrained(c["model"])
+    trust = bool(c.get("trust_remote_code"))  # as ticked in the run's form
+    tok = AutoTokenizer.from_pretrained(c["model"], trust_remote_code=trust)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForSequenceClassification.from_pretrained(c["model"], num_labels=1, dtype=DTYPE)
+    model = AutoModelForSequenceClassification.from_pretrained(c["model"], num_labels=1, dtype=DTYPE,
+                                                               trust_remote_code=trust)
     model.config.pad_token_id = tok.pad_token_id
     lora = LoraConfig(r=c["lora"]["r"], lora_alpha=c["lora"]["alpha"], lora_dropout=c["lora"]["dropout"],
                       target_modules=c["lora"]["target_modules"], task_type="SEQ_CLS")
@@ -104,6 +106,7 @@ from trl import RLOOConfig, RLOOTrainer
 
 def load_policy(c):
     path, max_seq = c["model"], 1024 + c["max_completion_length"]
+    trust = bool(c.get("trust_remote_code"))  # as ticked in the run's form
     lo = c["lora"]
     if c["backend"] != "transformers":
         try:
@@ -112,7 +115,7 @@ def load_policy(c):
             FastLanguageModel = None
         if FastLanguageModel is not None:
             model, tok = FastLanguageModel.from_pretrained(path, max_seq_length=max_seq, dtype=DTYPE,
-                                                           load_in_4bit=c["load_in_4bit"])
+                                                           load_in_4bit=c["load_in_4bit"], trust_remote_code=trust)
             model = FastLanguageModel.get_peft_model(model, r=lo["r"], lora_alpha=lo["alpha"], lora_dropout=lo["dropout"],
                                                      target_modules=lo["target_modules"], random_state=c["seed"],
                                                      use_gradient_checkpointing=False)
@@ -120,8 +123,8 @@ def load_policy(c):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPE)
+    tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPE, trust_remote_code=trust)
     return get_peft_model(model, LoraConfig(r=lo["r"], lora_alpha=lo["alpha"], lora_dropout=lo["dropout"],
                                             target_modules=lo["target_modules"], task_type="CAUSAL_LM")), tok
 

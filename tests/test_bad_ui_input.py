@@ -44,3 +44,34 @@ def test_rloo_tab_refuses_nonsense_and_keeps_serving(app):
         expect(page.locator("#reward-notice")).to_contain_text("max_length must be", timeout=60000)
         b.close()
     assert Workspace(app.ws_dir).runs() == []
+
+
+def test_model_code_runs_only_after_the_trust_box_is_ticked(app):
+    from custom_model import make_custom_code_model
+
+    folder = app.ws_dir / "models" / "custom"
+    marker = make_custom_code_model(folder)
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app.url)
+        page.get_by_role("tab", name="RLOO").click()
+        trust = page.locator("#rloo-trust-remote-code input[type=checkbox]")
+        expect(trust).not_to_be_checked(timeout=120000)  # off unless the user ticks it
+        fill(page, "rloo-model", folder)
+        page.locator("#rloo-launch").click()
+        expect(page.locator("#rloo-check")).to_contain_text("ships its own Python code", timeout=60000)
+        trust.check()
+        expect(page.locator("#rloo-check")).to_contain_text("trust_remote_code is on", timeout=60000)
+        page.locator("#rloo-validate").click()
+        expect(page.locator("#rloo-check")).to_contain_text("Settings are valid", timeout=60000)
+        expect(page.locator("#rloo-check")).to_contain_text("trust_remote_code is on", timeout=60000)
+        # the reward tab: the same box, off, and its warning in the pre-flight once ticked
+        page.get_by_role("tab", name="Reward model").click()
+        rtrust = page.locator("#reward-trust-remote-code input[type=checkbox]")
+        expect(rtrust).not_to_be_checked()
+        rtrust.check()
+        expect(page.locator("#reward-preflight")).to_contain_text("trust_remote_code is on", timeout=60000)
+        b.close()
+    assert not marker.exists()  # checking settings never ran the model's code
+    assert Workspace(app.ws_dir).runs() == []

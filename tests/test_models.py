@@ -79,3 +79,23 @@ def test_app_restricts_local_model_paths(tmp_path, monkeypatch):
             resolve("/etc")
     finally:
         M.ALLOWED_ROOTS = None
+
+
+def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
+    from custom_model import make_custom_code_model
+    from rloo_studio.generate import GenerateConfig
+    from rloo_studio.jobs.reward import RewardJobConfig
+    from rloo_studio.jobs.rloo import RlooJobConfig
+    from rloo_studio.models import ships_code
+
+    assert not any(c().trust_remote_code for c in (RewardJobConfig, RlooJobConfig, GenerateConfig))  # off by default
+    folder = tmp_path / "custom"
+    marker = make_custom_code_model(folder)
+    assert ships_code(folder) and not ships_code(DEMO_MODEL)
+    for load in (lambda t: load_causal_lm(str(folder), "transformers", trust_remote_code=t),
+                 lambda t: load_seq_cls(str(folder), trust_remote_code=t)):
+        with pytest.raises(ModelLoadError, match="ships its own Python code.*only when you tick trust_remote_code"):
+            load(False)
+    assert not marker.exists()  # refused before any of its code ran
+    model, tok, _ = load_causal_lm(str(folder), "transformers", trust_remote_code=True)
+    assert type(model).__name__ == "CustomQwen3ForCausalLM" and marker.exists()

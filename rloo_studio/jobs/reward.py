@@ -35,6 +35,9 @@ class RewardJobConfig:
     use_unsloth: bool = True
     """Load through Unsloth's FastModel on a GPU. On the CPU Unsloth has no sequence-classification
     loader, so transformers loads the model (the log says so)."""
+    trust_remote_code: bool = False
+    """Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on
+    this machine with your permissions, so tick it only for a model whose source you trust."""
     lora: LoraSpec = field(default_factory=lambda: LoraSpec(r=8, alpha=16, dropout=0.05))
     learning_rate: float = 3e-3
     """Peak learning rate (linear decay to 0). LoRA on the tiny demo model takes ~3e-3; 1e-5 for Qwen3 4B+."""
@@ -181,7 +184,7 @@ def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = Non
     from ..labels import preference_pairs
     from ..models import load_tokenizer, resolve
 
-    tok = tok or load_tokenizer(resolve(cfg.model))
+    tok = tok or load_tokenizer(resolve(cfg.model), cfg.trust_remote_code)
     pairs = preference_pairs(ws) if pairs is None else pairs
     rows = pair_rows(tok, pairs)
     lens = [_pair_length(tok, r) for r in rows]
@@ -197,6 +200,7 @@ def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = Non
         **_label_breakdown(ws), "pairs": len(rows), "lengths": _percentiles(lens), "max_length": cfg.max_length,
         "over_length": len(over), "over_length_ids": over, "fit_max_length": max(fit, 64), "policy": cfg.over_length,
         "after": after, "train": len(rows) - n_eval, "held_out": n_eval, "memory": memory.for_reward(cfg),
+        "trust_remote_code": cfg.trust_remote_code,
     }
 
 
@@ -233,6 +237,10 @@ def format_preflight(pf: dict) -> str:
     lines.append(f"Training on **{pf['train']}** pairs, **{pf['held_out']}** held out for accuracy.")
     if pf.get("memory"):
         lines.append(pf["memory"])
+    if pf.get("trust_remote_code"):
+        from ..models import TRUST_WARNING
+
+        lines.append("⚠ " + TRUST_WARNING)
     return "\n\n".join(lines)
 
 
@@ -246,11 +254,13 @@ def _load_model(cfg: RewardJobConfig, ctx: RunContext):
     if cfg.use_unsloth and bootstrap.UNSLOTH_VERSION and torch.cuda.is_available():
         from unsloth import FastModel
 
-        from ..models import _load, default_dtype
+        from ..models import _load, check_remote_code, default_dtype
 
         path = resolve(cfg.model)
+        check_remote_code(path, cfg.trust_remote_code)
         model, tok = _load(FastModel.from_pretrained, path, num_labels=1, max_seq_length=cfg.max_length,
-                           dtype=default_dtype(), load_in_4bit=cfg.load_in_4bit, full_finetuning=False)
+                           dtype=default_dtype(), load_in_4bit=cfg.load_in_4bit, full_finetuning=False,
+                           trust_remote_code=cfg.trust_remote_code)
         tok = getattr(tok, "tokenizer", tok)
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
@@ -258,7 +268,7 @@ def _load_model(cfg: RewardJobConfig, ctx: RunContext):
         return model, tok
     if cfg.use_unsloth:
         ctx.log("Unsloth loads sequence classifiers only on a GPU; loading with transformers")
-    return load_seq_cls(cfg.model, cfg.load_in_4bit)
+    return load_seq_cls(cfg.model, cfg.load_in_4bit, cfg.trust_remote_code)
 
 
 def _split(ctx: RunContext, tok, pairs: list[dict], cfg: RewardJobConfig) -> tuple[list[dict], list[dict]]:

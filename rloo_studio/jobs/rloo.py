@@ -31,6 +31,9 @@ class RlooJobConfig:
     """auto (Unsloth when available), unsloth, or transformers (plain transformers + PEFT)."""
     load_in_4bit: bool = False
     """Load the base weights in 4-bit (bitsandbytes NF4)."""
+    trust_remote_code: bool = False
+    """Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on
+    this machine with your permissions, so tick it only for a model whose source you trust."""
     lora: LoraSpec = field(default_factory=LoraSpec)
     """LoRA adapter on the policy."""
     prompt_set: str = "demo-train"
@@ -173,10 +176,11 @@ def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
     from ..runs import adapter_dir
     from ..rewards import custom_reward_path
 
-    from ..models import resolve
+    from ..models import check_remote_code, resolve
 
     cfg.validate()
-    resolve(cfg.model)  # a model that is not there is said before launch, not after a failed run
+    # a model that is not there, or that needs its own code, is said before launch, not after a failed run
+    check_remote_code(resolve(cfg.model), cfg.trust_remote_code)
     rows = load_prompts(ws, cfg.prompt_set)
     if "correctness" in cfg.rewards and "answer" not in rows[0]:
         raise ConfigError(f"prompt set {cfg.prompt_set!r} has no answer column; drop the correctness reward")
@@ -254,7 +258,8 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     ctx.log(for_rloo(cfg))
     ctx.log(f"loading {cfg.model}")
     model, tok, backend = load_causal_lm(cfg.model, cfg.backend, cfg.load_in_4bit,
-                                         max_seq_length=1024 + cfg.max_completion_length)
+                                         max_seq_length=1024 + cfg.max_completion_length,
+                                         trust_remote_code=cfg.trust_remote_code)
     model = add_lora(model, cfg.lora, backend, seed=cfg.seed)
     ctx.log(f"backend {backend}; {len(rows)} prompts from {cfg.prompt_set}")
     funcs = build_rewards(cfg, ctx.ws, tok, device=next(model.parameters()).device)
@@ -413,7 +418,7 @@ def compare(ws, run_id: str, n: int = 50) -> dict:
         raise ConfigError(f"run {run_id} has no saved adapter yet; wait until it stops or finishes")
     cfg = dataclasses.replace(cfg, eval_prompts=n)
     problems = eval_problems(ws, cfg)
-    base, tok, _ = load_causal_lm(cfg.model, "transformers", cfg.load_in_4bit)
+    base, tok, _ = load_causal_lm(cfg.model, "transformers", cfg.load_in_4bit, trust_remote_code=cfg.trust_remote_code)
     model = PeftModel.from_pretrained(base, str(ad))
     trained = answer_prompts(model, tok, problems, cfg)
     with model.disable_adapter():

@@ -14,6 +14,7 @@ from ..errors import explain
 from ..exporting import FORMATS, export
 from ..generate import GenerateConfig, generate_candidates
 from ..importing import import_upload
+from ..models import TRUST_HELP, TRUST_WARNING
 from ..prompts import prompt_sets
 from ..reward_view import uncertainty_queue
 from ..runs import trained_adapters
@@ -202,6 +203,8 @@ def build(studio: Studio):
         g_typed = gr.Textbox(label="…or type prompts, one per line", lines=3)
         with gr.Row():
             g_model = gr.Textbox(d.model, label="Model (local folder or cached hub id)", scale=3)
+            g_trust = gr.Checkbox(d.trust_remote_code, label="trust_remote_code", info=TRUST_HELP, scale=1,
+                                  elem_id="lbl-gen-trust")
             g_tokens = gr.Number(d.max_new_tokens, label="Max new tokens", precision=0, minimum=1)
             g_temp = gr.Number(d.temperature, label="Temperature", minimum=0.01)
         with gr.Row():
@@ -240,17 +243,18 @@ def build(studio: Studio):
 
     b_import.click(do_import, [up, *common], [import_msg, prompt, left, right, status, progress, src, up])
 
-    def start_gen(pset, limit, k, typed, model, tokens, temp):
-        if studio.runner.busy():
-            return "", _msg("Another job is running; this one will wait in the queue.")
+    def start_gen(pset, limit, k, typed, model, trust, tokens, temp):
         try:
             cfg = GenerateConfig(model=model, prompt_set=pset, prompts=(typed or "").splitlines(), limit=int(limit or 1),
-                                 k=int(k), max_new_tokens=int(tokens or 1), temperature=float(temp or 0))
+                                 k=int(k), max_new_tokens=int(tokens or 1), temperature=float(temp or 0),
+                                 trust_remote_code=bool(trust))
             cfg.validate()
         except Exception as e:
             return "", _msg(explain(e), True)
+        busy = (studio.runner.current or "the queued runs") if studio.runner.busy() else None
         rid = studio.runner.submit("generate", cfg, generate_candidates)
-        return rid, _msg(f"Generating ({rid})…")
+        return rid, _msg(f"Queued ({rid}) behind {busy}; it starts when that run ends." if busy
+                         else f"Generating ({rid})…")
 
     def poll_gen(rid):
         if not rid:
@@ -263,7 +267,8 @@ def build(studio: Studio):
             return _msg(f"{st['status']}: {done}{eta}"), gr.Timer(active=True)
         return _msg(f"{st.get('status')}: {st.get('message', '')}", st.get("status") == "failed"), gr.Timer(active=False)
 
-    b_gen.click(start_gen, [g_set, g_limit, g_k, g_typed, g_model, g_tokens, g_temp], [gen_run, gen_msg]).then(
+    g_trust.input(lambda on: _msg(TRUST_WARNING, True) if on else _msg(""), g_trust, gen_msg)
+    b_gen.click(start_gen, [g_set, g_limit, g_k, g_typed, g_model, g_trust, g_tokens, g_temp], [gen_run, gen_msg]).then(
         lambda rid: gr.Timer(active=bool(rid)), gen_run, gen_timer)
     gen_timer.tick(poll_gen, gen_run, [gen_msg, gen_timer], show_progress="hidden")
     b_gen_stop.click(lambda rid: studio.runner.stop(rid) and None, gen_run, None)

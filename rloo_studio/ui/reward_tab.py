@@ -13,6 +13,7 @@ from .. import reward_view as rv
 from ..config import from_dict
 from ..errors import StudioError, explain
 from ..jobs.reward import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
+from ..models import TRUST_WARNING
 from ..studio import Studio
 
 CSS = """
@@ -24,7 +25,7 @@ CSS = """
 
 COLORS = {"train": "#4c78a8", "held-out": "#f58518"}
 GROUPS = [  # (accordion, keys in it, open at start)
-    ("Model", ("model", "load_in_4bit", "use_unsloth"), True),
+    ("Model", ("model", "load_in_4bit", "use_unsloth", "trust_remote_code"), True),
     ("LoRA", ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules"), False),
     ("Training", ("learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
                   "gradient_accumulation_steps", "center_rewards_coefficient", "optim", "gradient_checkpointing"), True),
@@ -42,6 +43,11 @@ def _widget(f: rv.FormField, value):
     if f.kind in ("int", "float", "optional_float"):
         return gr.Number(value=None if value == "" else value, precision=0 if f.kind == "int" else None, **kw)
     return gr.Textbox(value=value, max_lines=1, **kw)
+
+
+def _warn_trust(on: bool) -> None:
+    if on:
+        gr.Warning(TRUST_WARNING)
 
 
 def _status_html(studio: Studio, rid: str | None) -> str:
@@ -137,7 +143,8 @@ def build(studio: Studio):
         if studio.runner.busy():
             return gr.skip(), f"<div class='error'>⚠ Run {studio.runner.current} is still going; stop it first.</div>"
         rid = studio.runner.submit("reward", cfg, train_reward)
-        return rid, f"<div>Started run <b>{rid}</b>.</div>"
+        trust = f"<div class='error'>⚠ {html.escape(TRUST_WARNING)}</div>" if cfg.trust_remote_code else ""
+        return rid, f"<div>Started run <b>{rid}</b>.</div>" + trust
 
     def on_stop(rid):
         rid = rid or rv.latest_run(studio.ws)
@@ -181,7 +188,8 @@ def build(studio: Studio):
 
     preset_dd.change(on_preset, preset_dd, inputs)
     check_btn.click(on_check, inputs, preflight_md)
-    for key in ("model", "max_length", "over_length", "eval_fraction"):
+    widgets["trust_remote_code"].input(_warn_trust, widgets["trust_remote_code"], None)
+    for key in ("model", "max_length", "over_length", "eval_fraction", "trust_remote_code"):
         widgets[key].change(on_check, inputs, preflight_md, show_progress="hidden")
     train_btn.click(on_train, inputs, [watched, notice])
     stop_btn.click(on_stop, watched, notice)

@@ -17,6 +17,7 @@ from ..errors import StudioError, explain
 from ..importing import import_upload
 from ..jobs import rloo as job
 from .. import memory
+from ..models import TRUST_WARNING
 from ..runs import trained_adapters
 from ..studio import Studio
 
@@ -30,7 +31,7 @@ CSS = """
 """
 
 GROUPS = [  # (accordion, keys, open at start)
-    ("Policy", ("model", "backend", "load_in_4bit", "lora.r", "lora.alpha", "lora.dropout", "lora.target_modules"), True),
+    ("Policy", ("model", "backend", "load_in_4bit", "trust_remote_code", "lora.r", "lora.alpha", "lora.dropout", "lora.target_modules"), True),
     ("Prompts and rewards", ("prompt_set", "rewards", "reward_weights", "reward_model_run", "reward_model_normalize",
                              "reward_model_clip", "reward_model_batch_size", "reward_clip_range"), True),
     ("RLOO", ("num_generations", "beta", "learning_rate", "optim", "max_completion_length", "temperature",
@@ -157,9 +158,20 @@ def build(studio: Studio):
         except StudioError as exc:
             return None, str(exc)
 
+    def trust_note(cfg) -> str:
+        return _check_html(False, "⚠ " + TRUST_WARNING) if cfg.trust_remote_code else ""
+
+    def on_trust(on: bool) -> str:
+        if not on:
+            return ""
+        gr.Warning(TRUST_WARNING)
+        return _check_html(False, "⚠ " + TRUST_WARNING)
+
     def on_validate(*vals):
         cfg, err = config_or_message(vals)
-        return _check_html(False, err) if err else _check_html(True, "Settings are valid. " + memory.for_rloo(cfg))
+        if err:
+            return _check_html(False, err)
+        return _check_html(True, "Settings are valid. " + memory.for_rloo(cfg)) + trust_note(cfg)
 
     def on_launch(*vals):
         cfg, err = config_or_message(vals)
@@ -168,7 +180,7 @@ def build(studio: Studio):
         if runner.busy():
             return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
         rid = runner.submit("rloo", cfg, job.train_rloo)
-        return _check_html(True, f"Launched {rid}."), gr.Dropdown(choices=[r["id"] for r in ws.runs("rloo")], value=rid)
+        return _check_html(True, f"Launched {rid}.") + trust_note(cfg), gr.Dropdown(choices=[r["id"] for r in ws.runs("rloo")], value=rid)
 
     def on_stop(rid):
         if not rid or not runner.stop(rid):
@@ -260,6 +272,7 @@ def build(studio: Studio):
     run_dd.focus(lambda: run_choices(False), None, run_dd)
     overlay_dd.focus(lambda: run_choices(True), None, overlay_dd)
     preset_dd.change(on_preset, preset_dd, inputs)
+    widgets["trust_remote_code"].input(on_trust, widgets["trust_remote_code"], check)
     validate_btn.click(on_validate, inputs, check)
     launch_btn.click(on_launch, inputs, [check, run_dd])
     stop_btn.click(on_stop, run_dd, check)

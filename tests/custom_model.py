@@ -1,0 +1,45 @@
+"""A copy of the demo model that ships its own Python code (auto_map), for trust_remote_code tests.
+
+Its configuration module appends a line to MARKER when imported, so a test can tell whether
+the model's own code ran."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from rloo_studio.paths import DEMO_MODEL
+
+CONFIG_PY = '''
+from transformers import Qwen3Config
+
+with open({marker!r}, "a") as f:
+    f.write("the model's own code ran\\n")
+
+
+class CustomQwen3Config(Qwen3Config):
+    model_type = "custom_qwen3"
+'''
+MODELING_PY = '''
+from transformers import Qwen3ForCausalLM
+
+from .configuration_custom import CustomQwen3Config
+
+
+class CustomQwen3ForCausalLM(Qwen3ForCausalLM):
+    config_class = CustomQwen3Config
+'''
+
+
+def make_custom_code_model(folder: Path) -> Path:
+    """The demo model's weights and tokenizer under a model type that only its own code defines; returns MARKER."""
+    shutil.copytree(DEMO_MODEL, folder)
+    marker = folder.parent / f"{folder.name}-code-ran.txt"
+    (folder / "configuration_custom.py").write_text(CONFIG_PY.format(marker=str(marker)))
+    (folder / "modeling_custom.py").write_text(MODELING_PY)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(model_type="custom_qwen3", architectures=["CustomQwen3ForCausalLM"],
+               auto_map={"AutoConfig": "configuration_custom.CustomQwen3Config",
+                         "AutoModelForCausalLM": "modeling_custom.CustomQwen3ForCausalLM"})
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2))
+    return marker
