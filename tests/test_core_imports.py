@@ -3,14 +3,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = [
-    "rloo_studio", "rloo_studio.workspace", "rloo_studio.thinking", "rloo_studio.models", "rloo_studio.rewards",
-    "rloo_studio.sampling", "rloo_studio.labels", "rloo_studio.prompts", "rloo_studio.config", "rloo_studio.cli",
-    "rloo_studio.studio", "rloo_studio.evaluate", "rloo_studio.jobs.runner", "rloo_studio.jobs.rloo",
-    "rloo_studio.jobs.reward", "rloo_studio.jobs.callback", "rloo_studio.scoring", "rloo_studio.importing",
-    "rloo_studio.exporting", "rloo_studio.generate", "rloo_studio.memory", "rloo_studio.runs", "rloo_studio.repro",
-    "rloo_studio.standalone", "rloo_studio.launch", "rloo_studio.reward_view", "rloo_studio.rloo_view",
-]
+PKG = ROOT / "rloo_studio"
+# every module of the package outside ui/ (and the entry point), found on disk so a new one is never missed
+CORE = sorted(
+    ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for p in PKG.rglob("*.py") if "ui" not in p.relative_to(PKG).parts and p.name != "__main__.py"
+)
 
 
 def test_core_never_imports_gradio():

@@ -9,8 +9,9 @@ import pytest
 
 from rloo_studio.config import build, field_docs
 from rloo_studio.errors import ConfigError
-from rloo_studio.jobs.rloo import (PRESETS, RlooJobConfig, preflight, preset, read_eval, read_samples, run_config,
-                                   train_rloo)
+from rloo_studio.jobs.rloo import PRESETS, RlooJobConfig, preflight, preset, run_config, train_rloo
+from rloo_studio.jobs.rloo_eval import compare, read_eval
+from rloo_studio.jobs.rloo_samples import read_samples
 from rloo_studio.jobs.runner import JobRunner, read_metrics
 from rloo_studio.models import LoraSpec
 
@@ -117,8 +118,6 @@ def test_run_records_samples_rewards_and_before_after(workspace):
     assert ev["before"]["n"] == ev["after"]["n"] == 6
     assert "accuracy" in r.status(rid)["message"]
     assert run_config(workspace, rid) == cfg
-    from rloo_studio.jobs.rloo import compare
-
     res = compare(workspace, rid, n=4)
     assert res["base"]["n"] == res["trained"]["n"] == 4 and len(res["rows"]) == 4
     assert {"prompt", "answer", "base", "trained"} <= set(res["rows"][0])

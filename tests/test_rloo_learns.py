@@ -6,7 +6,8 @@ on 200 held-out prompts accuracy went from 55.5% to 72.5% after 10 steps.
 """
 import dataclasses
 
-from rloo_studio.jobs.rloo import preset, read_eval, train_rloo
+from rloo_studio.jobs.rloo import preset, train_rloo
+from rloo_studio.jobs.rloo_eval import read_eval
 from rloo_studio.jobs.runner import JobRunner, read_metrics
 
 STEPS = 10

@@ -11,11 +11,12 @@ import json
 from dataclasses import dataclass, field
 
 from .. import bootstrap  # noqa: F401  (unsloth before trl)
-from transformers import TrainerCallback  # noqa: E402
 from ..errors import ConfigError  # noqa: E402
 from ..models import LoraSpec
 from ..paths import DEMO_MODEL
-from .runner import RunContext, read_jsonl
+from .rloo_eval import evaluate_into
+from .rloo_samples import SamplesCallback
+from .runner import RunContext
 
 RULE_REWARDS = ("correctness", "think_format", "answer_present")
 REWARD_MODEL = "reward_model"
@@ -300,134 +301,6 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     return msg
 
 
-class SamplesCallback(TrainerCallback):
-    """Appends the completions of each logged step to samples.jsonl.
-
-    TRL keeps the last generation batch (prompt, completion, each reward, advantage, and the
-    extra columns our recording wrapper adds) in `trainer._logs` for its own completions table;
-    we read it when TRL logs the step.
-    """
-
-    def __init__(self, ctx: RunContext, trainer, cfg: RlooJobConfig):
-        self.path, self.trainer, self.cfg = ctx.dir / "samples.jsonl", trainer, cfg
-        self.last_step = max((r["step"] for r in read_samples(ctx.dir)), default=0)  # a resumed run appends
-
-    def on_log(self, args, state, control, logs=None, **kw):
-        if "reward" not in (logs or {}) or state.global_step <= self.last_step:
-            return
-        self.last_step = state.global_step
-        L = self.trainer._logs
-        names = list(L["rewards"])
-        extra = L["extra"]
-        n = len(L["prompt"])
-        w = self.cfg.reward_weights
-        lo, hi = self.cfg.reward_clip_range or (float("-inf"), float("inf"))
-        with open(self.path, "a") as f:
-            for i in range(n):
-                vals = {k: _num(L["rewards"][k][i]) for k in names}
-                total = sum(wt * v for wt, v in zip(w, vals.values()) if v is not None)
-                f.write(json.dumps({
-                    "step": state.global_step, "prompt": _content(L["prompt"][i]),
-                    "completion": _content(L["completion"][i]), "rewards": vals,
-                    "total": min(max(total, lo), hi), "advantage": _num(L["advantages"][i]),
-                    "length": _at(extra.get("length"), i), "truncated": _at(extra.get("truncated"), i),
-                }) + "\n")
-
-
-def _num(v):
-    v = float(v)
-    return None if v != v else round(v, 5)  # NaN (unscorable) -> null
-
-
-def _at(col, i):
-    return col[i] if col is not None and i < len(col) else None
-
-
-def _content(x) -> str:
-    if isinstance(x, list):  # conversational: the last message's text
-        return x[-1].get("content", "") if x else ""
-    return str(x)
-
-
-def read_samples(run_dir, last_steps: int | None = None) -> list[dict]:
-    """Rows of samples.jsonl; with last_steps, only those of the latest N steps."""
-    rows = read_jsonl(run_dir / "samples.jsonl")
-    if last_steps:
-        steps = sorted({r["step"] for r in rows})[-last_steps:]
-        rows = [r for r in rows if r["step"] in set(steps)]
-    return rows
-
-
-# -- before / after ----------------------------------------------------------------------------
-
-def eval_problems(ws, cfg: RlooJobConfig) -> list[dict]:
-    return load_prompts(ws, cfg.eval_prompt_set)[: cfg.eval_prompts]
-
-
-def answer_prompts(model, tok, problems: list[dict], cfg: RlooJobConfig, should_stop=None):
-    """Sample one response per problem at the run's temperature and length, with a fixed seed."""
-    from ..sampling import sample
-
-    was_training = model.training
-    model.eval()
-    try:
-        return sample(model, tok, [p["prompt"] for p in problems], max_new_tokens=cfg.max_completion_length,
-                      temperature=cfg.temperature, seed=cfg.eval_seed, should_stop=should_stop)
-    finally:
-        model.train(was_training)
-
-
-def summary(m: dict) -> str:
-    return f"accuracy {m['accuracy']:.1%}, format {m['format_rate']:.1%} on {m['n']} held-out prompts"
-
-
-def evaluate_into(ctx: RunContext, cfg: RlooJobConfig, model, tok, when: str) -> dict:
-    """Score the policy on held-out prompts; record it under `when` in eval.json (kept across resume)."""
-    from ..evaluate import score_samples
-
-    path = ctx.dir / "eval.json"
-    data = read_eval(ctx.ws, ctx.run_id)
-    if when == "before" and "before" in data:  # a resumed run keeps its first measurement
-        return data["before"]
-    ctx.log(f"answering {cfg.eval_prompts} held-out prompts ({when})")
-    problems = eval_problems(ctx.ws, cfg)
-    outs = answer_prompts(model, tok, problems, cfg)
-    m = score_samples(outs, problems)
-    m["summary"] = summary(m)
-    data[when] = m
-    path.write_text(json.dumps(data, indent=1))
-    ctx.log(f"{when}: {m['summary']}")
-    return m
-
-
-def compare(ws, run_id: str, n: int = 50) -> dict:
-    """The same held-out prompts answered by the base and the trained policy of a run.
-
-    {'base': metrics, 'trained': metrics, 'rows': [{prompt, answer, base, trained}]}; one model
-    load: the base is the trained model with its adapter switched off.
-    """
-    from peft import PeftModel
-
-    from ..evaluate import score_samples
-    from ..models import load_causal_lm
-    from ..runs import adapter_dir
-
-    cfg = run_config(ws, run_id)
-    ad = adapter_dir(ws, run_id)
-    if not (ad / "adapter_config.json").exists():
-        raise ConfigError(f"run {run_id} has no saved adapter yet; wait until it stops or finishes")
-    cfg = dataclasses.replace(cfg, eval_prompts=n)
-    problems = eval_problems(ws, cfg)
-    base, tok, _ = load_causal_lm(cfg.model, "transformers", cfg.load_in_4bit, trust_remote_code=cfg.trust_remote_code)
-    model = PeftModel.from_pretrained(base, str(ad))
-    trained = answer_prompts(model, tok, problems, cfg)
-    with model.disable_adapter():
-        before = answer_prompts(model, tok, problems, cfg)
-    rows = [{"prompt": p["prompt"], "answer": p.get("answer"), "base": b.text, "trained": t.text}
-            for p, b, t in zip(problems, before, trained)]
-    return {"base": score_samples(before, problems), "trained": score_samples(trained, problems), "rows": rows}
-
-
 def _last_checkpoint(ctx: RunContext) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -444,10 +317,3 @@ def run_config(ws, run_id: str) -> RlooJobConfig:
     data = yaml.safe_load((ws.run_dir(run_id) / "config.yaml").read_text()) or {}
     names = {f.name for f in dataclasses.fields(RlooJobConfig)}
     return from_dict(RlooJobConfig, {k: v for k, v in data.items() if k in names})
-
-
-def read_eval(ws, run_id: str) -> dict:
-    try:
-        return json.loads((ws.run_dir(run_id) / "eval.json").read_text())
-    except (OSError, ValueError):
-        return {}

@@ -16,6 +16,7 @@ from .. import rloo_view as rv
 from ..errors import StudioError, explain
 from ..importing import import_upload
 from ..jobs import rloo as job
+from ..jobs import rloo_eval, rloo_samples
 from .. import memory
 from ..models import TRUST_WARNING
 from ..runs import trained_adapters
@@ -78,7 +79,7 @@ def _status_html(studio: Studio, rid: str | None, records: list[dict]) -> str:
     state = st.get("status", "?")
     msg = html.escape(st.get("message") or "")
     cls = "failed" if state == "failed" else ""
-    ev = rv.eval_text(job.read_eval(studio.ws, rid))
+    ev = rv.eval_text(rloo_eval.read_eval(studio.ws, rid))
     return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> · "
             f"<span class='progress'>{html.escape(rv.progress_text(st, records))}</span></div>"
             + (f"<div class='{cls} message'>{msg}</div>" if msg else "")
@@ -231,7 +232,7 @@ def build(studio: Studio):
             return [_status_html(studio, None, []), "", *[gr.skip()] * len(plots), gr.skip(), seen]
         records = runner.feed(rid)
         earlier = runner.feed(other) if other and other != rid else None
-        samples = job.read_samples(ws.run_dir(rid), last_steps=rv.WINDOW)
+        samples = rloo_samples.read_samples(ws.run_dir(rid), last_steps=rv.WINDOW)
         cfg_len = None
         try:
             cfg_len = job.run_config(ws, rid).max_completion_length
@@ -252,7 +253,7 @@ def build(studio: Studio):
         if not rid:
             return "Pick a run first.", gr.update()
         try:
-            res = job.compare(ws, rid, int(n or 50))
+            res = rloo_eval.compare(ws, rid, int(n or 50))
         except StudioError as exc:
             return f"**{html.escape(str(exc))}**", gr.update()
         except Exception as exc:  # noqa: BLE001 — a broken adapter must not show a traceback
