@@ -164,7 +164,7 @@ def preflight(model: str, *, batch: int, seq_len: int, load_in_4bit: bool = Fals
     def read(name):  # config.json only; a model type transformers does not know is read as plain JSON,
         path = resolve(name)  # so that estimating never runs a model's own code
         try:
-            return AutoConfig.from_pretrained(path)
+            return AutoConfig.from_pretrained(path, trust_remote_code=False)  # False, not None: never ask on stdin
         except ValueError:
             from transformers import PretrainedConfig
 

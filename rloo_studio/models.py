@@ -220,28 +220,26 @@ def load_seq_cls(name_or_path: str, load_in_4bit: bool = False, trust_remote_cod
     return model, tok
 
 
-def _run_trusted_code(adapter_dir: Path) -> bool:
-    """A run folder's config.yaml says whether its user ticked trust_remote_code for the base model."""
+def run_trusts_code(adapter_dir: str | Path) -> bool:
+    """Whether the user ticked trust_remote_code for the run that saved this adapter (its config.yaml).
+
+    Only for adapters found by run id: a typed folder never grants trust by what lies beside it."""
     import yaml
 
     try:
-        return bool((yaml.safe_load((adapter_dir.parent / "config.yaml").read_text()) or {}).get("trust_remote_code"))
+        return bool((yaml.safe_load((Path(adapter_dir).parent / "config.yaml").read_text()) or {}).get("trust_remote_code"))
     except (OSError, ValueError, AttributeError):
         return False
 
 
-def load_reward_adapter(adapter_dir: str | Path, base: str | None = None, trust_remote_code: bool | None = None):
-    """A trained reward model: base + PEFT adapter (score head included). Returns (model, tokenizer).
-
-    trust_remote_code None: as the run that trained the adapter was told (its config.yaml)."""
+def load_reward_adapter(adapter_dir: str | Path, base: str | None = None, trust_remote_code: bool = False):
+    """A trained reward model: base + PEFT adapter (score head included). Returns (model, tokenizer)."""
     from peft import PeftConfig, PeftModel
 
     adapter_dir = Path(adapter_dir)
     if not (adapter_dir / "adapter_config.json").exists():
         raise ModelLoadError(f"No trained adapter in {adapter_dir}: the run saved none (did it fail early?).")
     base = base or PeftConfig.from_pretrained(str(adapter_dir)).base_model_name_or_path
-    if trust_remote_code is None:
-        trust_remote_code = _run_trusted_code(adapter_dir)
     model, tok = load_seq_cls(base, trust_remote_code=trust_remote_code)
     model = PeftModel.from_pretrained(model, str(adapter_dir))
     model.eval()

@@ -174,7 +174,7 @@ def uncertainty_queue(ws: Workspace, run_id: str, pair_ids: list[int] | None = N
     margin = reward(a) - reward(b) under the run's adapter; the suggestion is the side it prefers.
     `pair_ids` restricts the candidates (they must still be unlabeled).
     """
-    from .models import load_reward_adapter
+    from .models import load_reward_adapter, run_trusts_code
     from .runs import adapter_dir
 
     rows = ws.query(
@@ -189,7 +189,8 @@ def uncertainty_queue(ws: Workspace, run_id: str, pair_ids: list[int] | None = N
         rows = [r for r in rows if r["id"] in keep]
     if not rows:
         return []
-    model, tok = load_reward_adapter(adapter_dir(ws, run_id))
+    ad = adapter_dir(ws, run_id)
+    model, tok = load_reward_adapter(ad, trust_remote_code=run_trusts_code(ad))
     prompts = [r["prompt"] for r in rows]
     scores = score_texts(model, tok, prompts * 2, [r["a"] for r in rows] + [r["b"] for r in rows])
     n = len(rows)

@@ -79,7 +79,7 @@ def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None
     score head, seeded so that its (meaningless) numbers repeat, and is labelled untrained.
     The last load is cached (keyed by path and modification time).
     """
-    from .models import load_reward_adapter, load_seq_cls, resolve
+    from .models import load_reward_adapter, load_seq_cls, resolve, run_trusts_code
 
     if bool(reward_run) == bool(reward_model):
         raise DataError("Choose one reward model: a trained reward run, or a base model (untrained head).")
@@ -102,7 +102,7 @@ def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None
                 raise ModelLoadError(f"Run {reward_run} saved no adapter (did it fail before saving?).")
             _CACHE.clear()  # one model at a time (two 8B models would not fit a 24 GB GPU); free it first
             if trained:
-                model, tok = load_reward_adapter(path)
+                model, tok = load_reward_adapter(path, trust_remote_code=bool(reward_run) and run_trusts_code(path))
             else:
                 model, tok = load_seq_cls(str(path))
                 _seed_head(_parts(model)[1])

@@ -99,3 +99,18 @@ def fill(page, elem_id: str, value) -> None:
         if box.input_value() == str(value):
             return
     raise AssertionError(f"#{elem_id} would not keep the value {value!r}")
+
+
+@contextmanager
+def open_page(url: str, height: int = 1000):
+    """A fresh headless Chromium on the app's page; closed on the way out."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = launch_browser(p)
+        try:
+            page = b.new_page(viewport={"width": 1400, "height": height})
+            page.goto(url)
+            yield page
+        finally:
+            b.close()

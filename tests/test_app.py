@@ -3,9 +3,9 @@ import urllib.request
 
 import psutil
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import App, launch_browser, screenshot
+from browser import App, open_page, screenshot
 from rloo_studio.jobs.runner import JobRunner
 from rloo_studio.workspace import Workspace
 
@@ -31,10 +31,7 @@ def test_serves_on_loopback_only(app):
 
 
 def test_shell_shows_device_backend_workspace_and_runs(app):
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(app.url)
+    with open_page(app.url, height=900) as page:
         header = page.locator(".studio-header")
         expect(header).to_contain_text("CPU")
         expect(header).to_contain_text("Unsloth")
@@ -45,7 +42,6 @@ def test_shell_shows_device_backend_workspace_and_runs(app):
         expect(page.get_by_text(app.run_id).filter(visible=True).first).to_be_visible()
         expect(page.get_by_text("a finished test run").filter(visible=True).first).to_be_visible()
         screenshot(page, "shell-runs")
-        b.close()
 
 
 def test_auth_guards_page_and_api(tmp_path):

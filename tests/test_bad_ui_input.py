@@ -1,8 +1,8 @@
 """Nonsense settings through the RLOO and reward tabs: a clear message on the page, no run started."""
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import fill, launch_browser, running_app
+from browser import fill, open_page, running_app
 from rloo_studio.workspace import Workspace
 
 
@@ -21,10 +21,7 @@ CASES = [
 
 
 def test_rloo_tab_refuses_nonsense_and_keeps_serving(app):
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app.url)
+    with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         expect(page.locator("#rloo-status")).to_contain_text("No RLOO run yet", timeout=120000)
         for elem, bad, message in CASES:
@@ -42,7 +39,6 @@ def test_rloo_tab_refuses_nonsense_and_keeps_serving(app):
         fill(page, "reward-max-length", 0)
         page.locator("#reward-train").click()
         expect(page.locator("#reward-notice")).to_contain_text("max_length must be", timeout=60000)
-        b.close()
     assert Workspace(app.ws_dir).runs() == []
 
 
@@ -51,10 +47,7 @@ def test_model_code_runs_only_after_the_trust_box_is_ticked(app):
 
     folder = app.ws_dir / "models" / "custom"
     marker = make_custom_code_model(folder)
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app.url)
+    with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         trust = page.locator("#rloo-trust-remote-code input[type=checkbox]")
         expect(trust).not_to_be_checked(timeout=120000)  # off unless the user ticks it
@@ -72,6 +65,5 @@ def test_model_code_runs_only_after_the_trust_box_is_ticked(app):
         expect(rtrust).not_to_be_checked()
         rtrust.check()
         expect(page.locator("#reward-preflight")).to_contain_text("trust_remote_code is on", timeout=60000)
-        b.close()
     assert not marker.exists()  # checking settings never ran the model's code
     assert Workspace(app.ws_dir).runs() == []

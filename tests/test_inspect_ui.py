@@ -3,9 +3,9 @@ import json
 import re
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import App, launch_browser, screenshot
+from browser import App, open_page, screenshot
 
 RESPONSE = "<think>\n3+4+0=7\n\n2+5+0=7\n\n1+1+0=2\n\n9+0+0=9\n</think>\n\nThe answer is 277."
 NUMBER = re.compile(r"[+-]\d+\.\d{4}")
@@ -23,13 +23,9 @@ def app(tmp_path_factory):
 
 @pytest.fixture
 def page(app):
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        pg = b.new_page(viewport={"width": 1400, "height": 1000})
-        pg.goto(app.url)
+    with open_page(app.url) as pg:
         pg.get_by_role("tab", name="Inspect").click()
         yield pg
-        b.close()
 
 
 def test_paste_a_response_and_see_colored_steps_and_plot(page):

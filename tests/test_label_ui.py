@@ -2,9 +2,9 @@
 import re
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import App, launch_browser, running_app, screenshot
+from browser import App, open_page, running_app, screenshot
 from rloo_studio.workspace import Workspace
 
 
@@ -28,10 +28,7 @@ def press_and_wait(page, key):
 
 
 def test_keyboard_labeling_undo_and_reload(app):
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app.url)
+    with open_page(app.url) as page:
         expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=15000)
         name = page.get_by_label("Your name")
         name.focus()
@@ -55,7 +52,6 @@ def test_keyboard_labeling_undo_and_reload(app):
         expect(page.get_by_label("Your name")).to_have_value("kb-user", timeout=15000)
         expect(page.locator("#lbl-progress")).to_contain_text("you: 11", timeout=15000)
         expect(page.locator("#lbl-status")).to_contain_text("pair #")
-        b.close()
     ws = Workspace(app.ws_dir)
     rows = ws.query("SELECT l.choice, l.a_shown_left FROM labels l JOIN annotators a ON a.id = l.annotator_id "
                     "WHERE a.name='kb-user' AND l.superseded=0")
@@ -68,10 +64,7 @@ def test_every_bad_file_through_the_ui_is_refused_with_a_message(app, tmp_path):
 
     ws = Workspace(app.ws_dir)
     before = {t: ws.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in ("pairs", "labels", "prompts", "responses")}
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app.url)
+    with open_page(app.url) as page:
         page.get_by_text("Import pairs or prompts").click()
         for name, make, message in BAD:
             if name in ("huge.jsonl", "notes.txt"):
@@ -84,7 +77,6 @@ def test_every_bad_file_through_the_ui_is_refused_with_a_message(app, tmp_path):
             page.get_by_role("button", name="Import", exact=True).click()
             expect(page.get_by_text("Import refused, nothing was changed: " + message)).to_be_visible(timeout=20000)
         screenshot(page, "label-import-refused")
-        b.close()
     after = {t: ws.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in before}
     assert after == before
     assert not any((app.ws_dir / "uploads").rglob("*.*"))  # refused files are not kept
@@ -104,10 +96,7 @@ def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
     a = App(ws_dir)
     try:
         a.wait_ready()
-        with sync_playwright() as p:
-            b = launch_browser(p)
-            page = b.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(a.url)
+        with open_page(a.url) as page:
             expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=15000)
             page.get_by_label("Your name").fill("al")
             page.get_by_label("Your name").press("Enter")
@@ -117,6 +106,5 @@ def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
             expect(page.locator("#lbl-status")).to_contain_text(f"pair #{most_uncertain}", timeout=60000)
             expect(page.locator("#lbl-status")).to_contain_text("reward model suggests")
             screenshot(page, "label-active")
-            b.close()
     finally:
         a.stop()

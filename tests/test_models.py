@@ -96,6 +96,10 @@ def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
                  lambda t: load_seq_cls(str(folder), trust_remote_code=t)):
         with pytest.raises(ModelLoadError, match="ships its own Python code.*only when you tick trust_remote_code"):
             load(False)
-    assert not marker.exists()  # refused before any of its code ran
+    from rloo_studio.memory import preflight
+
+    est, _ = preflight(str(folder), batch=1, seq_len=64)  # reads config.json as plain JSON
+    assert est.total > 0
+    assert not marker.exists()  # refused, and estimated, without running any of its code
     model, tok, _ = load_causal_lm(str(folder), "transformers", trust_remote_code=True)
     assert type(model).__name__ == "CustomQwen3ForCausalLM" and marker.exists()

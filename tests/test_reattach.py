@@ -1,9 +1,9 @@
 """Closing the browser never stops a job; reopening the page re-attaches to it."""
 import re
 
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import App, fill, launch_browser
+from browser import App, fill, open_page
 from rloo_studio.jobs.runner import read_metrics
 from rloo_studio.workspace import Workspace
 
@@ -16,16 +16,13 @@ def test_close_browser_mid_run_then_reopen(tmp_path):
     app = App(ws_dir)
     app.wait_ready(600)
     try:
-        with sync_playwright() as p:
-            b = launch_browser(p)
-            page = b.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(app.url)
+        with open_page(app.url) as page:
             page.get_by_role("tab", name="Reward model").click()
             expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
             fill(page, "reward-max-steps", 400)
             page.locator("#reward-train").click()
             expect(page.locator("#reward-status")).to_contain_text("running", timeout=LONG)
-            b.close()  # the tab and the browser are gone
+        # here the tab and the browser are gone
         ws = Workspace(ws_dir)
         (run,) = ws.runs("reward")
         d = ws.run_dir(run["id"])
@@ -36,10 +33,7 @@ def test_close_browser_mid_run_then_reopen(tmp_path):
         while len(read_metrics(d)) <= n + 2 and time.time() < end:
             time.sleep(0.5)
         assert len(read_metrics(d)) > n + 2  # still training with no browser attached
-        with sync_playwright() as p:
-            b = launch_browser(p)
-            page = b.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(app.url)
+        with open_page(app.url) as page:
             page.get_by_role("tab", name="Reward model").click()
             status = page.locator("#reward-status")
             expect(status).to_contain_text(run["id"], timeout=LONG)
@@ -52,6 +46,5 @@ def test_close_browser_mid_run_then_reopen(tmp_path):
                 " return m && +m[1] > s; }", arg=first, timeout=LONG)
             page.locator("#reward-stop").click()
             expect(status).to_contain_text("stopped", timeout=LONG)
-            b.close()
     finally:
         app.stop()

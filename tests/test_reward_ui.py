@@ -3,9 +3,9 @@ import re
 import time
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import fill, launch_browser, running_app, screenshot
+from browser import fill, open_page, running_app, screenshot
 from rloo_studio.workspace import Workspace
 
 
@@ -31,17 +31,14 @@ def _wait(cond, timeout, what):
         time.sleep(0.25)
 
 
-def _open_tab(page, app):
-    page.goto(app.url)
+def _open_tab(page):
     page.get_by_role("tab", name="Reward model").click()
     expect(page.locator("#reward-preflight")).to_contain_text("237", timeout=60000)
 
 
 def test_bad_input_shows_a_message_and_starts_nothing(app):
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        _open_tab(page, app)
+    with open_page(app.url) as page:
+        _open_tab(page)
         fill(page, "reward-learning-rate", -1)
         page.locator("#reward-train").click()
         expect(page.locator("#reward-notice")).to_contain_text("learning_rate must be positive")
@@ -51,15 +48,12 @@ def test_bad_input_shows_a_message_and_starts_nothing(app):
         page.get_by_role("button", name="Check data").click()
         expect(page.locator("#reward-preflight")).to_contain_text(f"No model at {missing}")
         screenshot(page, "reward-bad-input")
-        b.close()
     assert Workspace(app.ws_dir).runs("reward") == []
 
 
 def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        _open_tab(page, app)
+    with open_page(app.url) as page:
+        _open_tab(page)
         fill(page, "reward-max-steps", 400)
         page.locator("#reward-train").click()
         expect(page.locator("#reward-status")).to_contain_text("running", timeout=60000)
@@ -81,4 +75,3 @@ def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
         expect(page.get_by_text("--set max_steps=400").first).to_be_visible()
         assert _loss_points(page) >= first + 2
         screenshot(page, "reward-stopped")
-        b.close()

@@ -2,9 +2,9 @@
 import time
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import fill, launch_browser, running_app, screenshot
+from browser import fill, open_page, running_app, screenshot
 from rloo_studio.paths import DEMO_MODEL
 from rloo_studio.workspace import Workspace
 
@@ -36,10 +36,7 @@ def _wait_points(page, plots, n, timeout_s=900):
 
 def test_rloo_tab_launch_plots_completions_stop(app):
     ws = Workspace(app.ws_dir)
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app.url)
+    with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         expect(page.locator("#rloo-status")).to_contain_text("No RLOO run yet", timeout=LONG)
 
@@ -94,7 +91,6 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         page.locator("#rloo-compare").click()
         expect(page.locator("#rloo-compare-summary")).to_contain_text("4 held-out prompts", timeout=LONG)
         expect(page.locator("#rloo-compare-summary")).to_contain_text("trained (" + run["id"], timeout=LONG)
-        b.close()
 
 
 def test_prompt_file_upload_becomes_a_prompt_set(app, tmp_path):
@@ -102,10 +98,7 @@ def test_prompt_file_upload_becomes_a_prompt_set(app, tmp_path):
     good.write_text("prompt,answer\nWhat is 1+1?,2\nAdd 2 and 2.,4\n")
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"prompt": "x", "chosen": "a", "rejected": "b"}\n')
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app.url)
+    with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         upload = page.locator("#rloo-upload input[type=file]")
         upload.set_input_files(str(pairs))
@@ -115,7 +108,6 @@ def test_prompt_file_upload_becomes_a_prompt_set(app, tmp_path):
         expect(page.locator("#rloo-check")).to_contain_text(
             "Imported 2 prompts as prompt set 'mine.csv' (columns for the rewards: answer)", timeout=LONG)
         expect(page.locator("#rloo-prompt-set input")).to_have_value("mine.csv", timeout=LONG)
-        b.close()
     ws = Workspace(app.ws_dir)
     assert ws.query("SELECT COUNT(*) FROM prompts p JOIN prompt_sets s ON s.id = p.set_id WHERE s.name='mine.csv'")[0][0] == 2
     assert not ws.query("SELECT 1 FROM prompt_sets WHERE name='pairs.jsonl'")  # the refused file wrote nothing

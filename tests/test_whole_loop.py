@@ -4,9 +4,9 @@ A screenshot of each tab is saved in test-artifacts/ (the README's comes from he
 import re
 import time
 
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from browser import App, fill, launch_browser, screenshot
+from browser import App, fill, open_page, screenshot
 from rloo_studio.workspace import Workspace
 
 LONG = 900_000  # ms: wait for behaviour, not for time, on a shared 2-core machine
@@ -24,11 +24,7 @@ def test_whole_loop_as_a_new_user(tmp_path):
     app = App(ws_dir)  # a fresh workspace, seeded from assets on first start
     app.wait_ready(600)
     try:
-        with sync_playwright() as p:
-            b = launch_browser(p)
-            page = b.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(app.url)
-
+        with open_page(app.url) as page:
             # 1. Generate candidates from the demo model.
             expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=LONG)
             page.get_by_text("Generate candidates from a model").click()
@@ -106,6 +102,5 @@ def test_whole_loop_as_a_new_user(tmp_path):
             page.get_by_role("tab", name="Runs").click()
             expect(page.get_by_text(rloo_run["id"]).filter(visible=True).first).to_be_visible(timeout=LONG)
             screenshot(page, "loop-6-runs")
-            b.close()
     finally:
         app.stop()

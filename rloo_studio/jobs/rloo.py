@@ -202,7 +202,7 @@ def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
 def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
     """The reward functions, in cfg.rewards order, named as TRL will log them."""
     from .. import rewards as R
-    from ..models import load_reward_adapter
+    from ..models import load_reward_adapter, run_trusts_code
     from ..runs import adapter_dir
 
     out = []
@@ -214,7 +214,8 @@ def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
         elif r == "answer_present":
             out.append(R.make_answer_present_reward(tok))
         elif r == REWARD_MODEL:
-            rm, rm_tok = load_reward_adapter(adapter_dir(ws, cfg.reward_model_run))
+            ad = adapter_dir(ws, cfg.reward_model_run)
+            rm, rm_tok = load_reward_adapter(ad, trust_remote_code=run_trusts_code(ad))
             if device is not None:
                 rm.to(device)
             fn = R.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size)
