@@ -22,6 +22,11 @@ from .errors import StudioError
 from .paths import DEFAULT_WORKSPACE
 
 
+def _trust_arg(p, extra: str = "") -> None:
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="run Python code shipped with the model; only for a model whose source you trust" + extra)
+
+
 def _workspace_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE), help="workspace folder (default: %(default)s)")
 
@@ -92,7 +97,8 @@ def _train(a, kind: str) -> int:
 def cmd_eval_demo(a) -> int:
     from .evaluate import evaluate_policy
 
-    print(json.dumps(evaluate_policy(a.model, a.adapter, n=a.n, seed=a.seed, backend=a.backend)))
+    print(json.dumps(evaluate_policy(a.model, a.adapter, n=a.n, seed=a.seed, backend=a.backend,
+                                     trust_remote_code=a.trust_remote_code)))
     return 0
 
 
@@ -121,7 +127,7 @@ def cmd_score(a) -> int:
 
     ws = Workspace(a.workspace) if a.reward_run else None
     response = sys.stdin.read() if a.response == "-" else a.response
-    out = score_json(ws, a.reward_run, a.reward_model, a.prompt, response, a.split)
+    out = score_json(ws, a.reward_run, a.reward_model, a.prompt, response, a.split, a.trust_remote_code)
     if a.json:
         print(json.dumps(out))
     else:
@@ -187,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="transformers")
     p.add_argument("--n", type=int, default=500)
     p.add_argument("--seed", type=int, default=1234)
+    _trust_arg(p)
     p.set_defaults(fn=cmd_eval_demo)
     p = sub.add_parser("import", help="import preference pairs, candidates or a prompt set (all or nothing)")
     p.add_argument("file", help="JSONL, CSV, Parquet, or a datasets folder")
@@ -210,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--response", required=True, help="the response text ('-' reads it from stdin)")
     p.add_argument("--split", choices=["blank", "line", "sentence"], default="blank", help="step split (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _trust_arg(p, " (a --reward-run uses what its run was told)")
     p.set_defaults(fn=cmd_score)
     p = sub.add_parser("runs", help="list runs, show one, or compare final metrics")
     p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare"])

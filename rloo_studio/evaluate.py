@@ -27,13 +27,14 @@ def score_samples(samples, problems: list[dict]) -> dict:
 
 def evaluate_policy(model: str | None = None, adapter: str | None = None, problems: list[dict] | None = None,
                     n: int = 500, seed: int = 1234, max_new_tokens: int = 64, temperature: float = 1.0,
-                    backend: str = "transformers", progress: Callable | None = None) -> dict:
+                    backend: str = "transformers", progress: Callable | None = None,
+                    trust_remote_code: bool = False) -> dict:
     """Sample once per prompt at `temperature`; grade format (closed </think> + EOS) and the answer."""
     from .models import load_causal_lm
     from .sampling import sample
 
     problems = problems or heldout_prompts(n)
-    m, tok, _ = load_causal_lm(model or str(DEMO_MODEL), backend)
+    m, tok, _ = load_causal_lm(model or str(DEMO_MODEL), backend, trust_remote_code=trust_remote_code)
     if adapter:
         from peft import PeftModel
 

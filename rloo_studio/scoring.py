@@ -72,7 +72,8 @@ _CACHE: dict[tuple, Scorer] = {}
 _LOCK = threading.Lock()
 
 
-def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None = None) -> Scorer:
+def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None = None,
+                trust_remote_code: bool = False) -> Scorer:
     """A trained reward run's adapter (by run id), or a model folder / hub id.
 
     A folder holding a PEFT adapter is a trained reward model; any other model gets a fresh
@@ -95,16 +96,17 @@ def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None
     trained = (path / "adapter_config.json").exists()
     if reward_model and trained:
         label = f"reward adapter {reward_model}"
-    key = (str(path), _mtime(path))
+    trust = run_trusts_code(path) if reward_run else trust_remote_code  # a run: as its user ticked it
+    key = (str(path), _mtime(path), trust)
     with _LOCK:
         if key not in _CACHE:
             if reward_run and not trained:
                 raise ModelLoadError(f"Run {reward_run} saved no adapter (did it fail before saving?).")
             _CACHE.clear()  # one model at a time (two 8B models would not fit a 24 GB GPU); free it first
             if trained:
-                model, tok = load_reward_adapter(path, trust_remote_code=bool(reward_run) and run_trusts_code(path))
+                model, tok = load_reward_adapter(path, trust_remote_code=trust)
             else:
-                model, tok = load_seq_cls(str(path))
+                model, tok = load_seq_cls(str(path), trust_remote_code=trust)
                 _seed_head(_parts(model)[1])
             if torch.cuda.is_available() and not getattr(model, "is_loaded_in_4bit", False):
                 model.to("cuda")  # from_pretrained loads onto the CPU; 4-bit weights are placed by bitsandbytes
@@ -365,8 +367,8 @@ def pair_texts(ws, pair_id: int) -> dict:
 # ---------------------------------------------------------------- CLI
 
 def score_json(ws=None, reward_run: str | None = None, reward_model: str | None = None, prompt: str = "",
-               response: str = "", split: str = "blank") -> dict:
+               response: str = "", split: str = "blank", trust_remote_code: bool = False) -> dict:
     """What `python -m rloo_studio score --json` prints."""
-    scorer = load_scorer(ws, reward_run, reward_model)
+    scorer = load_scorer(ws, reward_run, reward_model, trust_remote_code)
     out = score_response(scorer, prompt, response, split).as_json()
     return {"reward_model": scorer.label, "trained": scorer.trained, "split": split, **out}

@@ -21,13 +21,29 @@ class CustomQwen3Config(Qwen3Config):
     model_type = "custom_qwen3"
 '''
 MODELING_PY = '''
-from transformers import Qwen3ForCausalLM
+from torch import nn
+from transformers import Qwen3ForCausalLM, Qwen3ForSequenceClassification, Qwen3Model, Qwen3PreTrainedModel
 
 from .configuration_custom import CustomQwen3Config
 
 
+class CustomQwen3Model(Qwen3Model):
+    config_class = CustomQwen3Config
+
+
 class CustomQwen3ForCausalLM(Qwen3ForCausalLM):
     config_class = CustomQwen3Config
+
+
+class CustomQwen3ForSequenceClassification(Qwen3ForSequenceClassification):
+    config_class = CustomQwen3Config
+
+    def __init__(self, config):  # as transformers' generic head, but the body built directly, not by AutoModel
+        Qwen3PreTrainedModel.__init__(self, config)
+        self.num_labels = config.num_labels
+        self.model = CustomQwen3Model(config)
+        self.score = nn.Linear(config.hidden_size, self.num_labels, bias=False)
+        self.post_init()
 '''
 
 
@@ -40,6 +56,7 @@ def make_custom_code_model(folder: Path) -> Path:
     cfg = json.loads((folder / "config.json").read_text())
     cfg.update(model_type="custom_qwen3", architectures=["CustomQwen3ForCausalLM"],
                auto_map={"AutoConfig": "configuration_custom.CustomQwen3Config",
-                         "AutoModelForCausalLM": "modeling_custom.CustomQwen3ForCausalLM"})
+                         "AutoModelForCausalLM": "modeling_custom.CustomQwen3ForCausalLM",
+                         "AutoModelForSequenceClassification": "modeling_custom.CustomQwen3ForSequenceClassification"})
     (folder / "config.json").write_text(json.dumps(cfg, indent=2))
     return marker

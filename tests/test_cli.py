@@ -52,3 +52,18 @@ def test_score_json_prints_one_json_object(tmp_path):
     assert {"total", "answer", "thinking", "steps"} <= set(d)
     assert [s["text"] for s in d["steps"]] == ["1+2+0=3", "ok"]
     assert {"text", "start", "end", "score", "delta"} <= set(d["steps"][0])
+
+
+def test_score_a_model_with_its_own_code_only_with_the_flag(tmp_path):
+    from custom_model import make_custom_code_model
+
+    folder = tmp_path / "custom"
+    marker = make_custom_code_model(folder)
+    args = ["score", "--workspace", str(tmp_path / "ws"), "--reward-model", str(folder), "--prompt", "What is 1 + 2?",
+            "--response", "<think>\n1+2+0=3\n</think>\n\nThe answer is 3.", "--json"]
+    refused = cli(*args)
+    assert refused.returncode == 2 and "ships its own Python code" in refused.stderr, refused.stderr[-1500:]
+    assert not marker.exists()
+    ok = cli(*args, "--trust-remote-code")
+    assert ok.returncode == 0, ok.stderr[-1500:]
+    assert json.loads(ok.stdout)["steps"] and marker.exists()

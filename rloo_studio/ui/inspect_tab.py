@@ -12,6 +12,7 @@ import gradio as gr
 from .. import runs, scoring
 from ..errors import explain
 from ..labels import flag_for_relabel
+from ..models import TRUST_HELP
 from ..paths import DEMO_MODEL
 from ..studio import Studio
 from ..thinking import SPLIT_MODES
@@ -178,15 +179,17 @@ def build(studio: Studio):
         ids = [v for _, v in c]
         return gr.Dropdown(choices=c, value=current if current in ids else ids[0])
 
-    def scorer_for(choice, base):
+    def scorer_for(choice, base, trust=False):
         if choice == BASE or not choice:
-            return scoring.load_scorer(reward_model=(base or "").strip() or str(DEMO_MODEL))
+            return scoring.load_scorer(reward_model=(base or "").strip() or str(DEMO_MODEL),
+                                       trust_remote_code=bool(trust))
         return scoring.load_scorer(ws, reward_run=choice)
 
     start = choices()
     with gr.Row(equal_height=True):
         model = gr.Dropdown(start, value=start[0][1], label="Reward model", scale=3, elem_id="inspect-model")
         base = gr.Textbox(str(DEMO_MODEL), label="Base model (for the untrained head)", scale=3)
+        trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_HELP, scale=1, elem_id="inspect-trust")
         refresh_btn = gr.Button("↻ Refresh runs", scale=0, min_width=120)
         split = gr.Radio(SPLIT_LABELS, value="blank", label="Step split", scale=2, elem_id="inspect-split")
     split_saved = gr.BrowserState("blank", storage_key="rloo-studio-inspect-split", secret="rloo-studio-inspect")
@@ -227,15 +230,15 @@ def build(studio: Studio):
             ds_msg = gr.HTML(elem_id="inspect-ds-msg")
 
     # --- single view
-    def do_score(choice, base_model, p, r, sp):
+    def do_score(choice, base_model, trust_code, p, r, sp):
         try:
-            sc = scorer_for(choice, base_model)
+            sc = scorer_for(choice, base_model, trust_code)
             s = scoring.score_response(sc, p or "", r or "", sp)
         except Exception as exc:  # shown on the page, nothing saved
             return _error(exc), "", ""
         return summary_html(s, sc), steps_html(s), plot_svg(s)
 
-    single_in = [model, base, prompt, response, split]
+    single_in = [model, base, trust, prompt, response, split]
     score_btn.click(do_score, single_in, [summary, steps, plot])
 
     # --- split: remembered per browser; changing it re-scores
@@ -245,9 +248,9 @@ def build(studio: Studio):
     def side(s, title):
         return f"<h4>{title}: {s.total:+.4f}</h4>{steps_html(s)}{plot_svg(s, 420, 200)}"
 
-    def do_pair(choice, base_model, p, c, r, sp):
+    def do_pair(choice, base_model, trust_code, p, c, r, sp):
         try:
-            sc = scorer_for(choice, base_model)
+            sc = scorer_for(choice, base_model, trust_code)
             a, b = scoring.score_responses(sc, [(p or "", c or ""), (p or "", r or "")], sp)
         except Exception as exc:
             return _error(exc), "", ""
@@ -257,7 +260,7 @@ def build(studio: Studio):
                 f"<span class='num' data-testid='margin'>{m:+.4f}</span></span><span>the model {verdict}</span></div>",
                 side(a, "Chosen"), side(b, "Rejected"))
 
-    pair_in = [model, base, pair_prompt, chosen, rejected, split]
+    pair_in = [model, base, trust, pair_prompt, chosen, rejected, split]
     pair_btn.click(do_pair, pair_in, [margin, chosen_out, rejected_out])
 
     def do_load(pid):
@@ -271,9 +274,9 @@ def build(studio: Studio):
         do_pair, pair_in, [margin, chosen_out, rejected_out])
 
     # --- dataset view
-    def do_dataset(choice, base_model):
+    def do_dataset(choice, base_model, trust_code):
         try:
-            sc = scorer_for(choice, base_model)
+            sc = scorer_for(choice, base_model, trust_code)
             v = scoring.dataset_view(sc, ws, top=20)
         except Exception as exc:
             return _error(exc), "", []
@@ -281,7 +284,7 @@ def build(studio: Studio):
                  p.prompt[:120]] for p in v.disagreements]
         return dataset_html(v, sc), hist_svg(v), rows
 
-    ds_btn.click(do_dataset, [model, base], [ds_summary, hist, dis])
+    ds_btn.click(do_dataset, [model, base, trust], [ds_summary, hist, dis])
 
     def pick(evt: gr.SelectData):
         row = evt.row_value or []
