@@ -44,24 +44,14 @@ class Shown:
 
 # -- settings and annotators ---------------------------------------------------------------
 
-def get_setting(ws: Workspace, key: str, default: str) -> str:
-    row = ws.query("SELECT value FROM settings WHERE key=?", (key,))
-    return row[0]["value"] if row else default
-
-
-def set_setting(ws: Workspace, key: str, value) -> None:
-    with ws.transaction() as con:
-        con.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, str(value)))
-
-
 def overlap(ws: Workspace) -> int:
-    return int(get_setting(ws, "overlap", "1"))
+    return int(ws.setting("overlap", "1"))
 
 
 def set_overlap(ws: Workspace, n: int) -> None:
     if not 1 <= int(n) <= 10:
         raise ValueError("overlap (annotators per pair) must be between 1 and 10")
-    set_setting(ws, "overlap", int(n))
+    ws.set_setting("overlap", int(n))
 
 
 def annotator_id(con, name: str) -> int:

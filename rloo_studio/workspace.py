@@ -124,6 +124,15 @@ class Workspace:
     def query(self, sql: str, args=()) -> list[sqlite3.Row]:
         return self.connect().execute(sql, args).fetchall()
 
+    def setting(self, key: str, default: str) -> str:
+        """A remembered choice of this workspace (label overlap, the Inspect step split, ...)."""
+        row = self.query("SELECT value FROM settings WHERE key=?", (key,))
+        return row[0]["value"] if row else default
+
+    def set_setting(self, key: str, value) -> None:
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, str(value)))
+
     def schema_version(self) -> int:
         return self.connect().execute("PRAGMA user_version").fetchone()[0]
 

@@ -1,6 +1,6 @@
 """Inspect tab in the real app, driven in Chromium: colored steps + plot; dataset view -> open a disagreement."""
-import json
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -51,14 +51,24 @@ def test_paste_a_response_and_see_colored_steps_and_plot(page):
     expect(page.locator("#inspect-steps .rs-step")).to_have_count(4, timeout=60_000)
 
 
-def test_split_choice_is_remembered(page):
-    key = "localStorage.getItem('rloo-studio-inspect-split')"
-    before = page.evaluate(key)
+def test_split_choice_is_remembered(app, page):
+    from rloo_studio.workspace import Workspace
+
+    ws = Workspace(app.workspace)
     page.get_by_label("sentence", exact=True).check()
-    page.wait_for_function(f"{key} !== {json.dumps(before)}", timeout=20_000)  # saved (encrypted) in the browser
+    end = time.time() + 60
+    while ws.setting("inspect_split", "") != "sentence" and time.time() < end:
+        time.sleep(0.2)
+    assert ws.setting("inspect_split", "") == "sentence"  # remembered in the workspace
     page.reload()
     page.get_by_role("tab", name="Inspect").click()
-    expect(page.get_by_label("sentence", exact=True)).to_be_checked(timeout=20_000)
+    expect(page.get_by_label("sentence", exact=True)).to_be_checked(timeout=60_000)
+    other = page.context.browser.new_page()  # a separate browser context: no shared storage
+    other.goto(app.url)
+    other.get_by_role("tab", name="Inspect").click()
+    expect(other.get_by_label("sentence", exact=True)).to_be_checked(timeout=60_000)
+    other.close()
+    page.get_by_label("blank line", exact=True).check()  # leave the default for the other tests
 
 
 def test_bad_model_path_is_a_message_not_a_traceback(page):

@@ -19,6 +19,7 @@ from ..thinking import SPLIT_MODES
 
 BASE = "__base__"
 SPLIT_LABELS = [("blank line", "blank"), ("line", "line"), ("sentence", "sentence")]
+SPLIT_KEY = "inspect_split"  # workspace setting: the step split last chosen
 EXAMPLE_PROMPT = "Add 820 and 634."
 EXAMPLE_RESPONSE = "<think>\n4+0+0=4\n\n2+3+0=5\n\n8+6+0=14\n</think>\n\nThe answer is 1454."
 DIS_HEADERS = ["pair", "margin", "chosen score", "rejected score", "prompt"]
@@ -179,6 +180,10 @@ def build(studio: Studio):
         ids = [v for _, v in c]
         return gr.Dropdown(choices=c, value=current if current in ids else ids[0])
 
+    def saved_split() -> str:
+        v = ws.setting(SPLIT_KEY, "blank")
+        return v if v in SPLIT_MODES else "blank"
+
     def scorer_for(choice, base, trust=False):
         if choice == BASE or not choice:
             return scoring.load_scorer(reward_model=(base or "").strip() or str(DEMO_MODEL),
@@ -191,8 +196,7 @@ def build(studio: Studio):
         base = gr.Textbox(str(DEMO_MODEL), label="Base model (for the untrained head)", scale=3)
         trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_HELP, scale=1, elem_id="inspect-trust")
         refresh_btn = gr.Button("↻ Refresh runs", scale=0, min_width=120)
-        split = gr.Radio(SPLIT_LABELS, value="blank", label="Step split", scale=2, elem_id="inspect-split")
-    split_saved = gr.BrowserState("blank", storage_key="rloo-studio-inspect-split", secret="rloo-studio-inspect")
+        split = gr.Radio(SPLIT_LABELS, value=saved_split(), label="Step split", scale=2, elem_id="inspect-split")
 
     with gr.Tabs() as views:
         with gr.Tab("Single", id="single"):
@@ -241,8 +245,8 @@ def build(studio: Studio):
     single_in = [model, base, trust, prompt, response, split]
     score_btn.click(do_score, single_in, [summary, steps, plot])
 
-    # --- split: remembered per browser; changing it re-scores
-    split.input(lambda v: v, split, split_saved).then(do_score, single_in, [summary, steps, plot])
+    # --- split: remembered in the workspace; changing it re-scores
+    split.input(lambda v: ws.set_setting(SPLIT_KEY, v), split, None).then(do_score, single_in, [summary, steps, plot])
 
     # --- pair view
     def side(s, title):
@@ -315,14 +319,13 @@ def build(studio: Studio):
     relabel_btn.click(do_relabel, picked, ds_msg)
 
     # --- fresh run list (and the remembered split) whenever the tab is opened, on page load, or on request.
-    # The browser state mounts with the tab, so on page load it may still be empty: then keep the split.
-    def restore(current, saved):
-        return refresh(current), saved if saved in SPLIT_MODES else gr.update()
+    def restore(current):
+        return refresh(current), saved_split()
 
     refresh_btn.click(refresh, model, model)
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
-        tab.select(restore, [model, split_saved], [model, split])
-        demo.load(restore, [model, split_saved], [model, split])
+        tab.select(restore, model, [model, split])
+        demo.load(restore, model, [model, split])
 
     return hooks
