@@ -73,10 +73,7 @@ def restrict_to(roots: list[str | Path]) -> None:
     ALLOWED_ROOTS = [Path(r).expanduser().resolve() for r in [*roots, HF_HUB_CACHE]]
 
 
-TRUST_HELP = ("Run Python code shipped with the model (auto_map in its config). Off by default: that code runs "
-              "on this machine with your permissions, so tick it only for a model whose source you trust.")
-
-
+TRUST_SHORT = "Runs the model's own Python code: only for a model whose source you trust."
 TRUST_WARNING = ("trust_remote_code is on: this model's own Python code will run on this machine with your "
                  "permissions. Keep it on only for a model whose source you trust.")
 

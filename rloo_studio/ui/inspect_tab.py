@@ -12,7 +12,7 @@ import gradio as gr
 from .. import runs, scoring
 from ..errors import explain
 from ..labels import flag_for_relabel
-from ..models import TRUST_HELP
+from ..models import TRUST_SHORT, TRUST_WARNING
 from ..paths import DEMO_MODEL
 from ..studio import Studio
 from ..thinking import SPLIT_MODES
@@ -193,10 +193,11 @@ def build(studio: Studio):
     start = choices()
     with gr.Row(equal_height=True):
         model = gr.Dropdown(start, value=start[0][1], label="Reward model", scale=3, elem_id="inspect-model")
-        base = gr.Textbox(str(DEMO_MODEL), label="Base model (for the untrained head)", scale=3)
-        trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_HELP, scale=1, elem_id="inspect-trust")
         refresh_btn = gr.Button("↻ Refresh runs", scale=0, min_width=120)
         split = gr.Radio(SPLIT_LABELS, value=saved_split(), label="Step split", scale=2, elem_id="inspect-split")
+    with gr.Row(equal_height=True):
+        base = gr.Textbox(str(DEMO_MODEL), label="Base model (for the untrained head)", scale=3)
+        trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_SHORT, scale=2, elem_id="inspect-trust")
 
     with gr.Tabs() as views:
         with gr.Tab("Single", id="single"):
@@ -323,6 +324,7 @@ def build(studio: Studio):
         return refresh(current), saved_split()
 
     refresh_btn.click(refresh, model, model)
+    trust.input(lambda on: gr.Warning(TRUST_WARNING) if on else None, trust, None)
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         tab.select(restore, model, [model, split])

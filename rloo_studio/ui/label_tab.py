@@ -14,7 +14,7 @@ from ..errors import explain
 from ..exporting import FORMATS, export
 from ..generate import GenerateConfig, generate_candidates
 from ..importing import import_upload
-from ..models import TRUST_HELP, TRUST_WARNING
+from ..models import TRUST_SHORT, TRUST_WARNING
 from ..prompts import prompt_sets
 from ..reward_view import uncertainty_queue
 from ..runs import trained_adapters
@@ -203,7 +203,7 @@ def build(studio: Studio):
         g_typed = gr.Textbox(label="…or type prompts, one per line", lines=3)
         with gr.Row():
             g_model = gr.Textbox(d.model, label="Model (local folder or cached hub id)", scale=3)
-            g_trust = gr.Checkbox(d.trust_remote_code, label="trust_remote_code", info=TRUST_HELP, scale=1,
+            g_trust = gr.Checkbox(d.trust_remote_code, label="trust_remote_code", info=TRUST_SHORT, scale=1,
                                   elem_id="lbl-gen-trust")
             g_tokens = gr.Number(d.max_new_tokens, label="Max new tokens", precision=0, minimum=1)
             g_temp = gr.Number(d.temperature, label="Temperature", minimum=0.01)

@@ -31,14 +31,17 @@ CSS = """
                       margin:.3em 0; border-radius:4px}
 """
 
-GROUPS = [  # (accordion, keys, open at start)
-    ("Policy", ("model", "backend", "load_in_4bit", "trust_remote_code", "lora.r", "lora.alpha", "lora.dropout", "lora.target_modules"), True),
-    ("Prompts and rewards", ("prompt_set", "rewards", "reward_weights", "reward_model_run", "reward_model_normalize",
-                             "reward_model_clip", "reward_model_batch_size", "reward_clip_range"), True),
-    ("RLOO", ("num_generations", "beta", "learning_rate", "optim", "max_completion_length", "temperature",
-              "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "seed",
-              "normalize_advantages", "mask_truncated_completions"), True),
-    ("Checkpoints and before/after", ("save_steps", "logging_steps", "eval_prompts", "eval_prompt_set", "eval_seed"), False),
+GROUPS = [  # (accordion, rows of keys, open at start)
+    ("Policy", (("model", "backend", "load_in_4bit", "trust_remote_code"),
+                ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
+    ("Prompts and rewards", (("prompt_set", "rewards", "reward_weights", "reward_clip_range"),
+                             ("reward_model_run", "reward_model_normalize", "reward_model_clip",
+                              "reward_model_batch_size")), True),
+    ("RLOO", (("num_generations", "beta", "learning_rate", "optim", "max_completion_length", "temperature"),
+              ("per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "seed",
+               "normalize_advantages", "mask_truncated_completions")), True),
+    ("Checkpoints and before/after", (("save_steps", "logging_steps", "eval_prompts", "eval_prompt_set", "eval_seed"),),
+     False),
 ]
 EMPTY = pd.DataFrame({"step": pd.Series(dtype=float), "value": pd.Series(dtype=float), "series": pd.Series(dtype=str)})
 
@@ -108,12 +111,13 @@ def build(studio: Studio):
                                      "Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
         upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
                          file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=120)
-    for title, keys, is_open in GROUPS:
+    by_key = {f.key: f for f in fields}
+    for title, rows, is_open in GROUPS:
         with gr.Accordion(title, open=is_open):
-            with gr.Row():
-                for f in fields:
-                    if f.key in keys:
-                        widgets[f.key] = _widget(studio, f, values[f.key])
+            for keys in rows:
+                with gr.Row():
+                    for key in keys:
+                        widgets[key] = _widget(studio, by_key[key], values[key])
     inputs = [widgets[f.key] for f in fields]
     check = gr.HTML(elem_id="rloo-check")
     with gr.Row():
