@@ -60,3 +60,30 @@ def launch_files(kind: str, workspace: Path, run_config: Path, strategy: str, nu
     if num_machines > 1:
         cmd[2:2] = ["--machine_rank", "MACHINE_RANK"]
     return path, " ".join(shlex.quote(c) if c != "MACHINE_RANK" else c for c in cmd)
+
+
+def launch_from_form(kind: str, workspace: Path, cfg, strategy: str, num_gpus: int,
+                     num_machines: int = 1) -> tuple[Path, Path, str]:
+    """The Reward / RLOO form as it stands -> launch/<kind>-<time>/config.yaml, the accelerate config
+    beside it, and the command (config.yaml, accelerate file, command)."""
+    import time
+
+    from .config import to_yaml
+
+    base = Path(workspace) / "launch" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder, n = base, 1
+    while folder.exists():  # two clicks in one second: keep both
+        n += 1
+        folder = base.with_name(f"{base.name}-{n}")
+    folder.mkdir(parents=True)
+    run_config = folder / "config.yaml"
+    run_config.write_text(to_yaml(cfg))
+    path, cmd = launch_files(kind, Path(workspace), run_config, strategy, num_gpus, num_machines, folder)
+    return run_config, path, cmd
+
+
+def launch_text(path: Path, cmd: str, run_config: Path | None = None) -> str:
+    """Markdown for the page: what was written and what to run on each machine."""
+    head = f"Wrote `{run_config}` (the form as it stands) and `{path}`:" if run_config else f"Wrote `{path}`:"
+    return f"{head}\n```yaml\n{path.read_text()}```\nOn each machine run:\n```\n{cmd}\n```"
+

@@ -111,3 +111,32 @@ def test_prompt_file_upload_becomes_a_prompt_set(app, tmp_path):
     ws = Workspace(app.ws_dir)
     assert ws.query("SELECT COUNT(*) FROM prompts p JOIN prompt_sets s ON s.id = p.set_id WHERE s.name='mine.csv'")[0][0] == 2
     assert not ws.query("SELECT 1 FROM prompt_sets WHERE name='pairs.jsonl'")  # the refused file wrote nothing
+
+
+def test_launch_panel_writes_the_form_and_an_accelerate_config(app):
+    import yaml
+
+    from rloo_studio.config import build
+    from rloo_studio.jobs.rloo import RlooJobConfig, preset
+
+    with open_page(app.url) as page:
+        page.get_by_role("tab", name="RLOO").click()
+        page.locator("#rloo-preset input").click()
+        page.get_by_role("option", name="gpu-16gb").click()
+        expect(page.locator("#rloo-model input")).to_have_value(preset("gpu-16gb").model, timeout=LONG)
+        page.locator("#rloo-validate").click()  # the preset's two rewards reach the tick-boxes as a list
+        expect(page.locator("#rloo-check")).to_contain_text("is not in the local Hugging Face cache", timeout=LONG)
+        page.get_by_text("Run on several GPUs or machines (accelerate)").click()
+        page.locator("#rloo-launch-strategy input").click()
+        page.get_by_role("option", name="DeepSpeed ZeRO-3").click()
+        fill(page, "rloo-launch-gpus", 8)
+        page.locator("#rloo-launch-write").click()
+        out = page.locator("#rloo-launch-out")
+        expect(out).to_contain_text("accelerate launch --config_file", timeout=LONG)
+        expect(out).to_contain_text("train-rloo")
+        screenshot(page, "rloo-launch-panel")
+    (folder,) = (app.ws_dir / "launch").glob("rloo-*")
+    assert build(RlooJobConfig, folder / "config.yaml") == preset("gpu-16gb")
+    (acc,) = folder.glob("accelerate-*.yaml")
+    c = yaml.safe_load(acc.read_text())
+    assert (c["distributed_type"], c["deepspeed_config"]["zero_stage"], c["num_processes"]) == ("DEEPSPEED", 3, 8)

@@ -85,3 +85,25 @@ def test_accelerate_launch_files_for_each_strategy(tmp_path):
     assert yaml.safe_load(path.read_text())["num_processes"] == 16 and "--machine_rank MACHINE_RANK" in cmd
     with pytest.raises(ValueError):
         launch_files("generate", tmp_path, cfg, "DDP", 1)
+
+
+def test_launch_from_the_form_writes_a_config_the_cli_reads(tmp_path):
+    import shlex
+
+    import yaml
+
+    from rloo_studio.config import build
+    from rloo_studio.jobs.reward import RewardJobConfig
+    from rloo_studio.jobs.rloo import RlooJobConfig, preset
+    from rloo_studio.launch import launch_from_form
+
+    for kind, cfg in (("rloo", preset("gpu-24gb")), ("reward", RewardJobConfig(max_steps=7))):
+        run_config, path, cmd = launch_from_form(kind, tmp_path / "ws", cfg, "FSDP", 4)
+        assert run_config.parent == path.parent and run_config.parent.parent == tmp_path / "ws" / "launch"
+        assert build(type(cfg), run_config) == cfg  # the command trains exactly what the form held
+        assert yaml.safe_load(path.read_text())["distributed_type"] == "FSDP"
+        args = shlex.split(cmd)
+        assert args[args.index("--config") + 1] == str(run_config)
+        assert args[args.index("rloo_studio") + 1] == {"rloo": "train-rloo", "reward": "train-reward"}[kind]
+    launch_from_form("rloo", tmp_path / "ws", RlooJobConfig(), "DDP", 2)  # a second click keeps the first
+    assert len(list((tmp_path / "ws" / "launch").glob("rloo-*/config.yaml"))) == 2

@@ -15,6 +15,7 @@ from ..errors import StudioError, explain
 from ..jobs.reward import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
 from ..models import TRUST_WARNING
 from ..studio import Studio
+from . import launch_panel
 
 CSS = """
 #reward-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
@@ -122,6 +123,7 @@ def build(studio: Studio):
         cli = gr.Code(label="The same run from the command line", language="shell", interactive=False)
 
     inputs = [widgets[f.key] for f in fields]
+    launch_panel.build(studio, "reward", inputs, rv.config_from_form, "reward")
 
     def _form_config(values):
         return rv.config_from_form(list(values))

@@ -21,6 +21,7 @@ from .. import memory
 from ..models import TRUST_WARNING
 from ..runs import trained_adapters
 from ..studio import Studio
+from . import launch_panel
 
 CSS = """
 #rloo-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
@@ -46,6 +47,13 @@ GROUPS = [  # (accordion, rows of keys, open at start)
 EMPTY = pd.DataFrame({"step": pd.Series(dtype=float), "value": pd.Series(dtype=float), "series": pd.Series(dtype=str)})
 
 
+def _widget_value(key: str, value):
+    """A form value as its widget holds it: the rewards tick-boxes take a list, not 'a, b'."""
+    if key == "rewards":
+        return value.split(", ") if value else []
+    return value
+
+
 def _widget(studio: Studio, f: rv.FormField, value):
     kw = dict(label=f.key, info=f.help or None, elem_id="rloo-" + f.key.replace(".", "-").replace("_", "-"),
               min_width=200)
@@ -53,7 +61,7 @@ def _widget(studio: Studio, f: rv.FormField, value):
     if f.key in ("prompt_set", "eval_prompt_set"):
         return gr.Dropdown(rv.prompt_set_choices(ws), value=value, allow_custom_value=True, **kw)
     if f.key == "rewards":
-        return gr.CheckboxGroup(rv.reward_choices(ws), value=value.split(", ") if value else [], **kw)
+        return gr.CheckboxGroup(rv.reward_choices(ws), value=_widget_value(f.key, value), **kw)
     if f.key == "reward_model_run":
         return gr.Dropdown([("(none)", "")] + trained_adapters(ws, "reward"), value=value, allow_custom_value=True, **kw)
     if f.kind == "bool":
@@ -150,10 +158,11 @@ def build(studio: Studio):
         cmp_md = gr.Markdown(elem_id="rloo-compare-summary")
         cmp_table = gr.Dataframe(headers=["prompt", "answer", "base", "trained"], interactive=False, wrap=True,
                                  max_height=420)
+    launch_panel.build(studio, "rloo", inputs, rv.config_from_form, "rloo")
 
     # -- callbacks: read widgets, call the core, format --------------------------------------------
     def on_preset(name):
-        return rv.form_values(job.preset(name))
+        return [_widget_value(f.key, v) for f, v in zip(fields, rv.form_values(job.preset(name)))]
 
     def config_or_message(vals):
         try:

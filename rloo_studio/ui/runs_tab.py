@@ -7,7 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from .. import runs as R
-from ..launch import STRATEGIES, launch_files
+from ..launch import STRATEGIES, launch_files, launch_text
 from ..studio import Studio
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
@@ -76,7 +76,7 @@ def build(studio: Studio) -> None:
             path, cmd = launch_files(r["kind"], ws.root, ws.run_dir(rid) / "config.yaml", strat, int(n), int(m))
         except (ValueError, TypeError) as e:
             return f"**{e}**"
-        return (f"Wrote `{path}`:\n```yaml\n{path.read_text()}```\nOn each machine run:\n```\n{cmd}\n```")
+        return launch_text(path, cmd)
 
     b_launch.click(export_launch, [pick, strategy, gpus, machines], launch_out)
     gr.Timer(2.0).tick(refresh, pick, [table, pick], show_progress="hidden")
