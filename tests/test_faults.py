@@ -96,3 +96,40 @@ def test_full_disk_while_checkpointing_fails_cleanly(tmp_path):
         assert r.wait(ok, 600) == "completed"
     finally:
         subprocess.run(["umount", "-l", str(mnt)])
+
+
+GENERATE = """
+import sys
+from rloo_studio.generate import GenerateConfig, generate_candidates
+from rloo_studio.jobs.runner import JobRunner
+from rloo_studio.workspace import Workspace
+r = JobRunner(Workspace(sys.argv[1]))
+r.wait(r.submit("generate", GenerateConfig(limit=400, k=2, max_new_tokens=48), generate_candidates), 3600)
+"""
+
+
+def test_kill_9_during_generate_keeps_whole_batches(tmp_path):
+    ws_dir = tmp_path / "ws"
+    ws = Workspace(ws_dir, seed_demo=True)
+    labels_before = progress(ws)
+    count = "SELECT COUNT(*) FROM pairs WHERE source LIKE 'generated:%'"
+    p = subprocess.Popen([sys.executable, "-c", GENERATE, str(ws_dir)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: ws.query(count)[0][0] > 0, timeout=600)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    (run,) = ws.runs("generate")
+    r = JobRunner(ws)  # the next start
+    assert ws.run(run["id"])["status"] == "interrupted"
+    assert ws.query("PRAGMA integrity_check")[0][0] == "ok"
+    orphans = ws.query("SELECT COUNT(*) FROM responses r WHERE r.source LIKE 'model:%' AND NOT EXISTS "
+                       "(SELECT 1 FROM pairs p WHERE p.response_a = r.id OR p.response_b = r.id)")[0][0]
+    assert orphans == 0  # a batch is written whole or not at all
+    made = ws.query(count)[0][0]
+    assert 0 < made < 400 and progress(ws) == {**labels_before, "total": labels_before["total"] + made}
+    from rloo_studio.generate import GenerateConfig, generate_candidates
+
+    again = r.submit("generate", GenerateConfig(limit=8, k=2, max_new_tokens=48), generate_candidates)
+    assert r.wait(again, 600) == "completed", r.status(again)
