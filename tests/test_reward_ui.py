@@ -62,6 +62,13 @@ def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
         _wait(lambda: _loss_points(page) >= first + 2, 300, "more loss points")
         expect(page.locator("#reward-status")).to_contain_text(re.compile(r"step \d+/400 · ETA \d+ s"))
         screenshot(page, "reward-training")
+        # Generate while the run trains: it is queued behind it, then runs once the run stops.
+        page.get_by_role("tab", name="Label").click()
+        page.get_by_text("Generate candidates from a model").click()
+        fill(page, "lbl-gen-limit", 2)
+        page.get_by_role("button", name="Generate", exact=True).click()
+        expect(page.get_by_text(re.compile(r"queued \(generate-"))).to_be_visible(timeout=60000)
+        _open_tab(page)
         page.locator("#reward-stop").click()
         expect(page.locator("#reward-status")).to_contain_text("stopped at step", timeout=300000)
         (run,) = Workspace(app.ws_dir).runs("reward")
@@ -75,3 +82,5 @@ def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
         expect(page.get_by_text("--set max_steps=400").first).to_be_visible()
         assert _loss_points(page) >= first + 2
         screenshot(page, "reward-stopped")
+        page.get_by_role("tab", name="Label").click()
+        expect(page.get_by_text(re.compile(r"completed: \d+ new pairs from 2 prompts"))).to_be_visible(timeout=300000)

@@ -261,7 +261,9 @@ def build(studio: Studio):
             return _msg(""), gr.Timer(active=False)
         st = studio.runner.status(rid)
         pr = st.get("progress") or {}
-        if st.get("status") in ("queued", "running"):
+        if st.get("status") == "queued":
+            return _msg(f"queued ({rid}): it starts when the running job ends"), gr.Timer(active=True)
+        if st.get("status") == "running":
             eta = f", about {pr['eta_s']:.0f} s left" if pr.get("eta_s") else ""
             done = f"{pr.get('done', 0)} / {pr.get('total', '?')} prompts" if pr else "loading the model"
             return _msg(f"{st['status']}: {done}{eta}"), gr.Timer(active=True)
