@@ -70,6 +70,7 @@ def launch_from_form(kind: str, workspace: Path, cfg, strategy: str, num_gpus: i
 
     from .config import to_yaml
 
+    accelerate_config(strategy, num_gpus, num_machines)  # a bad choice is said before anything is written
     base = Path(workspace) / "launch" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder, n = base, 1
     while folder.exists():  # two clicks in one second: keep both

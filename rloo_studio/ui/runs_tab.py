@@ -7,8 +7,9 @@ import gradio as gr
 import pandas as pd
 
 from .. import runs as R
-from ..launch import STRATEGIES, launch_files, launch_text
+from ..launch import launch_files, launch_text
 from ..studio import Studio
+from . import launch_panel
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
 
@@ -31,13 +32,8 @@ def build(studio: Studio) -> None:
         confirm = gr.Checkbox(label="Yes, delete the selected run(s) and their files", value=False)
         delete = gr.Button("Delete", variant="stop")
     msg = gr.Markdown()
-    with gr.Accordion("Run on several GPUs or machines (accelerate)", open=False):
-        with gr.Row():
-            strategy = gr.Dropdown(list(STRATEGIES), value="DDP", label="Strategy")
-            gpus = gr.Number(2, label="GPUs per machine", precision=0, minimum=1)
-            machines = gr.Number(1, label="Machines", precision=0, minimum=1)
-            b_launch = gr.Button("Write launch files for the first selected run")
-        launch_out = gr.Markdown()
+    strategy, gpus, machines, b_launch, launch_out = launch_panel.controls(
+        "runs", "Write launch files for the first selected run")
 
     def refresh(selected):
         ids = [r["id"] for r in ws.runs()]
