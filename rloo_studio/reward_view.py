@@ -10,6 +10,7 @@ import time
 import yaml
 
 from . import form
+from .errors import DataError
 from .jobs.reward import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
 from .jobs.runner import read_metrics, read_status
 from .workspace import Workspace
@@ -40,6 +41,27 @@ def form_values(cfg: RewardJobConfig) -> list:
 def config_from_form(values: list) -> RewardJobConfig:
     """Widget values (form_fields() order) -> a validated config; raises ConfigError with the field's name."""
     return form.parse(RewardJobConfig, values, CHOICES)
+
+
+# -- the check before Train --------------------------------------------------------------------------
+
+MIN_PAIRS = 4  # train_reward refuses fewer (jobs/reward.py)
+
+
+def launch_check(ws: Workspace, cfg: RewardJobConfig) -> dict:
+    """The pre-flight as a gate: raises a StudioError (missing model, too few pairs, every pair too long)
+    for a run that could only fail, before a run folder exists; returns the pre-flight otherwise.
+    Loads the tokenizer, never the model."""
+    from .jobs.reward import preflight
+
+    pf = preflight(ws, cfg)
+    if pf["pairs"] < MIN_PAIRS:
+        raise DataError(f"Only {pf['pairs']} labeled pairs with a preference; label at least {MIN_PAIRS} "
+                        "(better: 100+) in the Label tab, then train.")
+    if pf["after"] == 0:
+        raise DataError(f"Every pair is longer than max_length={cfg.max_length}; raise max_length to "
+                        f"{pf['fit_max_length']} or choose over_length=truncate_thinking.")
+    return pf
 
 
 # -- a run's config as YAML and as the CLI command ------------------------------------------------
@@ -118,11 +140,14 @@ def last_step_text(records: list[dict]) -> str:
 
 
 def log_tail(ws: Workspace, run_id: str, lines: int = 12) -> str:
+    """The log's last lines, tracebacks left out (a failed run's page shows its traceback folded)."""
+    from .runs import without_traceback
+
     try:
         text = (ws.run_dir(run_id) / "log.txt").read_text(errors="replace")
-    except OSError:
+    except (OSError, ValueError):
         return ""
-    return "\n".join(text.splitlines()[-lines:])
+    return "\n".join(without_traceback(text.splitlines())[-lines:])
 
 
 def _duration(r: dict) -> str:

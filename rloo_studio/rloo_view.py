@@ -199,6 +199,17 @@ def config_from_form(values: list) -> RlooJobConfig:
     return form.parse(RlooJobConfig, values, CHOICES)
 
 
+def weights_after_tick(before: list[str], after: list[str], weights: str) -> str:
+    """reward_weights as text after the ticked rewards changed from `before` to `after`: every reward
+    keeps the weight the user gave it, a newly ticked one gets 1.0, an unticked one loses its weight."""
+    parts = [w.strip() for w in str(weights or "").split(",") if w.strip()]
+    kept = dict(zip(before, parts))  # weights beyond the ticked rewards belong to none of them
+    return ", ".join(kept.get(name, "1.0") for name in after)
+
+
+MAX_COMPARE = 1000  # held-out prompts for before / after: more is a typo (each one is generated twice)
+
+
 # -- choices and status for the tab ------------------------------------------------------------
 
 def reward_choices(ws) -> list[str]:

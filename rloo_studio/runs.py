@@ -1,12 +1,78 @@
 """Runs across kinds: summaries, curves to overlay, deletion; trained adapters as choices for tabs."""
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
 
+from .errors import DataError
 from .jobs.runner import ACTIVE, read_metrics
 from .workspace import Workspace
+
+KIND_NAMES = {"reward": "reward-model", "rloo": "RLOO", "generate": "generate"}
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """Typed text quoted back to the user, cut to a readable length."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def find_run(ws: Workspace, run_id, kind: str | None = None) -> dict:
+    """The run a typed id names, or a DataError that says so in plain words (no path is ever built from it)."""
+    rid = str(run_id or "").strip()
+    what = KIND_NAMES.get(kind or "", "")
+    if not rid:
+        raise DataError(f"No {what + ' ' if what else ''}run chosen: pick one from the list.")
+    if not _RUN_ID.fullmatch(rid) or ".." in rid:
+        raise DataError(f"{shorten(rid)!r} is not a run id (ids look like rloo-20261201-075300): "
+                        "pick a run from the list.")
+    r = ws.run(rid)
+    if r is None or (kind and r["kind"] != kind):
+        raise DataError(f"There is no {what + ' ' if what else ''}run {rid} in this workspace: pick one from the list.")
+    return r
+
+
+_STAMP = re.compile(r"\d\d:\d\d:\d\d ")
+
+
+def failure(ws: Workspace, run_id: str) -> tuple[str, str]:
+    """(plain message, traceback) of a failed run, read from its log.txt ('FAILED: <message>' then the
+    traceback); ('', '') when the log records no failure."""
+    try:
+        lines = (ws.run_dir(run_id) / "log.txt").read_text(errors="replace").splitlines()
+    except (OSError, ValueError):
+        return "", ""
+    return split_failure(lines)
+
+
+def split_failure(lines: list[str]) -> tuple[str, str]:
+    """The last 'FAILED: message' in log lines, and the traceback lines that follow it (up to the next
+    time-stamped line)."""
+    for i in range(len(lines) - 1, -1, -1):
+        head, sep, message = lines[i].partition("FAILED: ")
+        if sep and (not head or _STAMP.fullmatch(head)):
+            tb = []
+            for line in lines[i + 1:]:
+                if _STAMP.match(line):
+                    break
+                tb.append(line)
+            return message.strip(), "\n".join(tb).strip()
+    return "", ""
+
+
+def without_traceback(lines: list[str]) -> list[str]:
+    """Log lines with every traceback left out (each failure's message line stays)."""
+    out, skipping = [], False
+    for line in lines:
+        if _STAMP.match(line):
+            skipping = "FAILED: " in line
+            out.append(line)
+        elif not skipping:
+            out.append(line)
+    return out
 
 # The figures that sum up a finished run, by kind: (label, metric key), last logged value.
 KEY_METRICS = {

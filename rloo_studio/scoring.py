@@ -354,14 +354,46 @@ def dataset_view(scorer: Scorer, ws, batch_size: int = 16, top: int = 10) -> Dat
     return summarize(pairs, top=top)
 
 
+MAX_TEXT_CHARS = 100_000  # a typed prompt or response longer than this is a paste gone wrong
+
+
+def check_text(text: str, what: str, required: bool = True) -> str:
+    """A typed prompt / response, or a DataError in plain words (empty, or absurdly long)."""
+    text = text or ""
+    if required and not text.strip():
+        raise DataError(f"The {what} is empty: type one (or load a labeled pair by its id).")
+    if len(text) > MAX_TEXT_CHARS:
+        raise DataError(f"The {what} is {len(text):,} characters; the reward model scores up to "
+                        f"{MAX_TEXT_CHARS:,} here. Paste a shorter text.")
+    return text
+
+
+def parse_pair_id(value) -> int:
+    """A pair id as typed (a number box gives a float or None) -> int, or a DataError in plain words."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise DataError("Type a pair id first (the numbers in the Label tab and the Dataset view's table).")
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise DataError(f"Pair ids are whole numbers, not {str(value)[:40]!r}.") from None
+    if f != f or f in (float("inf"), float("-inf")) or not f.is_integer() or f < 1:
+        raise DataError(f"Pair ids are whole numbers from 1 up, not {value}.")
+    return int(f)
+
+
 def pair_texts(ws, pair_id: int) -> dict:
-    """{prompt, chosen, rejected} of a labeled pair (for the pair view and 'open')."""
+    """{prompt, chosen, rejected} of a labeled pair (for the pair view and 'open'); a DataError that says
+    whether the pair does not exist or has no preference label yet."""
     from .labels import preference_pairs
 
     for r in preference_pairs(ws):
         if r["pair_id"] == pair_id:
             return r
-    raise DataError(f"Pair {pair_id} has no preference label (yet).")
+    if pair_id > 2 ** 62 or not ws.query("SELECT 1 FROM pairs WHERE id=?", (pair_id,)):
+        raise DataError(f"There is no pair {pair_id} in this workspace. Pair ids are the numbers shown in the "
+                        "Label tab and in the Dataset view's table.")
+    raise DataError(f"Pair {pair_id} has no preference label yet (unlabeled, a tie, a skip or a split vote); "
+                    "label it in the Label tab first.")
 
 
 # ---------------------------------------------------------------- CLI

@@ -6,6 +6,7 @@ Thin: every callback reads widgets, calls rloo_studio.scoring, and formats the r
 from __future__ import annotations
 
 import html
+from functools import partial
 
 import gradio as gr
 
@@ -16,6 +17,7 @@ from ..models import TRUST_SHORT, TRUST_WARNING
 from ..paths import DEMO_MODEL
 from ..studio import Studio
 from ..thinking import SPLIT_MODES
+from . import messages
 
 BASE = "__base__"
 SPLIT_LABELS = [("blank line", "blank"), ("line", "line"), ("sentence", "sentence")]
@@ -166,37 +168,132 @@ def _error(exc: BaseException) -> str:
     return f"<div class='rs-error'>{html.escape(explain(exc))}</div>"
 
 
+# ---------------------------------------------------------------- callbacks (wired with functools.partial(f, ws))
+
+def choices(ws) -> list[tuple[str, str]]:
+    """The trained reward runs, newest first, then the base model with an untrained head."""
+    return list(runs.trained_adapters(ws, "reward")) + [("base model, untrained head", BASE)]
+
+
+def refresh(ws, current):
+    c = choices(ws)
+    ids = [v for _, v in c]
+    return gr.Dropdown(choices=c, value=current if current in ids else ids[0])
+
+
+def saved_split(ws) -> str:
+    v = ws.setting(SPLIT_KEY, "blank")
+    return v if v in SPLIT_MODES else "blank"
+
+
+def restore(ws, current, picked):
+    """On page load and tab open: the newest trained reward model, unless the user picked one by hand."""
+    return refresh(ws, current if picked else None), saved_split(ws)
+
+
+def scorer_for(ws, choice, base, trust=False):
+    if choice == BASE or not choice:
+        return scoring.load_scorer(reward_model=(base or "").strip() or str(DEMO_MODEL),
+                                   trust_remote_code=bool(trust))
+    return scoring.load_scorer(ws, reward_run=choice)
+
+
+def do_score(ws, choice, base_model, trust_code, p, r, sp):
+    try:
+        p, r = scoring.check_text(p, "prompt", required=False), scoring.check_text(r, "response")
+        sc = scorer_for(ws, choice, base_model, trust_code)
+        s = scoring.score_response(sc, p, r, sp)
+    except Exception as exc:  # noqa: BLE001 — shown on the page, nothing saved
+        return _error(exc), "", ""
+    return summary_html(s, sc), steps_html(s), plot_svg(s)
+
+
+def _side(s, title):
+    return f"<h4>{title}: {s.total:+.4f}</h4>{steps_html(s)}{plot_svg(s, 420, 200)}"
+
+
+def do_pair(ws, choice, base_model, trust_code, p, c, r, sp):
+    try:
+        p = scoring.check_text(p, "prompt", required=False)
+        c, r = scoring.check_text(c, "chosen response"), scoring.check_text(r, "rejected response")
+        sc = scorer_for(ws, choice, base_model, trust_code)
+        a, b = scoring.score_responses(sc, [(p, c), (p, r)], sp)
+    except Exception as exc:  # noqa: BLE001
+        return _error(exc), "", ""
+    m = a.total - b.total
+    verdict = "agrees with the label" if m > 0 else "disagrees with the label"
+    return (f"{untrained_banner(sc)}<div class='rs-summary'><span>margin "
+            f"<span class='num' data-testid='margin'>{m:+.4f}</span></span><span>the model {verdict}</span></div>",
+            _side(a, "Chosen"), _side(b, "Rejected"))
+
+
+def do_load(ws, pid, choice, base_model, trust_code, sp):
+    """Load a labeled pair by id and score it: (prompt, chosen, rejected, margin, chosen view, rejected view).
+    An id that names no labeled pair empties the view and says so; nothing is scored."""
+    try:
+        r = scoring.pair_texts(ws, scoring.parse_pair_id(pid))
+    except Exception as exc:  # noqa: BLE001
+        return "", "", "", _error(exc), "", ""
+    return (r["prompt"], r["chosen"], r["rejected"],
+            *do_pair(ws, choice, base_model, trust_code, r["prompt"], r["chosen"], r["rejected"], sp))
+
+
+def do_dataset(ws, choice, base_model, trust_code):
+    try:
+        sc = scorer_for(ws, choice, base_model, trust_code)
+        v = scoring.dataset_view(sc, ws, top=20)
+    except Exception as exc:  # noqa: BLE001
+        return _error(exc), "", []
+    rows = [[p.pair_id, round(p.margin, 4), round(p.chosen_score, 4), round(p.rejected_score, 4),
+             p.prompt[:120]] for p in v.disagreements]
+    return dataset_html(v, sc), hist_svg(v), rows
+
+
+def pick(evt: gr.SelectData):
+    row = evt.row_value or []
+    return int(row[0]) if row else None
+
+
+def do_open(ws, pid, choice, base_model, trust_code, sp):
+    if not pid:
+        return (*[gr.update()] * 5, "<div class='rs-error'>Click a row of the table first.</div>", *[gr.update()] * 3)
+    p, c, r, margin, c_out, r_out = do_load(ws, pid, choice, base_model, trust_code, sp)
+    return pid, p, c, r, gr.Tabs(selected="pair"), "", margin, c_out, r_out
+
+
+def do_relabel(ws, pid):
+    if not pid:
+        return "<div class='rs-error'>Click a row of the table first.</div>"
+    try:
+        flag_for_relabel(ws, int(pid), "reward model disagrees")
+    except Exception as exc:  # noqa: BLE001
+        return _error(exc)
+    return (f"<div>Pair {int(pid)} sent back for re-labeling: it comes first under the "
+            "<b>flagged</b> filter in the Label tab.</div>")
+
+
+def remember_split(ws, v):
+    if v in SPLIT_MODES:
+        ws.set_setting(SPLIT_KEY, v)
+
+
+def warn_trust(on):
+    if on:
+        gr.Warning(TRUST_WARNING)
+
+
 # ---------------------------------------------------------------- the tab
 
 def build(studio: Studio):
     ws = studio.ws
-
-    def choices():
-        return [(label, rid) for label, rid in runs.trained_adapters(ws, "reward")] + [
-            ("base model, untrained head", BASE)]
-
-    def refresh(current):
-        c = choices()
-        ids = [v for _, v in c]
-        return gr.Dropdown(choices=c, value=current if current in ids else ids[0])
-
-    def saved_split() -> str:
-        v = ws.setting(SPLIT_KEY, "blank")
-        return v if v in SPLIT_MODES else "blank"
-
-    def scorer_for(choice, base, trust=False):
-        if choice == BASE or not choice:
-            return scoring.load_scorer(reward_model=(base or "").strip() or str(DEMO_MODEL),
-                                       trust_remote_code=bool(trust))
-        return scoring.load_scorer(ws, reward_run=choice)
-
-    start = choices()
+    start = choices(ws)
+    picked = gr.State(False)  # the user chose a reward model by hand: keep it; else follow the newest run
     with gr.Row(equal_height=True):
         model = gr.Dropdown(start, value=start[0][1], label="Reward model", scale=3, elem_id="inspect-model")
         refresh_btn = gr.Button("↻ Refresh runs", scale=0, min_width=120)
-        split = gr.Radio(SPLIT_LABELS, value=saved_split(), label="Step split", scale=2, elem_id="inspect-split")
+        split = gr.Radio(SPLIT_LABELS, value=saved_split(ws), label="Step split", scale=2, elem_id="inspect-split")
     with gr.Row(equal_height=True):
-        base = gr.Textbox(str(DEMO_MODEL), label="Base model (for the untrained head)", scale=3)
+        base = gr.Textbox(str(DEMO_MODEL), label="Base model (for the untrained head)", scale=3, elem_id="inspect-base")
         trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_SHORT, scale=2, elem_id="inspect-trust")
 
     with gr.Tabs() as views:
@@ -210,12 +307,14 @@ def build(studio: Studio):
             plot = gr.HTML(elem_id="inspect-plot")
         with gr.Tab("Pair", id="pair"):
             with gr.Row():
-                pair_id = gr.Number(label="Labeled pair id (load from the store)", precision=0, minimum=0, scale=1)
-                load_btn = gr.Button("Load pair", scale=0, min_width=120)
-            pair_prompt = gr.Textbox(label="Prompt", lines=2)
+                # no `minimum`: gradio would answer -1 with a red "Error" toast; parse_pair_id says it in words
+                pair_id = gr.Number(label="Labeled pair id (load from the store)", precision=None, scale=1,
+                                    elem_id="inspect-pair-id")
+                load_btn = gr.Button("Load pair", scale=0, min_width=120, elem_id="inspect-load")
+            pair_prompt = gr.Textbox(label="Prompt", lines=2, elem_id="inspect-pair-prompt")
             with gr.Row():
-                chosen = gr.Textbox(label="Chosen", lines=6)
-                rejected = gr.Textbox(label="Rejected", lines=6)
+                chosen = gr.Textbox(label="Chosen", lines=6, elem_id="inspect-chosen-text")
+                rejected = gr.Textbox(label="Rejected", lines=6, elem_id="inspect-rejected-text")
             pair_btn = gr.Button("Score pair", variant="primary", elem_id="inspect-score-pair")
             margin = gr.HTML(elem_id="inspect-margin")
             with gr.Row():
@@ -228,106 +327,33 @@ def build(studio: Studio):
             gr.Markdown("**Pairs the model disagrees with most** — click a row to choose it.")
             dis = gr.Dataframe(headers=DIS_HEADERS, interactive=False, wrap=True, elem_id="inspect-disagreements")
             with gr.Row():
-                picked = gr.Number(None, label="Selected pair (click a row)", precision=0, interactive=False, scale=1,
-                                   elem_id="inspect-picked")
+                picked_pair = gr.Number(None, label="Selected pair (click a row)", precision=0, interactive=False,
+                                        scale=1, elem_id="inspect-picked")
                 open_btn = gr.Button("Open in pair view", scale=0, min_width=160, elem_id="inspect-open")
                 relabel_btn = gr.Button("Send to Label for re-labeling", scale=0, min_width=220, elem_id="inspect-relabel")
             ds_msg = gr.HTML(elem_id="inspect-ds-msg")
 
-    # --- single view
-    def do_score(choice, base_model, trust_code, p, r, sp):
-        try:
-            sc = scorer_for(choice, base_model, trust_code)
-            s = scoring.score_response(sc, p or "", r or "", sp)
-        except Exception as exc:  # shown on the page, nothing saved
-            return _error(exc), "", ""
-        return summary_html(s, sc), steps_html(s), plot_svg(s)
-
-    single_in = [model, base, trust, prompt, response, split]
-    score_btn.click(do_score, single_in, [summary, steps, plot])
-
-    # --- split: remembered in the workspace; changing it re-scores
-    split.input(lambda v: ws.set_setting(SPLIT_KEY, v), split, None).then(do_score, single_in, [summary, steps, plot])
-
-    # --- pair view
-    def side(s, title):
-        return f"<h4>{title}: {s.total:+.4f}</h4>{steps_html(s)}{plot_svg(s, 420, 200)}"
-
-    def do_pair(choice, base_model, trust_code, p, c, r, sp):
-        try:
-            sc = scorer_for(choice, base_model, trust_code)
-            a, b = scoring.score_responses(sc, [(p or "", c or ""), (p or "", r or "")], sp)
-        except Exception as exc:
-            return _error(exc), "", ""
-        m = a.total - b.total
-        verdict = "agrees with the label" if m > 0 else "disagrees with the label"
-        return (f"{untrained_banner(sc)}<div class='rs-summary'><span>margin "
-                f"<span class='num' data-testid='margin'>{m:+.4f}</span></span><span>the model {verdict}</span></div>",
-                side(a, "Chosen"), side(b, "Rejected"))
-
-    pair_in = [model, base, trust, pair_prompt, chosen, rejected, split]
-    pair_btn.click(do_pair, pair_in, [margin, chosen_out, rejected_out])
-
-    def do_load(pid):
-        try:
-            r = scoring.pair_texts(ws, int(pid))
-        except Exception as exc:
-            return gr.update(), gr.update(), gr.update(), _error(exc)
-        return r["prompt"], r["chosen"], r["rejected"], ""
-
-    load_btn.click(do_load, pair_id, [pair_prompt, chosen, rejected, margin]).then(
-        do_pair, pair_in, [margin, chosen_out, rejected_out])
-
-    # --- dataset view
-    def do_dataset(choice, base_model, trust_code):
-        try:
-            sc = scorer_for(choice, base_model, trust_code)
-            v = scoring.dataset_view(sc, ws, top=20)
-        except Exception as exc:
-            return _error(exc), "", []
-        rows = [[p.pair_id, round(p.margin, 4), round(p.chosen_score, 4), round(p.rejected_score, 4),
-                 p.prompt[:120]] for p in v.disagreements]
-        return dataset_html(v, sc), hist_svg(v), rows
-
-    ds_btn.click(do_dataset, [model, base, trust], [ds_summary, hist, dis])
-
-    def pick(evt: gr.SelectData):
-        row = evt.row_value or []
-        return int(row[0]) if row else None
-
-    dis.select(pick, None, picked)
-
-    def do_open(pid):
-        if not pid:
-            return gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), \
-                "<div class='rs-error'>Click a row of the table first.</div>"
-        p, c, r, err = do_load(pid)
-        return pid, p, c, r, gr.Tabs(selected="pair"), err
-
-    open_btn.click(do_open, picked, [pair_id, pair_prompt, chosen, rejected, views, ds_msg]).then(
-        do_pair, pair_in, [margin, chosen_out, rejected_out])
-
-    def do_relabel(pid):
-        if not pid:
-            return "<div class='rs-error'>Click a row of the table first.</div>"
-        try:
-            flag_for_relabel(ws, int(pid), "reward model disagrees")
-        except Exception as exc:
-            return _error(exc)
-        return (f"<div>Pair {int(pid)} sent back for re-labeling: it comes first under the "
-                "<b>flagged</b> filter in the Label tab.</div>")
-
-    relabel_btn.click(do_relabel, picked, ds_msg)
-
-    # --- fresh run list (and the remembered split) whenever the tab is opened, on page load, or on request.
-    def restore(current):
-        return refresh(current), saved_split()
-
-    refresh_btn.click(refresh, model, model)
-    trust.input(lambda on: gr.Warning(TRUST_WARNING) if on else None, trust, None)
+    scored_by = [model, base, trust]
+    single_in = [*scored_by, prompt, response, split]
+    pair_in = [*scored_by, pair_prompt, chosen, rejected, split]
+    pair_out = [margin, chosen_out, rejected_out]
+    score_btn.click(partial(do_score, ws), single_in, [summary, steps, plot])
+    split.input(partial(remember_split, ws), split, None).then(partial(do_score, ws), single_in, [summary, steps, plot])
+    pair_btn.click(partial(do_pair, ws), pair_in, pair_out)
+    load_btn.click(partial(do_load, ws), [pair_id, *scored_by, split], [pair_prompt, chosen, rejected, *pair_out])
+    ds_btn.click(partial(do_dataset, ws), scored_by, [ds_summary, hist, dis])
+    dis.select(pick, None, picked_pair)
+    open_btn.click(partial(do_open, ws), [picked_pair, *scored_by, split],
+                   [pair_id, pair_prompt, chosen, rejected, views, ds_msg, *pair_out])
+    relabel_btn.click(partial(do_relabel, ws), picked_pair, ds_msg)
+    messages.clear_on([(ds_btn.click, []), (dis.select, [])], [ds_msg])
+    model.input(lambda: True, None, picked)
+    refresh_btn.click(partial(refresh, ws), model, model)
+    trust.input(warn_trust, trust, None)
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
-        tab.select(restore, model, [model, split])
-        demo.load(restore, model, [model, split])
+        # a fresh run list (and the remembered split) whenever the tab is opened or the page loads
+        tab.select(partial(restore, ws), [model, picked], [model, split])
+        demo.load(partial(restore, ws), [model, picked], [model, split])
 
     return hooks

@@ -31,7 +31,25 @@ def response_html(text: str, raw: bool = False, split: str = "blank") -> str:
     return "".join(parts)
 
 
+def failure_html(message: str, traceback: str = "") -> str:
+    """A failed run: the plain message first; the traceback below it, folded (for a bug report)."""
+    out = f"<div class='failed message' data-testid='failure-message'>⚠ {esc(message)}</div>" if message else ""
+    if traceback:
+        out += ("<details class='traceback'><summary>Technical details (traceback, for a bug report)</summary>"
+                f"<pre>{html.escape(traceback)}</pre></details>")
+    return out
+
+
+def message_html(text: str, ok: bool = False) -> str:
+    """One plain message for a tab's message box: an answer (ok) or a refusal."""
+    return f"<div class='{'ok' if ok else 'bad'} studio-message'>{'' if ok else '⚠ '}{html.escape(text)}</div>"
+
+
 CSS = """
+.failed.message {color: var(--error-text-color, #c00); font-weight: 600}
+details.traceback {margin-top: .3em; font-size: .85em}
+details.traceback summary {cursor: pointer; color: var(--body-text-color-subdued)}
+details.traceback pre {white-space: pre-wrap; max-height: 20em; overflow: auto}
 .think {border-left: 3px solid #a78bfa; background: rgba(167,139,250,.08); padding: .3em .7em; margin-bottom: .6em;
         border-radius: 4px; font-size: .92em; color: var(--body-text-color-subdued)}
 .think summary {cursor: pointer; font-weight: 600; color: #7c3aed}

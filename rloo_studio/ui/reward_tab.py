@@ -6,16 +6,18 @@ and formats. The run being watched is the one clicked in the runs list, else the
 from __future__ import annotations
 
 import html
+from functools import partial
 
 import gradio as gr
 
 from .. import reward_view as rv
+from .. import runs
 from ..config import from_dict
 from ..errors import StudioError, explain
 from ..jobs.reward import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
 from ..models import TRUST_WARNING
 from ..studio import Studio
-from . import launch_panel
+from . import launch_panel, messages, render
 
 CSS = """
 #reward-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
@@ -59,11 +61,101 @@ def _status_html(studio: Studio, rid: str | None) -> str:
     p = st.get("progress") or {}
     bar = f"<progress value='{p['done']}' max='{p['total']}'></progress>" if p.get("total") else ""
     where = rv.progress_text(st) or rv.last_step_text(studio.runner.feed(rid))
-    msg = html.escape(st.get("message") or "")
     cls = "failed" if state == "failed" else ""
+    msg = "" if state == "failed" else html.escape(st.get("message") or "")  # a failure has its own box
     return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> {bar} "
             f"<span class='progress'>{where}</span></div>"
-            + (f"<div class='{cls} message'>{msg}</div>" if msg else ""))
+            + (f"<div class='message'>{msg}</div>" if msg else ""))
+
+
+def _failure_html(studio: Studio, rid: str | None) -> str:
+    """A failed run's message in plain words, its traceback folded below."""
+    if not rid or studio.runner.status(rid).get("status") != "failed":
+        return ""
+    logged, tb = runs.failure(studio.ws, rid)
+    return render.failure_html(studio.runner.status(rid).get("message") or logged, tb)
+
+
+def _note(text: str, ok: bool = False) -> str:
+    return render.message_html(text, ok)
+
+
+# -- callbacks (wired with functools.partial(callback, studio)) -----------------------------------------
+
+def on_preset(name):
+    return rv.form_values(preset(name))
+
+
+def on_check(studio: Studio, *values):
+    try:
+        return format_preflight(preflight(studio.ws, rv.config_from_form(list(values))))
+    except Exception as exc:  # a bad field or a model that is not there: say so, change nothing
+        return f"⚠ {html.escape(explain(exc))}"
+
+
+def on_train(studio: Studio, *values):
+    """Train, unless the pre-flight already knows the run would fail: then say why and create no run."""
+    try:
+        cfg = rv.config_from_form(list(values))
+        rv.launch_check(studio.ws, cfg)
+    except Exception as exc:  # noqa: BLE001 — a bad field, a missing model, too few pairs: a message
+        return gr.skip(), _note(explain(exc))
+    if studio.runner.busy():
+        return gr.skip(), _note(f"Run {studio.runner.current} is still going; stop it first.")
+    rid = studio.runner.submit("reward", cfg, train_reward)
+    trust = _note(TRUST_WARNING) if cfg.trust_remote_code else ""
+    return rid, f"<div>Started run <b>{rid}</b>.</div>" + trust
+
+
+def on_stop(studio: Studio, rid):
+    rid = rid or rv.latest_run(studio.ws)
+    if not rid or not studio.runner.stop(rid):
+        return _note("No run of this session to stop.")
+    return f"<div>Stopping {html.escape(rid)}: the current step ends, then a checkpoint and the adapter are saved.</div>"
+
+
+def on_resume(studio: Studio, rid):
+    try:
+        rid = runs.find_run(studio.ws, rid or rv.latest_run(studio.ws) or "", "reward")["id"]
+    except StudioError as exc:
+        return gr.skip(), _note(str(exc))
+    state = rv.run_state(studio.ws, rid).get("status")
+    if state not in ("stopped", "failed", "interrupted"):
+        return gr.skip(), _note(f"Run {rid} is {state}; only a stopped, failed or interrupted run resumes.")
+    if studio.runner.busy():
+        return gr.skip(), _note(f"Run {studio.runner.current} is still going; stop it first.")
+    try:  # the run's own config: the checkpoint was made with it
+        cfg = from_dict(RewardJobConfig, rv.run_config(studio.ws, rid))
+    except StudioError as exc:
+        return gr.skip(), _note(str(exc))
+    studio.runner.submit("reward", cfg, train_reward, run_id=rid)
+    return rid, f"<div>Resuming run <b>{rid}</b> from its last checkpoint.</div>"
+
+
+def on_select(evt: gr.SelectData):
+    return (evt.row_value or [None])[0]
+
+
+def on_tick(studio: Studio, n_plots: int, rid, last):
+    ws = studio.ws
+    if rid and ws.run(rid) is None:  # a run deleted in the Runs tab: follow the newest again
+        rid = None
+    rid = rid or rv.latest_run(ws)
+    table = rv.runs_rows(ws)
+    if not rid:
+        return [_status_html(studio, None), "", *[gr.skip()] * n_plots, "", table, gr.skip(), gr.skip(), last]
+    records = studio.runner.feed(rid)
+    state = studio.runner.status(rid)
+    sig = (rid, len(records), state.get("status"))
+    fresh = last is None or last[0] != rid
+    changed = sig != (tuple(last) if last else None)
+    out_plots = _plots(records) if changed else [gr.skip()] * n_plots
+    # the failure box is redrawn only when something changed, so a traceback the user unfolded stays open
+    failure = _failure_html(studio, rid) if changed else gr.skip()
+    cfg = rv.run_config(ws, rid)
+    return [_status_html(studio, rid), failure, *out_plots, rv.log_tail(ws, rid), table,
+            rv.config_yaml(cfg) if fresh else gr.skip(),
+            rv.cli_command(cfg, str(ws.root)) if fresh else gr.skip(), list(sig)]
 
 
 def _plots(records: list[dict]) -> list:
@@ -103,6 +195,7 @@ def build(studio: Studio):
                 resume_btn = gr.Button("Resume", elem_id="reward-resume")
             notice = gr.HTML(elem_id="reward-notice")  # what the buttons answer (the timer never overwrites it)
             status = gr.HTML(_status_html(studio, rv.latest_run(studio.ws)), elem_id="reward-status")
+            failure = gr.HTML(elem_id="reward-failure")  # a failed run: its message, the traceback folded
             gr.HTML(f"<div class='legend'><b style='color:{COLORS['train']}'>━ training batches</b> &nbsp; "
                     f"<b style='color:{COLORS['held-out']}'>━ held-out pairs</b> (at each evaluation; step 0 is the "
                     "untrained model)</div>")
@@ -116,94 +209,35 @@ def build(studio: Studio):
                                               elem_id=f"reward-plot-{t.replace(' ', '-')}") for t in pair]
             log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log")
     gr.Markdown("### Reward-model runs\nClick a run to see its plots, its config and the command that repeats it.")
-    runs = gr.Dataframe(headers=rv.RUN_HEADERS, value=rv.runs_rows(studio.ws), interactive=False, wrap=True,
-                        elem_id="reward-runs")
+    runs_table = gr.Dataframe(headers=rv.RUN_HEADERS, value=rv.runs_rows(studio.ws), interactive=False, wrap=True,
+                              elem_id="reward-runs")
     with gr.Row():
         cfg_yaml = gr.Code(label="config.yaml", language="yaml", interactive=False)
         cli = gr.Code(label="The same run from the command line", language="shell", interactive=False)
 
     inputs = [widgets[f.key] for f in fields]
-    launch_panel.build(studio, "reward", inputs, rv.config_from_form, "reward")
-
-    def _form_config(values):
-        return rv.config_from_form(list(values))
-
-    def on_preset(name):
-        return rv.form_values(preset(name))
-
-    def on_check(*values):
-        try:
-            return format_preflight(preflight(studio.ws, _form_config(values)))
-        except Exception as exc:  # a bad field or a model that is not there: say so, change nothing
-            return f"⚠ {html.escape(explain(exc))}"
-
-    def on_train(*values):
-        try:
-            cfg = _form_config(values)
-        except StudioError as exc:
-            return gr.skip(), f"<div class='error'>⚠ {html.escape(str(exc))}</div>"
-        if studio.runner.busy():
-            return gr.skip(), f"<div class='error'>⚠ Run {studio.runner.current} is still going; stop it first.</div>"
-        rid = studio.runner.submit("reward", cfg, train_reward)
-        trust = f"<div class='error'>⚠ {html.escape(TRUST_WARNING)}</div>" if cfg.trust_remote_code else ""
-        return rid, f"<div>Started run <b>{rid}</b>.</div>" + trust
-
-    def on_stop(rid):
-        rid = rid or rv.latest_run(studio.ws)
-        if not rid or not studio.runner.stop(rid):
-            return "<div class='error'>⚠ No run of this session to stop.</div>"
-        return f"<div>Stopping {rid}: the current step ends, then a checkpoint and the adapter are saved.</div>"
-
-    def on_resume(rid):
-        rid = rid or rv.latest_run(studio.ws)
-        if not rid:
-            return gr.skip(), "<div class='error'>⚠ No run to resume.</div>"
-        state = rv.run_state(studio.ws, rid).get("status")
-        if state not in ("stopped", "failed", "interrupted"):
-            return gr.skip(), f"<div class='error'>⚠ Run {rid} is {state}; only a stopped, failed or interrupted run resumes.</div>"
-        if studio.runner.busy():
-            return gr.skip(), f"<div class='error'>⚠ Run {studio.runner.current} is still going; stop it first.</div>"
-        try:  # the run's own config: the checkpoint was made with it
-            cfg = from_dict(RewardJobConfig, rv.run_config(studio.ws, rid))
-        except StudioError as exc:
-            return gr.skip(), f"<div class='error'>⚠ {html.escape(str(exc))}</div>"
-        studio.runner.submit("reward", cfg, train_reward, run_id=rid)
-        return rid, f"<div>Resuming run <b>{rid}</b> from its last checkpoint.</div>"
-
-    def on_select(evt: gr.SelectData):
-        return (evt.row_value or [None])[0]
-
-    def on_tick(rid, last):
-        rid = rid or rv.latest_run(studio.ws)
-        table = rv.runs_rows(studio.ws)
-        if not rid:
-            return [_status_html(studio, None), *[gr.skip()] * len(plots), "", table, gr.skip(), gr.skip(), last]
-        records = studio.runner.feed(rid)
-        state = studio.runner.status(rid)
-        sig = (rid, len(records), state.get("status"))
-        fresh = last is None or last[0] != rid
-        out_plots = _plots(records) if sig != (tuple(last) if last else None) else [gr.skip()] * len(plots)
-        cfg = rv.run_config(studio.ws, rid)
-        return [_status_html(studio, rid), *out_plots, rv.log_tail(studio.ws, rid), table,
-                rv.config_yaml(cfg) if fresh else gr.skip(),
-                rv.cli_command(cfg, str(studio.ws.root)) if fresh else gr.skip(), list(sig)]
+    launch_btn, launch_out = launch_panel.build(studio, "reward", inputs, rv.config_from_form, "reward")
+    check, tick = partial(on_check, studio), partial(on_tick, studio, len(plots))
 
     preset_dd.change(on_preset, preset_dd, inputs)
-    check_btn.click(on_check, inputs, preflight_md)
+    check_btn.click(check, inputs, preflight_md)
     widgets["trust_remote_code"].input(_warn_trust, widgets["trust_remote_code"], None)
     for key in ("model", "max_length", "over_length", "eval_fraction", "trust_remote_code"):
-        widgets[key].change(on_check, inputs, preflight_md, show_progress="hidden")
-    train_btn.click(on_train, inputs, [watched, notice])
-    stop_btn.click(on_stop, watched, notice)
-    resume_btn.click(on_resume, watched, [watched, notice])
-    runs.select(on_select, None, watched)
-    tick_out = [status, *plots, log, runs, cfg_yaml, cli, seen]
-    gr.Timer(1.0).tick(on_tick, [watched, seen], tick_out, show_progress="hidden")
+        widgets[key].change(check, inputs, preflight_md, show_progress="hidden")
+    train_btn.click(partial(on_train, studio), inputs, [watched, notice])
+    stop_btn.click(partial(on_stop, studio), watched, notice)
+    resume_btn.click(partial(on_resume, studio), watched, [watched, notice])
+    runs_table.select(on_select, None, watched)
+    messages.clear_on([(preset_dd.input, []), (check_btn.click, []), (train_btn.click, [notice]),
+                       (stop_btn.click, [notice]), (resume_btn.click, [notice]), (runs_table.select, []),
+                       (launch_btn.click, [launch_out])], [notice, launch_out])
+    tick_out = [status, failure, *plots, log, runs_table, cfg_yaml, cli, seen]
+    gr.Timer(1.0).tick(tick, [watched, seen], tick_out, show_progress="hidden")
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         # first paint: pre-flight of the default form and the newest run's plots (re-attaches to a live run)
-        demo.load(on_check, inputs, preflight_md)
-        demo.load(on_tick, [watched, seen], tick_out)
-        tab.select(on_check, inputs, preflight_md)  # labels may have changed since
+        demo.load(check, inputs, preflight_md)
+        demo.load(tick, [watched, seen], tick_out)
+        tab.select(check, inputs, preflight_md)  # labels may have changed since
 
     return hooks

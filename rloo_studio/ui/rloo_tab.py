@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import partial
 
 import gradio as gr
 import pandas as pd
@@ -19,14 +20,14 @@ from ..jobs import rloo as job
 from ..jobs import rloo_eval, rloo_samples
 from .. import memory
 from ..models import TRUST_WARNING
-from ..runs import trained_adapters
+from ..runs import failure, find_run, trained_adapters
 from ..studio import Studio
-from . import launch_panel
+from . import launch_panel, messages, render
 
 CSS = """
 #rloo-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
 #rloo-status .failed {color:var(--error-text-color, #c00); font-weight:600}
-#rloo-check .bad {color:var(--error-text-color, #c00); font-weight:600}
+#rloo-check .bad, #rloo-status .bad {color:var(--error-text-color, #c00); font-weight:600}
 #rloo-check .ok {color:#15803d}
 #rloo-warnings .warn {background:#fef3c7; color:#78350f; border-left:4px solid #f59e0b; padding:.4em .8em;
                       margin:.3em 0; border-radius:4px}
@@ -88,7 +89,7 @@ def _status_html(studio: Studio, rid: str | None, records: list[dict]) -> str:
         return "<div>No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>.</div>"
     st = studio.runner.status(rid)
     state = st.get("status", "?")
-    msg = html.escape(st.get("message") or "")
+    msg = "" if state == "failed" else html.escape(st.get("message") or "")  # a failure has its own box
     cls = "failed" if state == "failed" else ""
     ev = rv.eval_text(rloo_eval.read_eval(studio.ws, rid))
     return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> · "
@@ -105,6 +106,191 @@ def _widths(cols: list[str]) -> list[str]:
 
 def _warnings_html(items: list[str]) -> str:
     return "".join(f"<div class='warn'>⚠ {html.escape(w)}</div>" for w in items)
+
+
+def _run(ws, rid) -> tuple[str | None, str | None]:
+    """(run id, None) for an RLOO run of this workspace, else (None, a plain message)."""
+    try:
+        return find_run(ws, rid, "rloo")["id"], None
+    except StudioError as exc:
+        return None, str(exc)
+
+
+# -- callbacks (wired with functools.partial(callback, studio)): read widgets, call the core, format ----------
+
+def on_preset(fields, name):
+    vals = [_widget_value(f.key, v) for f, v in zip(fields, rv.form_values(job.preset(name)))]
+    return [*vals, job.preset(name).rewards]
+
+
+def on_rewards(ticked, weights, before):
+    """Ticking a reward gives it a weight (1.0); unticking removes its weight. Returns (weights, ticked)."""
+    return rv.weights_after_tick(before or [], ticked or [], weights or ""), list(ticked or [])
+
+
+def config_or_message(ws, vals):
+    try:
+        cfg = rv.config_from_form(list(vals))
+        job.preflight(cfg, ws)
+        return cfg, None
+    except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
+        return None, explain(exc)
+
+
+def _trust_note(cfg) -> str:
+    return _check_html(False, "⚠ " + TRUST_WARNING) if cfg.trust_remote_code else ""
+
+
+def on_trust(on: bool) -> str:
+    if not on:
+        return ""
+    gr.Warning(TRUST_WARNING)
+    return _check_html(False, "⚠ " + TRUST_WARNING)
+
+
+def on_validate(studio: Studio, *vals):
+    cfg, err = config_or_message(studio.ws, vals)
+    if err:
+        return _check_html(False, err)
+    return _check_html(True, "Settings are valid. " + memory.for_rloo(cfg)) + _trust_note(cfg)
+
+
+def on_launch(studio: Studio, *vals):
+    ws, runner = studio.ws, studio.runner
+    cfg, err = config_or_message(ws, vals)
+    if err:
+        return _check_html(False, err), gr.update()
+    if runner.busy():
+        return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
+    rid = runner.submit("rloo", cfg, job.train_rloo)
+    return (_check_html(True, f"Launched {rid}.") + _trust_note(cfg),
+            gr.Dropdown(choices=[r["id"] for r in ws.runs("rloo")], value=rid))
+
+
+def on_stop(studio: Studio, rid):
+    rid, err = _run(studio.ws, rid)
+    if err:
+        return _check_html(False, err)
+    if not studio.runner.stop(rid):
+        return _check_html(False, f"{rid} is not running in this app: nothing to stop.")
+    return _check_html(True, f"Stopping {rid}: it finishes the current step and saves the adapter.")
+
+
+def on_resume(studio: Studio, rid):
+    ws, runner = studio.ws, studio.runner
+    rid, err = _run(ws, rid)
+    if err:
+        return _check_html(False, err), gr.update()
+    state = runner.status(rid).get("status")
+    if state in ("running", "queued"):
+        return _check_html(False, f"{rid} is {state} already."), gr.update()
+    if state == "completed":
+        return _check_html(False, f"{rid} completed all its steps; raise max_steps in a new run instead."), gr.update()
+    if not (ws.run_dir(rid) / "checkpoints").exists():
+        return _check_html(False, f"{rid} saved no checkpoint to resume from; launch it again."), gr.update()
+    if runner.busy():
+        return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
+    try:
+        cfg = job.run_config(ws, rid)
+    except Exception as exc:  # noqa: BLE001 — an old or hand-edited config.yaml
+        return _check_html(False, explain(exc)), gr.update()
+    runner.submit("rloo", cfg, job.train_rloo, run_id=rid)
+    return _check_html(True, f"Resuming {rid} from its last checkpoint."), gr.update(value=rid)
+
+
+def on_upload(studio: Studio, path):
+    ws = studio.ws
+    if not path:
+        return gr.update(), gr.update()
+    try:
+        res = import_upload(ws, path, expect=("prompts",))
+    except Exception as exc:  # noqa: BLE001 — a file that is not a prompt set: say so, import nothing
+        return _check_html(False, explain(exc)), gr.update()
+    cols = ", ".join(res.columns)
+    return (_check_html(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
+                        + (f" (columns for the rewards: {cols})" if cols else "")),
+            gr.Dropdown(choices=rv.prompt_set_choices(ws), value=res.name))
+
+
+def _plot_update(frame: pd.DataFrame, ylab: str, fresh: bool = False):
+    own = frame[~frame["series"].str.startswith("earlier: ")] if len(frame) else frame
+    last = own.groupby("series")["value"].last() if len(own) else {}
+    caption = " · ".join(f"{k} {v:.3g}" for k, v in list(last.items())[:3]) if len(own) else "no points yet"
+    # A changed axis title makes the plot rebuild its spec, colour scale included; new data alone does not,
+    # and a plot first drawn in a hidden tab keeps an empty colour scale (invisible lines) until rebuilt.
+    return gr.LinePlot(value=frame, y_title=ylab, x_title=f"step · {caption}" + ("\u2009" if fresh else ""))
+
+
+def _failure(studio: Studio, rid: str, state: str, shown):
+    """The failure box: redrawn only when the run or its state changed (a traceback unfolded stays open)."""
+    key = [rid, state]
+    if key == shown:
+        return gr.skip(), shown
+    if state != "failed":
+        return "", key
+    logged, tb = failure(studio.ws, rid)
+    return render.failure_html(studio.runner.status(rid).get("message") or logged, tb), key
+
+
+def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, seen, shown, fresh=False):
+    ws, runner = studio.ws, studio.runner
+    typed = str(rid or "").strip()
+    rid, err = _run(ws, typed) if typed else (rv.latest_run(ws), None)
+    if err:  # a run id typed into the Run box that names no run: say so where the run would be shown
+        return [_check_html(False, err), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None]
+    if not rid:
+        return [_status_html(studio, None, []), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None]
+    other, _ = _run(ws, other) if other else (None, None)
+    records = runner.feed(rid)
+    earlier = runner.feed(other) if other and other != rid else None
+    samples = rloo_samples.read_samples(ws.run_dir(rid), last_steps=rv.WINDOW)
+    cfg_len = None
+    try:
+        cfg_len = job.run_config(ws, rid).max_completion_length
+    except Exception:  # noqa: BLE001 — an old or hand-edited config.yaml: warn without the limit
+        pass
+    fail, shown = _failure(studio, rid, runner.status(rid).get("status"), shown)
+    head = [_status_html(studio, rid, records), fail, _warnings_html(rv.warnings(records, cfg_len, samples))]
+    pts = rv.plot_points(records, earlier, float(weight or 0), bool(log))
+    ylab = "log10(value)" if log else "value"
+    figs = [_plot_update(pd.DataFrame(p) if p else EMPTY, ylab, fresh) for p in pts]  # always re-sent (see above)
+    sig = [rid, len(samples), samples[-1]["step"] if samples else None]
+    if sig == seen:  # no new completions: leave the table (and the user's scroll position) alone
+        return [*head, *figs, gr.skip(), seen, shown]
+    cols, rows = rv.completion_rows(samples)
+    table_update = gr.Dataframe(value=rows, headers=cols, column_widths=_widths(cols)) if rows else gr.skip()
+    return [*head, *figs, table_update, sig, shown]
+
+
+def on_compare(studio: Studio, rid, n):
+    rid, err = _run(studio.ws, rid)
+    if err:
+        return f"**{html.escape(err)}**", gr.update()
+    if n is None or n != int(n) or not 1 <= int(n) <= rv.MAX_COMPARE:
+        return f"**Held-out prompts: give a whole number from 1 to {rv.MAX_COMPARE}.**", gr.update()
+    try:
+        res = rloo_eval.compare(studio.ws, rid, int(n))
+    except Exception as exc:  # noqa: BLE001 — a broken adapter must not show a traceback
+        return f"**{html.escape(explain(exc))}**", gr.update()
+    b, t = res["base"], res["trained"]
+    md = (f"| | accuracy | format rate | thinks |\n|---|---|---|---|\n"
+          f"| base | {b['accuracy']:.1%} | {b['format_rate']:.1%} | {b['thinking_rate']:.1%} |\n"
+          f"| trained ({rid}) | {t['accuracy']:.1%} | {t['format_rate']:.1%} | {t['thinking_rate']:.1%} |\n\n"
+          f"{b['n']} held-out prompts, same seed and temperature for both.")
+    rows = [[r["prompt"], r["answer"], r["base"], r["trained"]] for r in res["rows"]]
+    return md, gr.Dataframe(value=rows)
+
+
+def run_choices(studio: Studio, with_none: bool):
+    ids = [r["id"] for r in studio.ws.runs("rloo")]
+    return gr.Dropdown(choices=([("(none)", "")] if with_none else []) + ids)
+
+
+def fresh_choices(studio: Studio):
+    # Reward runs, reward files and prompt sets made since the page was built.
+    ws = studio.ws
+    return (gr.Dropdown(choices=[("(none)", "")] + trained_adapters(ws, "reward")),
+            gr.CheckboxGroup(choices=rv.reward_choices(ws)), gr.Dropdown(choices=rv.prompt_set_choices(ws)))
 
 
 def build(studio: Studio):
@@ -138,10 +324,12 @@ def build(studio: Studio):
         run_dd = gr.Dropdown(label="Run", choices=[r["id"] for r in ws.runs("rloo")],
                              value=lambda: rv.latest_run(ws), allow_custom_value=True, scale=2, elem_id="rloo-run")
         overlay_dd = gr.Dropdown(label="Overlay an earlier run", choices=[("(none)", "")] +
-                                 [r["id"] for r in ws.runs("rloo")], value="", scale=2, elem_id="rloo-overlay")
+                                 [r["id"] for r in ws.runs("rloo")], value="", scale=2, elem_id="rloo-overlay",
+                                 allow_custom_value=True)  # a run deleted meanwhile is ignored, not an error
         smooth = gr.Slider(0, 0.95, value=0.0, step=0.05, label="Smoothing", scale=1, elem_id="rloo-smoothing")
         log_scale = gr.Checkbox(label="Log scale (log10 of positive values)", value=False, scale=1, elem_id="rloo-log")
     status = gr.HTML(elem_id="rloo-status")
+    fail_box = gr.HTML(elem_id="rloo-failure")  # a failed run: its message, the traceback folded
     warn = gr.HTML(elem_id="rloo-warnings")
     plots = []
     for i in range(0, len(rv.PLOTS), 3):
@@ -153,160 +341,43 @@ def build(studio: Studio):
                          wrap=True, max_height=420, elem_id="rloo-completions")
     with gr.Accordion("Before / after: the same held-out prompts, base vs trained policy", open=False):
         with gr.Row():
-            n_cmp = gr.Number(value=50, precision=0, label="Held-out prompts", scale=1, elem_id="rloo-compare-n")
+            n_cmp = gr.Number(value=50, precision=None, label="Held-out prompts", scale=1, elem_id="rloo-compare-n")
             cmp_btn = gr.Button("Compare base and trained", scale=1, elem_id="rloo-compare")
         cmp_md = gr.Markdown(elem_id="rloo-compare-summary")
         cmp_table = gr.Dataframe(headers=["prompt", "answer", "base", "trained"], interactive=False, wrap=True,
                                  max_height=420)
-    launch_panel.build(studio, "rloo", inputs, rv.config_from_form, "rloo")
-
-    # -- callbacks: read widgets, call the core, format --------------------------------------------
-    def on_preset(name):
-        return [_widget_value(f.key, v) for f, v in zip(fields, rv.form_values(job.preset(name)))]
-
-    def config_or_message(vals):
-        try:
-            cfg = rv.config_from_form(list(vals))
-            job.preflight(cfg, ws)
-            return cfg, None
-        except StudioError as exc:
-            return None, str(exc)
-
-    def trust_note(cfg) -> str:
-        return _check_html(False, "⚠ " + TRUST_WARNING) if cfg.trust_remote_code else ""
-
-    def on_trust(on: bool) -> str:
-        if not on:
-            return ""
-        gr.Warning(TRUST_WARNING)
-        return _check_html(False, "⚠ " + TRUST_WARNING)
-
-    def on_validate(*vals):
-        cfg, err = config_or_message(vals)
-        if err:
-            return _check_html(False, err)
-        return _check_html(True, "Settings are valid. " + memory.for_rloo(cfg)) + trust_note(cfg)
-
-    def on_launch(*vals):
-        cfg, err = config_or_message(vals)
-        if err:
-            return _check_html(False, err), gr.update()
-        if runner.busy():
-            return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
-        rid = runner.submit("rloo", cfg, job.train_rloo)
-        return _check_html(True, f"Launched {rid}.") + trust_note(cfg), gr.Dropdown(choices=[r["id"] for r in ws.runs("rloo")], value=rid)
-
-    def on_stop(rid):
-        if not rid or not runner.stop(rid):
-            return _check_html(False, "No running RLOO run of this app to stop.")
-        return _check_html(True, f"Stopping {rid}: it finishes the current step and saves the adapter.")
-
-    def on_resume(rid):
-        if not rid:
-            return _check_html(False, "Pick a run to resume."), gr.update()
-        state = runner.status(rid).get("status")
-        if state in ("running", "queued"):
-            return _check_html(False, f"{rid} is {state} already."), gr.update()
-        if state == "completed":
-            return _check_html(False, f"{rid} completed all its steps; raise max_steps in a new run instead."), gr.update()
-        if not (ws.run_dir(rid) / "checkpoints").exists():
-            return _check_html(False, f"{rid} saved no checkpoint to resume from; launch it again."), gr.update()
-        try:
-            cfg = job.run_config(ws, rid)
-        except StudioError as exc:
-            return _check_html(False, str(exc)), gr.update()
-        runner.submit("rloo", cfg, job.train_rloo, run_id=rid)
-        return _check_html(True, f"Resuming {rid} from its last checkpoint."), gr.update(value=rid)
-
-    def on_upload(path):
-        if not path:
-            return gr.update(), gr.update()
-        try:
-            res = import_upload(ws, path, expect=("prompts",))
-        except StudioError as exc:
-            return _check_html(False, str(exc)), gr.update()
-        cols = ", ".join(res.columns)
-        return (_check_html(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
-                            + (f" (columns for the rewards: {cols})" if cols else "")),
-                gr.Dropdown(choices=rv.prompt_set_choices(ws), value=res.name))
-
-    def plot_update(frame: pd.DataFrame, ylab: str, fresh: bool = False):
-        own = frame[~frame["series"].str.startswith("earlier: ")] if len(frame) else frame
-        last = own.groupby("series")["value"].last() if len(own) else {}
-        caption = " · ".join(f"{k} {v:.3g}" for k, v in list(last.items())[:3]) if len(own) else "no points yet"
-        # A changed axis title makes the plot rebuild its spec, colour scale included; new data alone does not,
-        # and a plot first drawn in a hidden tab keeps an empty colour scale (invisible lines) until rebuilt.
-        return gr.LinePlot(value=frame, y_title=ylab, x_title=f"step · {caption}" + ("\u2009" if fresh else ""))
-
-    def on_tick(rid, other, weight, log, seen, fresh=False):
-        if not rid:
-            rid = rv.latest_run(ws)
-        if not rid:
-            return [_status_html(studio, None, []), "", *[gr.skip()] * len(plots), gr.skip(), seen]
-        records = runner.feed(rid)
-        earlier = runner.feed(other) if other and other != rid else None
-        samples = rloo_samples.read_samples(ws.run_dir(rid), last_steps=rv.WINDOW)
-        cfg_len = None
-        try:
-            cfg_len = job.run_config(ws, rid).max_completion_length
-        except Exception:  # noqa: BLE001 — an old or hand-edited config.yaml: warn without the limit
-            pass
-        head = [_status_html(studio, rid, records), _warnings_html(rv.warnings(records, cfg_len, samples))]
-        pts = rv.plot_points(records, earlier, float(weight or 0), bool(log))
-        ylab = "log10(value)" if log else "value"
-        figs = [plot_update(pd.DataFrame(p) if p else EMPTY, ylab, fresh) for p in pts]  # always re-sent (see above)
-        sig = [rid, len(samples), samples[-1]["step"] if samples else None]
-        if sig == seen:  # no new completions: leave the table (and the user's scroll position) alone
-            return [*head, *figs, gr.skip(), seen]
-        cols, rows = rv.completion_rows(samples)
-        table_update = gr.Dataframe(value=rows, headers=cols, column_widths=_widths(cols)) if rows else gr.skip()
-        return [*head, *figs, table_update, sig]
-
-    def on_compare(rid, n):
-        if not rid:
-            return "Pick a run first.", gr.update()
-        try:
-            res = rloo_eval.compare(ws, rid, int(n or 50))
-        except StudioError as exc:
-            return f"**{html.escape(str(exc))}**", gr.update()
-        except Exception as exc:  # noqa: BLE001 — a broken adapter must not show a traceback
-            return f"**{html.escape(explain(exc))}**", gr.update()
-        b, t = res["base"], res["trained"]
-        md = (f"| | accuracy | format rate | thinks |\n|---|---|---|---|\n"
-              f"| base | {b['accuracy']:.1%} | {b['format_rate']:.1%} | {b['thinking_rate']:.1%} |\n"
-              f"| trained ({rid}) | {t['accuracy']:.1%} | {t['format_rate']:.1%} | {t['thinking_rate']:.1%} |\n\n"
-              f"{b['n']} held-out prompts, same seed and temperature for both.")
-        rows = [[r["prompt"], r["answer"], r["base"], r["trained"]] for r in res["rows"]]
-        return md, gr.Dataframe(value=rows)
-
-    def run_choices(with_none: bool):
-        ids = [r["id"] for r in ws.runs("rloo")]
-        return gr.Dropdown(choices=([("(none)", "")] if with_none else []) + ids)
-
-    run_dd.focus(lambda: run_choices(False), None, run_dd)
-    overlay_dd.focus(lambda: run_choices(True), None, overlay_dd)
-    preset_dd.change(on_preset, preset_dd, inputs)
-    widgets["trust_remote_code"].input(on_trust, widgets["trust_remote_code"], check)
-    validate_btn.click(on_validate, inputs, check)
-    launch_btn.click(on_launch, inputs, [check, run_dd])
-    stop_btn.click(on_stop, run_dd, check)
-    resume_btn.click(on_resume, run_dd, [check, run_dd])
-    upload.upload(on_upload, upload, [check, widgets["prompt_set"]])
-    cmp_btn.click(on_compare, [run_dd, n_cmp], [cmp_md, cmp_table])
+    launch_btn_write, launch_out = launch_panel.build(studio, "rloo", inputs, rv.config_from_form, "rloo")
+    ticked = gr.State(_widget_value("rewards", values["rewards"]))  # the rewards ticked, to keep weights aligned
+    shown = gr.State(None)  # which run and state the failure box shows
     seen = gr.State(None)  # which completions the table shows, to skip redrawing it unchanged
-    tick_in, tick_out = [run_dd, overlay_dd, smooth, log_scale, seen], [status, warn, *plots, table, seen]
-    gr.Timer(2.0).tick(on_tick, tick_in, tick_out, show_progress="hidden")
-    for w in (run_dd, overlay_dd, smooth, log_scale):
-        w.change(on_tick, tick_in, tick_out, show_progress="hidden")
 
-    def fresh_choices():
-        # Reward runs, reward files and prompt sets made since the page was built.
-        return (gr.Dropdown(choices=[("(none)", "")] + trained_adapters(ws, "reward")),
-                gr.CheckboxGroup(choices=rv.reward_choices(ws)), gr.Dropdown(choices=rv.prompt_set_choices(ws)))
+    run_dd.focus(partial(run_choices, studio, False), None, run_dd)
+    overlay_dd.focus(partial(run_choices, studio, True), None, overlay_dd)
+    preset_dd.change(partial(on_preset, fields), preset_dd, [*inputs, ticked])
+    widgets["rewards"].input(on_rewards, [widgets["rewards"], widgets["reward_weights"], ticked],
+                             [widgets["reward_weights"], ticked])
+    widgets["trust_remote_code"].input(on_trust, widgets["trust_remote_code"], check)
+    validate_btn.click(partial(on_validate, studio), inputs, check)
+    launch_btn.click(partial(on_launch, studio), inputs, [check, run_dd])
+    stop_btn.click(partial(on_stop, studio), run_dd, check)
+    resume_btn.click(partial(on_resume, studio), run_dd, [check, run_dd])
+    upload.upload(partial(on_upload, studio), upload, [check, widgets["prompt_set"]])
+    cmp_btn.click(partial(on_compare, studio), [run_dd, n_cmp], [cmp_md, cmp_table])
+    messages.clear_on([(preset_dd.input, []), (validate_btn.click, [check]), (launch_btn.click, [check]),
+                       (stop_btn.click, [check]), (resume_btn.click, [check]), (upload.upload, [check]),
+                       (cmp_btn.click, [cmp_md]), (launch_btn_write.click, [launch_out])],
+                      [check, cmp_md, launch_out])
+    tick = partial(on_tick, studio, len(plots))
+    tick_in, tick_out = [run_dd, overlay_dd, smooth, log_scale, seen, shown], [status, fail_box, warn, *plots, table,
+                                                                               seen, shown]
+    gr.Timer(2.0).tick(tick, tick_in, tick_out, show_progress="hidden")
+    for w in (run_dd, overlay_dd, smooth, log_scale):
+        w.change(tick, tick_in, tick_out, show_progress="hidden")
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Plots drawn while the tab was hidden have no size: redraw them whenever the tab is opened.
-        tab.select(lambda *a: on_tick(*a[:-1], None, fresh=True), tick_in, tick_out, show_progress="hidden")
-        tab.select(fresh_choices, None, [widgets["reward_model_run"], widgets["rewards"], widgets["prompt_set"]])
+        tab.select(lambda *a: tick(*a[:-2], None, None, fresh=True), tick_in, tick_out, show_progress="hidden")
+        tab.select(partial(fresh_choices, studio), None,
+                   [widgets["reward_model_run"], widgets["rewards"], widgets["prompt_set"]])
 
     return hooks

@@ -2,81 +2,113 @@
 from __future__ import annotations
 
 import html
+from functools import partial
 
 import gradio as gr
 import pandas as pd
 
 from .. import runs as R
+from ..errors import StudioError
 from ..launch import launch_files, launch_text
 from ..studio import Studio
-from . import launch_panel
+from . import launch_panel, messages, render
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
 
 
-def _table(studio: Studio) -> list[list]:
+def _table(ws) -> list[list]:
     return [[s["id"], s["kind"], s["status"], s["started"], s["duration_s"], s["figures"], s["message"]]
-            for s in R.summaries(studio.ws)]
+            for s in R.summaries(ws)]
+
+
+def _known(ws, selected) -> list[str]:
+    """The selected ids that still name runs (one deleted meanwhile, or anything typed, is left out)."""
+    ids = {r["id"] for r in ws.runs()}
+    return [s for s in (selected or []) if s in ids]
+
+
+# -- callbacks (wired with functools.partial(callback, ws)) ---------------------------------------------
+
+def refresh(ws, selected):
+    ids = [r["id"] for r in ws.runs()]
+    return _table(ws), gr.update(choices=ids, value=[s for s in (selected or []) if s in ids])
+
+
+def _details(ws, rid: str) -> str:
+    """A run's folder, and for a failed run its message first and the traceback folded."""
+    out = f"<div>Run folder: <code>{html.escape(str(ws.run_dir(rid)))}</code></div>"
+    r = ws.run(rid)
+    if r and r["status"] == "failed":
+        logged, tb = R.failure(ws, rid)
+        out += f"<div><b>{html.escape(rid)} failed:</b></div>" + render.failure_html(r["message"] or logged, tb)
+    return out
+
+
+def choose(ws, selected, current):
+    selected = _known(ws, selected)
+    keys = R.numeric_keys(ws, selected)
+    value = current if current in keys else ("loss" if "loss" in keys else (keys[0] if keys else None))
+    return gr.update(choices=keys, value=value), "".join(_details(ws, r) for r in selected)
+
+
+def draw(ws, selected, m):
+    rows = R.overlay(ws, _known(ws, selected), m) if m else []
+    return pd.DataFrame(rows or {"step": [], "value": [], "run": []})
+
+
+def remove(ws, selected, sure):
+    if not selected:
+        return "Select a run first."
+    if not sure:
+        return "Tick the box to confirm: deleting removes the run's folder, checkpoints and adapter."
+    done, errors = [], []
+    for rid in selected:
+        try:
+            R.find_run(ws, rid)
+            R.delete_run(ws, rid)
+            done.append(rid)
+        except StudioError as e:
+            errors.append(str(e))
+        except (KeyError, ValueError) as e:
+            errors.append(str(e.args[0] if e.args else e))
+    return " ".join([f"Deleted {', '.join(done)}." if done else ""] + errors).strip()
+
+
+def export_launch(ws, selected, strat, n, m):
+    if not selected:
+        return "Select a reward or RLOO run first."
+    try:
+        r = R.find_run(ws, selected[0])
+        if r["kind"] not in ("reward", "rloo"):
+            return f"**{html.escape(r['id'])} is a {r['kind']} run; launch files are for reward and RLOO runs.**"
+        n, m = launch_panel.counts(n, m)
+        path, cmd = launch_files(r["kind"], ws.root, ws.run_dir(r["id"]) / "config.yaml", strat, n, m)
+    except (StudioError, ValueError, TypeError) as e:
+        return f"**{html.escape(str(e))}**"
+    return launch_text(path, cmd)
 
 
 def build(studio: Studio) -> None:
     ws = studio.ws
-    table = gr.Dataframe(headers=HEADERS, value=_table(studio), interactive=False, wrap=True, elem_id="runs-table")
+    table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, elem_id="runs-table")
     with gr.Row():
-        pick = gr.Dropdown([r["id"] for r in ws.runs()], multiselect=True, label="Runs to compare", scale=3)
-        metric = gr.Dropdown([], label="Metric", scale=1)
+        pick = gr.Dropdown([r["id"] for r in ws.runs()], multiselect=True, label="Runs to compare", scale=3,
+                           elem_id="runs-pick")
+        metric = gr.Dropdown([], label="Metric", scale=1, elem_id="runs-metric")
     plot = gr.LinePlot(pd.DataFrame({"step": [], "value": [], "run": []}), x="step", y="value", color="run",
                        label="Overlay", height=320)
-    folder = gr.Markdown()
+    details = gr.HTML(elem_id="runs-details")
     with gr.Row():
         confirm = gr.Checkbox(label="Yes, delete the selected run(s) and their files", value=False)
-        delete = gr.Button("Delete", variant="stop")
-    msg = gr.Markdown()
+        delete = gr.Button("Delete", variant="stop", elem_id="runs-delete")
+    msg = gr.Markdown(elem_id="runs-msg")
     strategy, gpus, machines, b_launch, launch_out = launch_panel.controls(
         "runs", "Write launch files for the first selected run")
 
-    def refresh(selected):
-        ids = [r["id"] for r in ws.runs()]
-        return _table(studio), gr.update(choices=ids, value=[s for s in (selected or []) if s in ids])
-
-    def choose(selected, current):
-        keys = R.numeric_keys(ws, selected or [])
-        value = current if current in keys else ("loss" if "loss" in keys else (keys[0] if keys else None))
-        paths = "\n".join(f"- `{html.escape(str(ws.run_dir(r)))}`" for r in selected or [])
-        return gr.update(choices=keys, value=value), (f"Run folders:\n{paths}" if paths else "")
-
-    def draw(selected, m):
-        rows = R.overlay(ws, selected or [], m) if m else []
-        return pd.DataFrame(rows or {"step": [], "value": [], "run": []})
-
-    def remove(selected, sure):
-        if not selected:
-            return "Select a run first."
-        if not sure:
-            return "Tick the box to confirm: deleting removes the run's folder, checkpoints and adapter."
-        done, errors = [], []
-        for rid in selected:
-            try:
-                R.delete_run(ws, rid)
-                done.append(rid)
-            except (KeyError, ValueError) as e:
-                errors.append(str(e))
-        return " ".join([f"Deleted {', '.join(done)}." if done else ""] + errors)
-
-    def export_launch(selected, strat, n, m):
-        if not selected:
-            return "Select a reward or RLOO run first."
-        rid = selected[0]
-        r = ws.run(rid)
-        try:
-            path, cmd = launch_files(r["kind"], ws.root, ws.run_dir(rid) / "config.yaml", strat, int(n), int(m))
-        except (ValueError, TypeError) as e:
-            return f"**{e}**"
-        return launch_text(path, cmd)
-
-    b_launch.click(export_launch, [pick, strategy, gpus, machines], launch_out)
-    gr.Timer(2.0).tick(refresh, pick, [table, pick], show_progress="hidden")
-    pick.change(choose, [pick, metric], [metric, folder]).then(draw, [pick, metric], plot)
-    metric.change(draw, [pick, metric], plot)
-    delete.click(remove, [pick, confirm], msg).then(refresh, pick, [table, pick]).then(
+    b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
+    gr.Timer(2.0).tick(partial(refresh, ws), pick, [table, pick], show_progress="hidden")
+    pick.change(partial(choose, ws), [pick, metric], [metric, details]).then(partial(draw, ws), [pick, metric], plot)
+    metric.change(partial(draw, ws), [pick, metric], plot)
+    delete.click(partial(remove, ws), [pick, confirm], msg).then(partial(refresh, ws), pick, [table, pick]).then(
         lambda: False, None, confirm)
+    messages.clear_on([(pick.input, []), (delete.click, [msg]), (b_launch.click, [launch_out])], [msg, launch_out])
