@@ -40,6 +40,9 @@ def resolve(name_or_path: str) -> str:
     name = (name_or_path or "").strip()
     if not name:
         raise ModelLoadError("No model given. Enter a local folder or a Hugging Face hub id.")
+    if len(name) > 1024 or any(len(part) > 255 for part in Path(name).parts):  # the OS would refuse to look
+        raise ModelLoadError(f"No model at {name[:60]}… ({len(name)} characters): that is too long to be a "
+                             "folder or a hub id. Check the path.")
     p = Path(name).expanduser()
     if ALLOWED_ROOTS is not None and (p.exists() or name.startswith(("/", ".", "~"))):
         real = p.resolve()
