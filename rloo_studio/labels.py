@@ -69,7 +69,7 @@ def annotator_id(con, name: str) -> int:
 # -- the queue ------------------------------------------------------------------------------
 
 _FILTER_SQL = {
-    # Pairs that still need a human label from someone (imported labels do not count as done).
+    # Pairs that still need a human label from someone (imported labels and skips do not count as done).
     "unlabeled": "COALESCE(lab.human, 0) < :overlap",
     "labeled": "COALESCE(lab.anyl, 0) > 0",
     "skipped": "COALESCE(lab.skips, 0) > 0",
@@ -82,7 +82,7 @@ _FILTER_SQL = {
 # this runs on every click).
 _CANDIDATES = """
 WITH lab AS (
-  SELECT l.pair_id, COUNT(DISTINCT CASE WHEN an.name != 'import' THEN l.annotator_id END) AS human,
+  SELECT l.pair_id, COUNT(DISTINCT CASE WHEN an.name != 'import' AND l.choice != 'skip' THEN l.annotator_id END) AS human,
          COUNT(*) AS anyl, MAX(l.annotator_id = :ann) AS mine,
          SUM(l.choice = 'skip') AS skips, SUM(l.choice = 'tie') AS ties
   FROM labels l JOIN annotators an ON an.id = l.annotator_id WHERE l.superseded = 0 GROUP BY l.pair_id),
@@ -95,7 +95,7 @@ WHERE {filter}
   AND COALESCE(cl.mine_open, 0) = 0
   AND ({relabel} OR COALESCE(lab.mine, 0) = 0)
   AND COALESCE(lab.human, 0) + COALESCE(cl.others, 0) < :overlap_or_any
-ORDER BY p.flag IS NULL, {prefer_order} COALESCE(lab.human, 0) = 0, COALESCE(lab.anyl, 0) > COALESCE(lab.human, 0), p.id
+ORDER BY p.flag IS NULL, {prefer_order} COALESCE(lab.skips, 0) > 0, COALESCE(lab.human, 0) = 0, COALESCE(lab.anyl, 0) > COALESCE(lab.human, 0), p.id
 LIMIT 1
 """
 
@@ -106,7 +106,8 @@ def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabe
 
     `prefer` puts these pair ids first, in this order (active labeling: most uncertain first).
     A session keeps its open claim (a page reload shows the same pair again). The A/B order is
-    drawn at random when a pair is claimed and stored with the claim, then with the label.
+    drawn at random the first time this annotator is given the pair and kept (pair_order): coming
+    back to a pair, in any session, shows it in the same order.
     """
     if filter not in FILTERS:
         raise ValueError(f"unknown filter {filter!r}; choose one of {', '.join(FILTERS)}")
@@ -135,13 +136,23 @@ def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabe
                 found = con.execute(sql, args).fetchone()
             if found is None:
                 return None
-            left = (rng or random).random() < 0.5
+            left = _order(con, found[0], ann, rng)
             con.execute(
                 "INSERT OR REPLACE INTO claims (pair_id, annotator_id, session, a_shown_left, expires) "
                 "VALUES (?, ?, ?, ?, ?)", (found[0], ann, session, int(left), now + CLAIM_SECONDS),
             )
             row = (found[0], int(left))
         return _shown(con, row[0], bool(row[1]), ann)
+
+
+def _order(con, pair_id: int, ann: int, rng: random.Random | None = None) -> bool:
+    """True when response_a is shown on the left to this annotator: drawn once, then always the same."""
+    row = con.execute("SELECT a_shown_left FROM pair_order WHERE pair_id=? AND annotator_id=?", (pair_id, ann)).fetchone()
+    if row is not None:
+        return bool(row[0])
+    left = (rng or random).random() < 0.5
+    con.execute("INSERT INTO pair_order (pair_id, annotator_id, a_shown_left) VALUES (?, ?, ?)", (pair_id, ann, int(left)))
+    return left
 
 
 def _shown(con, pair_id: int, a_left: bool, ann: int) -> Shown:
@@ -171,21 +182,53 @@ def save_label(ws: Workspace, shown: Shown, annotator: str, session: str, side: 
     """
     if side not in ("left", "right", "tie", "skip"):
         raise ValueError(f"unknown choice {side!r}")
-    choice = shown.choice_for(side)
-    now = time.time()
     with ws.transaction() as con:
-        ann = annotator_id(con, annotator)
-        if con.execute("SELECT 1 FROM pairs WHERE id=?", (shown.pair_id,)).fetchone() is None:
-            raise KeyError(f"pair {shown.pair_id} no longer exists")
-        con.execute("UPDATE labels SET superseded=1 WHERE pair_id=? AND annotator_id=? AND superseded=0",
-                    (shown.pair_id, ann))
-        lid = con.execute(
-            "INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, comment, created) "
-            "VALUES (?, ?, ?, ?, ?, ?)", (shown.pair_id, ann, choice, int(shown.a_shown_left), comment or "", now),
-        ).lastrowid
-        con.execute("DELETE FROM claims WHERE pair_id=? AND session=?", (shown.pair_id, session))
-        if choice in ("a", "b"):
-            con.execute("UPDATE pairs SET flag=NULL WHERE id=?", (shown.pair_id,))
+        return _save(con, shown, annotator, session, shown.choice_for(side), comment)
+
+
+def _save(con, shown: Shown, annotator: str, session: str, choice: str, comment: str) -> int:
+    ann = annotator_id(con, annotator)
+    if con.execute("SELECT 1 FROM pairs WHERE id=?", (shown.pair_id,)).fetchone() is None:
+        raise KeyError(f"pair {shown.pair_id} no longer exists")
+    con.execute("UPDATE labels SET superseded=1 WHERE pair_id=? AND annotator_id=? AND superseded=0",
+                (shown.pair_id, ann))
+    lid = con.execute(
+        "INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, comment, created) "
+        "VALUES (?, ?, ?, ?, ?, ?)", (shown.pair_id, ann, choice, int(shown.a_shown_left), comment or "", time.time()),
+    ).lastrowid
+    con.execute("INSERT OR IGNORE INTO pair_order (pair_id, annotator_id, a_shown_left) VALUES (?, ?, ?)",
+                (shown.pair_id, ann, int(shown.a_shown_left)))
+    con.execute("DELETE FROM claims WHERE pair_id=? AND session=?", (shown.pair_id, session))
+    if choice in ("a", "b"):
+        con.execute("UPDATE pairs SET flag=NULL WHERE id=?", (shown.pair_id,))
+    return lid
+
+
+def on_screen(shown: Shown | None, screen_pair_id) -> bool:
+    """True only when the page shows this very pair (its id is what the page displays right now)."""
+    return shown is not None and str(screen_pair_id or "").strip() == str(shown.pair_id)
+
+
+def save_on_screen(ws: Workspace, shown: Shown | None, screen_pair_id, annotator: str, session: str, side: str,
+                   comment: str = "") -> int | None:
+    """save_label, but only for the pair the page shows at the moment of the key press.
+
+    None (nothing saved) when no pair is on screen or the page shows another pair than the
+    session's current one: a label is never given to a pair the annotator could not see."""
+    if not on_screen(shown, screen_pair_id):
+        return None
+    return save_label(ws, shown, annotator, session, side, comment)
+
+
+def flag_pair(ws: Workspace, shown: Shown, annotator: str, session: str, reason: str = "") -> int:
+    """Flag a shown pair for re-labeling and move this annotator past it (stored as their skip).
+
+    The flag puts the pair first in everyone's queue and under the 'flagged' filter until someone
+    labels it A or B; the skip keeps it out of this annotator's own unlabeled queue."""
+    why = (reason or "").strip() or f"flagged by {annotator.strip()}"
+    with ws.transaction() as con:
+        lid = _save(con, shown, annotator, session, "skip", reason)
+        con.execute("UPDATE pairs SET flag=? WHERE id=?", (why[:200], shown.pair_id))
     return lid
 
 
@@ -212,26 +255,44 @@ def undo(ws: Workspace, annotator: str, session: str) -> Shown | None:
 # -- progress and agreement -------------------------------------------------------------------
 
 def progress(ws: Workspace, annotator: str | None = None, window_s: float = 600) -> dict:
-    """labeled / total pairs (any current label counts), and this annotator's recent pace."""
+    """How far labeling is. People's labels are counted apart from imported ones; a skip is not a label.
+
+    total: pairs. human_labeled: pairs with a current A / B / tie label from a person.
+    imported_only: pairs whose only A / B / tie labels are imported. labeled: the two together.
+    skipped: pairs that people skipped and nobody labeled. mine / my_skips: this annotator's current
+    labels / skips; per_minute: their pace over the last `window_s` seconds (skips included).
+    """
     r = ws.query(
-        """SELECT COUNT(*) AS total,
-             SUM(EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0)) AS labeled,
-             SUM(EXISTS (SELECT 1 FROM labels l JOIN annotators a ON a.id = l.annotator_id
-                 WHERE l.pair_id = p.id AND l.superseded = 0 AND a.name != 'import')) AS human
-           FROM pairs p"""
+        """WITH per AS (
+             SELECT l.pair_id, MAX(an.name != 'import' AND l.choice != 'skip') AS hum,
+                    MAX(an.name = 'import' AND l.choice != 'skip') AS imp, MAX(l.choice = 'skip') AS sk
+             FROM labels l JOIN annotators an ON an.id = l.annotator_id WHERE l.superseded = 0 GROUP BY l.pair_id)
+           SELECT (SELECT COUNT(*) FROM pairs) AS total, SUM(hum) AS human, SUM(imp AND NOT hum) AS imported,
+                  SUM(sk AND NOT hum AND NOT imp) AS skipped FROM per"""
     )[0]
-    out = {"total": r["total"] or 0, "labeled": r["labeled"] or 0, "human_labeled": r["human"] or 0,
-           "mine": 0, "per_minute": 0.0}
+    human, imported = r["human"] or 0, r["imported"] or 0
+    out = {"total": r["total"] or 0, "labeled": human + imported, "human_labeled": human, "imported_only": imported,
+           "skipped": r["skipped"] or 0, "mine": 0, "my_skips": 0, "per_minute": 0.0}
     if annotator:
         now = time.time()
-        times = [x[0] for x in ws.query(
-            "SELECT l.created FROM labels l JOIN annotators a ON a.id = l.annotator_id "
-            "WHERE a.name=? AND l.superseded=0 ORDER BY l.created", (annotator,))]
-        out["mine"] = len(times)
-        recent = [t for t in times if t > now - window_s]
+        rows = ws.query(
+            "SELECT l.created, l.choice FROM labels l JOIN annotators a ON a.id = l.annotator_id "
+            "WHERE a.name=? AND l.superseded=0 ORDER BY l.created", (annotator,))
+        out["my_skips"] = sum(x[1] == "skip" for x in rows)
+        out["mine"] = len(rows) - out["my_skips"]
+        recent = [x[0] for x in rows if x[0] > now - window_s]
         if len(recent) >= 2:
             out["per_minute"] = 60 * (len(recent) - 1) / max(recent[-1] - recent[0], 1e-9)
     return out
+
+
+def annotator_stats(ws: Workspace) -> list[dict]:
+    """Each person's current labels and skips (imported labels left out), most labels first."""
+    rows = ws.query(
+        "SELECT a.name, SUM(l.choice != 'skip') AS labels, SUM(l.choice = 'skip') AS skips FROM labels l "
+        "JOIN annotators a ON a.id = l.annotator_id WHERE l.superseded = 0 AND a.name != ? "
+        "GROUP BY l.annotator_id ORDER BY labels DESC, a.name", (IMPORT_ANNOTATOR,))
+    return [dict(r) for r in rows]
 
 
 def cohen_kappa(x: list[str], y: list[str]) -> float:

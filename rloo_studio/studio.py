@@ -7,12 +7,15 @@ from . import bootstrap  # noqa: F401
 from .device import describe
 from .jobs.runner import JobRunner
 from .paths import DEFAULT_WORKSPACE
+from .seed import wants_demo
 from .workspace import Workspace
 
 
 class Studio:
-    def __init__(self, workspace: str | Path | None = None, seed_demo: bool = True):
-        self.ws = Workspace(workspace or DEFAULT_WORKSPACE, seed_demo=seed_demo)
+    def __init__(self, workspace: str | Path | None = None, seed_demo: bool | None = None):
+        """seed_demo None: only the default workspace starts with the demo data (see wants_demo)."""
+        seed = wants_demo(workspace) if seed_demo is None else seed_demo
+        self.ws = Workspace(workspace or DEFAULT_WORKSPACE, seed_demo=seed)
         self.runner = JobRunner(self.ws)  # marks runs of a dead process 'interrupted'
         self.device = describe()
 

@@ -20,7 +20,7 @@ ACCELERATE = str(Path(sys.executable).parent / "accelerate")
 def test_two_process_cpu_run_writes_one_run_folder(tmp_path, kind, sets):
     ws_dir = tmp_path / "ws"
     cmd = [ACCELERATE, "launch", "--cpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-           "--dynamo_backend", "no", "-m", "rloo_studio", f"train-{kind}", "--workspace", str(ws_dir)]
+           "--dynamo_backend", "no", "-m", "rloo_studio", f"train-{kind}", "--workspace", str(ws_dir), "--demo"]
     for s in sets:
         cmd += ["--set", s]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)

@@ -14,7 +14,7 @@ NUMBER = re.compile(r"[+-]\d+\.\d{4}")
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     ws_dir = tmp_path_factory.mktemp("inspect") / "ws"
-    a = App(ws_dir)
+    a = App(ws_dir, "--demo")  # a new workspace starts empty unless asked for the demo
     a.wait_ready()
     a.workspace = ws_dir
     yield a

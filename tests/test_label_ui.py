@@ -39,10 +39,11 @@ def test_keyboard_labeling_undo_and_reload(app):
         keys = ["1", "2", "3", "4", "ArrowLeft", "ArrowRight", "1", "2", "1", "2", "3", "1"]
         for k in keys:
             press_and_wait(page, k)
-        expect(page.locator("#lbl-progress")).to_contain_text("you: 12")
+        # A skip is not a label: 11 labels and 1 skip.
+        expect(page.locator("#lbl-progress")).to_contain_text("you: 11 labeled, 1 skipped")
         page.keyboard.press("u")
         expect(page.locator("#lbl-status")).to_contain_text("Undid your label")
-        expect(page.locator("#lbl-progress")).to_contain_text("you: 11")
+        expect(page.locator("#lbl-progress")).to_contain_text("you: 10 labeled, 1 skipped")
         # Raw toggle shows the text as stored, tags included.
         page.get_by_label("Raw text").check()
         expect(page.locator("#lbl-left-text pre.raw-response")).to_be_visible()
@@ -50,7 +51,7 @@ def test_keyboard_labeling_undo_and_reload(app):
         screenshot(page, "label-tab")
         page.reload()
         expect(page.get_by_label("Your name")).to_have_value("kb-user", timeout=15000)
-        expect(page.locator("#lbl-progress")).to_contain_text("you: 11", timeout=15000)
+        expect(page.locator("#lbl-progress")).to_contain_text("you: 10 labeled, 1 skipped", timeout=15000)
         expect(page.locator("#lbl-status")).to_contain_text("pair #")
     ws = Workspace(app.ws_dir)
     rows = ws.query("SELECT l.choice, l.a_shown_left FROM labels l JOIN annotators a ON a.id = l.annotator_id "

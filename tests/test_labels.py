@@ -168,3 +168,71 @@ def test_prefer_order_for_active_labeling(workspace):
         got.append(s.pair_id)
         L.save_label(workspace, s, "ann", "s", "skip")
     assert got[:3] == order and got[3] not in order  # then the usual order
+
+
+def test_progress_counts_people_apart_from_imports_and_skips_are_not_labels(workspace):
+    p0 = L.progress(workspace, "ann")
+    imported = workspace.query("SELECT COUNT(DISTINCT pair_id) FROM labels")[0][0]
+    assert (p0["human_labeled"], p0["imported_only"], p0["labeled"], p0["skipped"]) == (0, imported, imported, 0)
+    s = L.next_pair(workspace, "ann", "s")
+    L.save_label(workspace, s, "ann", "s", "skip")
+    t = L.next_pair(workspace, "ann", "s")
+    L.save_label(workspace, t, "ann", "s", "left")
+    p = L.progress(workspace, "ann")
+    assert (p["human_labeled"], p["skipped"], p["labeled"], p["mine"], p["my_skips"]) == (1, 1, imported + 1, 1, 1)
+    # A person's label on an imported pair moves it from 'imported only' to 'labeled by people'.
+    pid = L.preference_pairs(workspace)[0]["pair_id"]
+    L.save_label(workspace, L.Shown(pid, "", "", "", True, "demo-pairs", None, None), "bob", "b", "tie")
+    q = L.progress(workspace)
+    assert (q["human_labeled"], q["imported_only"], q["labeled"]) == (2, imported - 1, imported + 1)
+    assert L.annotator_stats(workspace) == [{"name": "ann", "labels": 1, "skips": 1},
+                                            {"name": "bob", "labels": 1, "skips": 0}]
+
+
+def test_ab_order_is_drawn_once_per_pair_and_annotator(workspace):
+    first = L.next_pair(workspace, "ann", "s0", rng=random.Random(1))
+    for seed in range(30):  # other sessions, other random draws: the same order every time
+        L.release(workspace, f"s{seed}")
+        again = L.next_pair(workspace, "ann", f"s{seed + 1}", rng=random.Random(seed))
+        assert again.pair_id == first.pair_id and again.a_shown_left == first.a_shown_left
+        assert again.left == first.left
+    # Skipped, then come back to it under the 'skipped' filter: still the same order.
+    L.save_label(workspace, again, "ann", f"s{seed + 1}", "skip")
+    back = L.next_pair(workspace, "ann", "other", filter="skipped", rng=random.Random(99))
+    assert back.pair_id == first.pair_id and back.a_shown_left == first.a_shown_left
+    # Annotators draw their own orders: over 40 pairs both orders occur for bob.
+    orders = []
+    for _ in range(40):
+        s = L.next_pair(workspace, "bob", "b")
+        orders.append(s.a_shown_left)
+        L.save_label(workspace, s, "bob", "b", "skip")
+    assert 5 < sum(orders) < 35
+
+
+def test_a_label_only_for_the_pair_on_screen(workspace):
+    s = L.next_pair(workspace, "ann", "s")
+    n = workspace.query("SELECT COUNT(*) FROM labels")[0][0]
+    for screen in ("", None, str(s.pair_id + 1), "#"):
+        assert L.save_on_screen(workspace, s, screen, "ann", "s", "left") is None
+    assert L.save_on_screen(workspace, None, str(s.pair_id), "ann", "s", "left") is None
+    assert workspace.query("SELECT COUNT(*) FROM labels")[0][0] == n  # nothing saved
+    lid = L.save_on_screen(workspace, s, str(s.pair_id), "ann", "s", "left")
+    assert workspace.query("SELECT pair_id FROM labels WHERE id=?", (lid,))[0][0] == s.pair_id
+
+
+def test_flag_sends_a_pair_back_and_moves_on(workspace):
+    s = L.next_pair(workspace, "ann", "s")
+    L.flag_pair(workspace, s, "ann", "s", "both answers wrong")
+    row = workspace.query("SELECT flag FROM pairs WHERE id=?", (s.pair_id,))[0]
+    assert row["flag"] == "both answers wrong"
+    (lab,) = workspace.query("SELECT l.choice, l.comment FROM labels l JOIN annotators a ON a.id = l.annotator_id "
+                             "WHERE a.name='ann' AND l.pair_id=? AND l.superseded=0", (s.pair_id,))
+    assert (lab["choice"], lab["comment"]) == ("skip", "both answers wrong")
+    assert L.next_pair(workspace, "ann", "s").pair_id != s.pair_id  # the flagger moves on
+    b = L.next_pair(workspace, "bob", "b")
+    assert b.pair_id == s.pair_id and b.flag == "both answers wrong"  # first in everyone else's queue
+    L.save_label(workspace, b, "bob", "b", "left")
+    assert workspace.query("SELECT flag FROM pairs WHERE id=?", (s.pair_id,))[0][0] is None
+    t = L.next_pair(workspace, "cy", "c")
+    L.flag_pair(workspace, t, "cy", "c")
+    assert workspace.query("SELECT flag FROM pairs WHERE id=?", (t.pair_id,))[0][0] == "flagged by cy"

@@ -220,7 +220,7 @@ def test_uncertainty_queue_orders_unlabeled_pairs_by_smallest_margin(workspace):
 def test_cli_train_reward_writes_the_run_folder(tmp_path):
     ws = tmp_path / "ws"
     out = subprocess.run(
-        [sys.executable, "-m", "rloo_studio", "train-reward", "--workspace", str(ws), "--set", "max_steps=2",
+        [sys.executable, "-m", "rloo_studio", "train-reward", "--workspace", str(ws), "--demo", "--set", "max_steps=2",
          "--set", "lora.r=4", "--set", "per_device_train_batch_size=8"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
@@ -230,3 +230,20 @@ def test_cli_train_reward_writes_the_run_folder(tmp_path):
         assert (run / name).exists(), name
     assert from_dict(RewardJobConfig, __import__("yaml").safe_load((run / "config.yaml").read_text())).lora.r == 4
     assert read_status(run)["status"] == "completed"
+
+
+def test_resume_from_half_way_equals_the_uninterrupted_run(workspace, tmp_path):
+    import shutil
+
+    from resume_check import assert_same_run
+
+    cfg = RewardJobConfig(max_steps=8, save_steps=4, eval_steps=4, **SHORT)
+    r, rid, status = _run(workspace, cfg)
+    assert status == "completed", r.status(rid)
+    d = workspace.run_dir(rid)
+    full = shutil.copytree(d, tmp_path / "uninterrupted")
+    shutil.rmtree(d / "checkpoints" / "checkpoint-8")
+    shutil.rmtree(d / "adapter")
+    assert r.submit("reward", cfg, train_reward, run_id=rid) == rid
+    assert r.wait(rid, 900) == "completed", r.status(rid)
+    assert_same_run(d, full, from_step=4)

@@ -158,7 +158,7 @@ def test_custom_reward_that_raises_fails_the_run_with_a_clear_message(workspace)
 
 def test_cli_train_rloo_writes_the_run_folder(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(tmp_path / "ws"),
+        [sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(tmp_path / "ws"), "--demo",
          "--set", "max_steps=1", "--set", "per_device_train_batch_size=4", "--set", "num_generations=2",
          "--set", "max_completion_length=32", "--set", "lora.r=4"],
         cwd=ROOT, capture_output=True, text=True, timeout=1800)
@@ -271,3 +271,26 @@ def test_prompt_file_import(tmp_path):
     with pytest.raises(DataError, match="bad.csv row 3, field 'prompt': empty text"):
         import_upload(ws, bad, expect=("prompts",))
     assert ws.query("SELECT COUNT(*) FROM pairs")[0][0] == 0  # nothing written by the refused files
+
+
+def test_resume_from_half_way_equals_the_uninterrupted_run(workspace, tmp_path):
+    """Train 4 steps (checkpoint at 2), keep that run as the reference, drop checkpoint-4 and the
+    adapter, resume: steps 3-4 must log the same metrics and end on the same adapter, once each."""
+    import shutil
+
+    from resume_check import assert_same_run
+
+    r = JobRunner(workspace)
+    cfg = RlooJobConfig(max_steps=4, **{**TINY, "save_steps": 2, "learning_rate": 2e-3})
+    rid = r.submit("rloo", cfg, train_rloo)
+    assert r.wait(rid, 900) == "completed", r.status(rid)
+    d = workspace.run_dir(rid)
+    full = shutil.copytree(d, tmp_path / "uninterrupted")
+    assert any(m.get("kl") for m in read_metrics(d) if m["step"] > 2)  # the policy moved: resume has to restore it
+    shutil.rmtree(d / "checkpoints" / "checkpoint-4")
+    shutil.rmtree(d / "adapter")
+    assert r.submit("rloo", run_config(workspace, rid), train_rloo, run_id=rid) == rid
+    assert r.wait(rid, 900) == "completed", r.status(rid)
+    assert_same_run(d, full, from_step=2)
+    assert sorted({x["step"] for x in read_samples(d)}) == [1, 2, 3, 4]
+    assert len(read_samples(d)) == len(read_samples(full))

@@ -21,7 +21,7 @@ def pair_id(page):
 
 def test_whole_loop_as_a_new_user(tmp_path):
     ws_dir = tmp_path / "fresh-ws"
-    app = App(ws_dir)  # a fresh workspace, seeded from assets on first start
+    app = App(ws_dir, "--demo")  # a fresh workspace, seeded from assets on first start
     app.wait_ready(600)
     try:
         with open_page(app.url) as page:

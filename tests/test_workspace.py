@@ -1,4 +1,5 @@
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,52 @@ def test_run_dir_rejects_paths_outside_runs(empty_workspace):
         empty_workspace.run_dir("../../etc")
     rid = empty_workspace.new_run_id("rloo")
     assert empty_workspace.run_dir(rid).is_dir()
+
+
+def test_only_the_default_workspace_or_demo_flag_gets_the_demo(tmp_path):
+    from rloo_studio.paths import DEFAULT_WORKSPACE
+    from rloo_studio.seed import wants_demo
+
+    assert wants_demo(None) and wants_demo(DEFAULT_WORKSPACE) and wants_demo(str(DEFAULT_WORKSPACE) + "/")
+    assert not wants_demo(tmp_path / "mine") and wants_demo(tmp_path / "mine", demo=True)
+    ws = Workspace(tmp_path / "mine")
+    assert counts(ws) == {"pairs": 0, "labeled": 0} and prompt_sets(ws) == []
+
+
+def test_loading_the_demo_twice_adds_it_once(empty_workspace):
+    from rloo_studio.seed import has_demo, seed_demo
+
+    assert not has_demo(empty_workspace)
+    added = seed_demo(empty_workspace)
+    assert added["labeled_pairs"] == 237 and added["candidate_pairs"] == 80
+    tables = ("pairs", "labels", "prompts", "responses", "prompt_sets")
+    before = {t: empty_workspace.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in tables}
+    assert seed_demo(empty_workspace) is None and has_demo(empty_workspace)
+    assert {t: empty_workspace.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in tables} == before
+    assert before["pairs"] == 317
+
+
+def test_cli_import_into_a_new_workspace_exports_only_the_users_rows(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    src = tmp_path / "my.jsonl"
+    src.write_text("".join(json.dumps({"prompt": f"q{i}", "chosen": f"good {i}", "rejected": f"bad {i}"}) + "\n"
+                           for i in range(75)))
+    env = {**os.environ, "RLOO_STUDIO_NO_UNSLOTH": "1"}
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "rloo_studio", *args], cwd=root, capture_output=True, text=True,
+                           timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    out = tmp_path / "out.jsonl"
+    cli("import", str(src), "--workspace", str(tmp_path / "new"))
+    cli("export", "--workspace", str(tmp_path / "new"), "--out", str(out))
+    assert len(out.read_text().splitlines()) == 75
+    cli("import", str(src), "--workspace", str(tmp_path / "demo"), "--demo")  # asked for: the demo comes too
+    assert counts(Workspace(tmp_path / "demo"))["pairs"] == 317 + 75

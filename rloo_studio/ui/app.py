@@ -7,6 +7,7 @@ import gradio as gr
 
 from ..studio import Studio
 from . import inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
+from .uploads import use_workspace_temp
 
 CSS = """
 .studio-header {display:flex; gap:1.5em; align-items:baseline; flex-wrap:wrap; padding:.2em 0 .4em}
@@ -30,7 +31,9 @@ def header_html(studio: Studio) -> str:
 
 
 def build_ui(studio: Studio) -> gr.Blocks:
-    with gr.Blocks(title="RLOO Studio") as demo:
+    # Files this app made in its temp folder (copies of exports handed out, uploads never imported)
+    # go after a day; Gradio also empties it when the app starts.
+    with gr.Blocks(title="RLOO Studio", delete_cache=(3600, 86400)) as demo:
         gr.HTML(header_html(studio))
         with gr.Tabs():
             for name, module in TABS:
@@ -41,15 +44,28 @@ def build_ui(studio: Studio) -> gr.Blocks:
     return demo
 
 
+def served_paths(studio: Studio) -> tuple[list[str], list[str]]:
+    """(allowed, blocked) for Gradio's file route: of the workspace, only exports/ is served.
+
+    Gradio also serves its own temp folder (uploads not yet imported, copies of exports handed
+    out), which use_workspace_temp puts in <workspace>/incoming; every other file, in the workspace
+    or elsewhere, is refused. The blocked list names what must never leave, whatever else changes."""
+    ws = studio.ws
+    blocked = [ws.db_path, ws.root / "studio.db-wal", ws.root / "studio.db-shm", ws.runs_dir, ws.uploads_dir]
+    return [str(ws.exports_dir)], [str(p) for p in blocked]
+
+
 def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tuple[str, str] | None = None,
            block: bool = True, max_upload_mb: int = 500):
+    use_workspace_temp(studio.ws)  # before the Blocks are built: they read it then
     demo = build_ui(studio)
     demo.queue(default_concurrency_limit=4)
+    allowed, blocked = served_paths(studio)
     demo.launch(
         server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block,
         css=CSS + "".join(getattr(m, "CSS", "") for _, m in TABS),  # each tab may add its own CSS
         head="".join(getattr(m, "HEAD", "") for _, m in TABS),  # ... and scripts (keyboard shortcuts)
         show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
-        allowed_paths=[str(studio.ws.exports_dir)],  # downloads of exported files; nothing else on disk
+        allowed_paths=allowed, blocked_paths=blocked,  # downloads of exported files; nothing else on disk
     )
     return demo

@@ -1,25 +1,25 @@
 """Label tab: pick the better of two responses, mostly from the keyboard.
 
-Keys (outside text boxes): 1 / ← left better, 2 / → right better, 3 tie, 4 skip, u undo.
+Keys (outside text boxes): 1 / ← left better, 2 / → right better, 3 tie, 4 skip, f flag, u undo;
+Esc leaves the comment box. A label key saves a label only for the pair whose texts are on the
+page at that moment: the page sends the id it shows with every press, and the server saves
+nothing when that is not the session's current pair (say, after an action cleared the view).
 """
 from __future__ import annotations
 
 import html
 import uuid
+from functools import partial
 
 import gradio as gr
 
 from .. import labels as L
 from ..errors import explain
-from ..exporting import FORMATS, export
-from ..generate import GenerateConfig, generate_candidates
-from ..importing import import_upload
-from ..models import TRUST_SHORT, TRUST_WARNING
-from ..prompts import prompt_sets
 from ..reward_view import uncertainty_queue
 from ..runs import trained_adapters
 from ..studio import Studio
-from . import render
+from . import label_data, render
+from .label_view import NOTHING_SAVED, _msg, show_next, view
 
 CSS = render.CSS + """
 #lbl-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill)}
@@ -34,10 +34,14 @@ HEAD = """
 <script>
 document.addEventListener('keydown', (e) => {
   const t = e.target;
-  if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable)) return;
+  if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable)) {
+    // Esc leaves the comment box, so that the keys label again.
+    if (e.key === 'Escape' && t.closest && t.closest('#lbl-comment')) { e.preventDefault(); t.blur(); }
+    return;
+  }
   if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
   const map = {'1': 'lbl-left', 'ArrowLeft': 'lbl-left', '2': 'lbl-right', 'ArrowRight': 'lbl-right',
-               '3': 'lbl-tie', '4': 'lbl-skip', 'u': 'lbl-undo', 'U': 'lbl-undo'};
+               '3': 'lbl-tie', '4': 'lbl-skip', 'f': 'lbl-flag', 'F': 'lbl-flag', 'u': 'lbl-undo', 'U': 'lbl-undo'};
   const btn = document.getElementById(map[e.key]);
   if (!btn || btn.offsetParent === null || btn.disabled) return;  // only while the Label tab is shown
   e.preventDefault();
@@ -46,47 +50,111 @@ document.addEventListener('keydown', (e) => {
 </script>
 """
 
-NO_NAME = "Enter your name above to start labeling: each label records who gave it."
+# Runs in the browser when a label button is pressed (or clicked): the last input becomes the id of
+# the pair whose texts are on the page right now ('' when none is).
+ON_SCREEN_JS = """(...args) => {
+  const el = document.querySelector('#lbl-prompt [data-pair]');
+  args[args.length - 1] = el ? el.getAttribute('data-pair') : '';
+  return args;
+}"""
+
+def start(stored, sess, typed):
+    # A name typed before the page finished loading wins over the remembered one.
+    return (typed or "").strip() or stored, sess or uuid.uuid4().hex
 
 
-def _msg(text: str, error: bool = False) -> str:
-    return f"<span class='{'lbl-msg-error' if error else ''}'>{html.escape(text)}</span>" if text else ""
+def relabel(studio: Studio, nm, sess, f, s, rw, av):
+    L.release(studio.ws, sess)
+    return show_next(studio, nm, sess, f, s, rw, av)
 
 
-def _progress_md(studio: Studio, name: str) -> str:
-    p = L.progress(studio.ws, name or None)
-    pace = f" · {p['per_minute']:.1f} labels/min" if p["per_minute"] else ""
-    return (f"**{p['labeled']} / {p['total']}** pairs labeled ({p['human_labeled']} by people)"
-            f" · you: **{p['mine']}**{pace}")
+def label(studio: Studio, side: str, nm, sess, f, s, rw, av, shown, cm, screen):
+    """A label key: save for the pair on the page, then show the next one."""
+    nm = (nm or "").strip()
+    if not nm:
+        return (*view(studio, None, "", rw), cm)
+    if not L.on_screen(shown, screen):  # nothing (or another pair) on the page: save nothing, say so
+        return (*show_next(studio, nm, sess, f, s, rw, av, NOTHING_SAVED), cm)
+    try:
+        if side == "flag":
+            L.flag_pair(studio.ws, shown, nm, sess, cm)
+            note = f"Flagged pair #{shown.pair_id} for re-labeling (recorded as your skip)."
+        else:
+            L.save_on_screen(studio.ws, shown, screen, nm, sess, side, cm)
+            note = ""
+        return (*show_next(studio, nm, sess, f, s, rw, av, note), "")
+    except (ValueError, KeyError) as e:
+        return (*view(studio, shown, nm, rw, explain(e), True), cm)
 
 
-def _view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str = "", error: bool = False,
-          active: dict | None = None):
-    """Outputs for: prompt, left, right, status line, progress, current-pair state."""
-    if not name.strip():
-        return "", "", "", _msg(NO_NAME), _progress_md(studio, ""), None
-    if shown is None:
-        return ("<i>Nothing left under this filter. Import or generate pairs, or choose another filter.</i>", "", "",
-                _msg(note, error), _progress_md(studio, name), None)
-    flag = f" · flagged: {shown.flag}" if shown.flag else ""
-    mine = f" · your label: {shown.current}" if shown.current else ""
-    hint = ""
-    guess = (active or {}).get("info", {}).get(str(shown.pair_id))
-    if guess:  # active labeling: the reward model's guess, in the sides as shown
-        margin, side = guess
-        shown_side = "A" if (side == "a") == shown.a_shown_left else "B"
-        hint = f" · reward model suggests {shown_side} (margin {abs(margin):.3f})"
-    status = f"pair #{shown.pair_id} · source {shown.source}{flag}{mine}{hint}"
-    return (render.esc(shown.prompt), render.response_html(shown.left, raw), render.response_html(shown.right, raw),
-            _msg(note, error) or status, _progress_md(studio, name), shown)
+def undo(studio: Studio, nm, sess, f, s, rw, av, shown):
+    nm = (nm or "").strip()
+    if not nm:
+        return view(studio, None, "", rw)
+    back = L.undo(studio.ws, nm, sess)
+    if back is None:
+        return view(studio, shown, nm, rw, "Nothing to undo yet.")
+    return view(studio, back, nm, rw, f"Undid your label on pair #{back.pair_id}; choose again.", active=av)
 
+
+def rerender(studio: Studio, nm, rw, shown, av):
+    return view(studio, shown, nm, rw, active=av)
+
+
+def choose_order(studio: Studio, run_id, nm, sess, f, s, rw, progress=gr.Progress()):
+    if not run_id:
+        return None, _msg("Pairs in their usual order."), *relabel(studio, nm, sess, f, s, rw, None)
+    progress(0.1, desc="scoring unlabeled pairs with the reward model")
+    try:
+        queue = uncertainty_queue(studio.ws, run_id)
+    except Exception as e:  # a broken or deleted run: say so, keep labeling in the usual order
+        return None, _msg(explain(e), True), *relabel(studio, nm, sess, f, s, rw, None)
+    av = {"order": [q[0] for q in queue], "info": {str(q[0]): (q[1], q[2]) for q in queue}}
+    note = f"{len(queue)} unlabeled pairs ordered by the reward model's uncertainty (smallest margin first)."
+    return av, _msg(note), *relabel(studio, nm, sess, f, s, rw, av)
+
+
+def annotators_md(studio: Studio) -> str:
+    """Who labeled how much, and how well they agree (refreshed while the panel is open)."""
+    ws = studio.ws
+    lines = [f"Overlap: **{L.overlap(ws)}** annotator(s) per pair."]
+    stats = L.annotator_stats(ws)
+    if stats:
+        lines.append("| annotator | labels | skips |\n|---|---|---|" + "".join(
+            f"\n| {html.escape(a['name'])} | {a['labels']} | {a['skips']} |" for a in stats))
+    else:
+        lines.append("No labels from people yet.")
+    ag = L.agreement(ws)
+    if not ag["pairs"]:
+        lines.append("No pair has labels from two annotators yet (raise the overlap to measure agreement).")
+        return "\n\n".join(lines)
+    if ag["kappa"] is not None:
+        lines.append(f"Cohen's kappa **{ag['kappa']:.2f}**, raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared pairs.")
+    else:
+        lines.append(f"Raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared labels (all annotator pairs).")
+    lines.append("| annotators | shared | raw | kappa |\n|---|---|---|---|" + "".join(
+        f"\n| {html.escape(p['a'])} / {html.escape(p['b'])} | {p['shared']} | {p['raw']:.0%} | {p['kappa']:.2f} |"
+        for p in ag["pairs"]))
+    return "\n\n".join(lines)
+
+
+def set_overlap(studio: Studio, n):
+    try:
+        L.set_overlap(studio.ws, int(n))
+        return annotators_md(studio)
+    except (ValueError, TypeError) as e:
+        return f"**{e}**"
+
+
+# -- layout --------------------------------------------------------------------------------------
 
 def build(studio: Studio):
     ws = studio.ws
     saved_name = gr.BrowserState("", storage_key="rloo-studio-annotator")
     session = gr.State("")
-    current = gr.State(None)
+    current = gr.State(None)  # the pair on the page (None: none is); set by every event that draws the view
     active = gr.State(None)  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
+    screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
     with gr.Row():
         name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1)
         flt = gr.Dropdown(list(L.FILTERS), value="unlabeled", label="Show", scale=1)
@@ -96,6 +164,7 @@ def build(studio: Studio):
         order_by = gr.Dropdown([("usual order", "")] + trained_adapters(ws, "reward"), value="", scale=2,
                                label="Active labeling: most uncertain first, by reward model")
         order_msg = gr.HTML()
+    empty_box, b_demo_empty = label_data.empty_notice(studio)
     progress = gr.Markdown(elem_id="lbl-progress")
     status = gr.HTML(elem_id="lbl-status")  # which pair, or what went wrong: above the texts, where eyes are
     prompt = gr.HTML(elem_id="lbl-prompt")
@@ -111,212 +180,49 @@ def build(studio: Studio):
         b_right = gr.Button("B is better  [2]", variant="primary", elem_id="lbl-right")
         b_tie = gr.Button("Tie  [3]", elem_id="lbl-tie")
         b_skip = gr.Button("Skip  [4]", elem_id="lbl-skip")
+        b_flag = gr.Button("Flag for re-labeling  [f]", elem_id="lbl-flag")
         b_undo = gr.Button("Undo  [u]", elem_id="lbl-undo")
-    comment = gr.Textbox(label="Comment (optional, saved with the label)", max_lines=2)
-    gr.HTML("<div class='lbl-keys'>Keys: 1 or ← for A, 2 or → for B, 3 tie, 4 skip, u undo (not while typing).</div>")
+    comment = gr.Textbox(label="Comment (optional, saved with the label; Esc leaves the box)", max_lines=2,
+                         elem_id="lbl-comment")
+    gr.HTML("<div class='lbl-keys'>Keys: 1 or ← for A, 2 or → for B, 3 tie, 4 skip, f flag for re-labeling, "
+            "u undo (not while typing; Esc leaves the comment box).</div>")
     outs = [prompt, left, right, status, progress, current]
-
-    def start(stored, sess, typed):
-        # A name typed before the page finished loading wins over the remembered one.
-        return (typed or "").strip() or stored, sess or uuid.uuid4().hex
-
-    def show_next(nm, sess, f, s, rw, av):
-        nm = (nm or "").strip()
-        if not nm:
-            return _view(studio, None, "", rw)
-        try:
-            shown = L.next_pair(ws, nm, sess, f, s, prefer=(av or {}).get("order"))
-            return _view(studio, shown, nm, rw, active=av)
-        except ValueError as e:
-            return _view(studio, None, nm, rw, str(e), True)
-
-    def relabel(nm, sess, f, s, rw, av):
-        L.release(ws, sess)
-        return show_next(nm, sess, f, s, rw, av)
-
-    def act(side):
-        def fn(nm, sess, f, s, rw, av, shown, cm):
-            nm = (nm or "").strip()
-            if not nm or shown is None:
-                return (*show_next(nm, sess, f, s, rw, av), cm)
-            try:
-                L.save_label(ws, shown, nm, sess, side, cm)
-                return (*show_next(nm, sess, f, s, rw, av), "")
-            except (ValueError, KeyError) as e:
-                return (*_view(studio, shown, nm, rw, explain(e), True), cm)
-        return fn
-
-    def do_undo(nm, sess, f, s, rw, av, shown):
-        nm = (nm or "").strip()
-        if not nm:
-            return _view(studio, None, "", rw)
-        back = L.undo(ws, nm, sess)
-        if back is None:
-            return _view(studio, shown, nm, rw, "Nothing to undo yet.")
-        return _view(studio, back, nm, rw, f"Undid your label on pair #{back.pair_id}; choose again.", active=av)
-
-    def rerender(nm, rw, shown, av):
-        return _view(studio, shown, (nm or "").strip(), rw, active=av)
-
     common = [name, session, flt, src, raw, active]
-    for btn, side in ((b_left, "left"), (b_right, "right"), (b_tie, "tie"), (b_skip, "skip")):
-        btn.click(act(side), [*common, current, comment], [*outs, comment], show_progress="hidden",
-                  trigger_mode="once")
-    b_undo.click(do_undo, [*common, current], outs, show_progress="hidden")
+
+    for btn, side in ((b_left, "left"), (b_right, "right"), (b_tie, "tie"), (b_skip, "skip"), (b_flag, "flag")):
+        btn.click(partial(label, studio, side), [*common, current, comment, screen], [*outs, comment],
+                  js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="once")
+    b_undo.click(partial(undo, studio), [*common, current], outs, show_progress="hidden")
     # Enter leaves the name box (so that the keys label), and leaving it loads that annotator's queue.
     name.submit(None, js="() => { document.activeElement.blur(); }")
-    name.blur(relabel, common, outs).then(lambda n: n, name, saved_name)
-    flt.change(relabel, common, outs)
-    src.change(relabel, common, outs)
-    raw.change(rerender, [name, raw, current, active], outs, show_progress="hidden")
+    name.blur(partial(relabel, studio), common, outs).then(lambda n: n, name, saved_name)
+    flt.change(partial(relabel, studio), common, outs)
+    src.change(partial(relabel, studio), common, outs)
+    raw.change(partial(rerender, studio), [name, raw, current, active], outs, show_progress="hidden")
+    order_by.change(partial(choose_order, studio), [order_by, *common[:-1]], [active, order_msg, *outs])
 
-    def choose_order(run_id, nm, sess, f, s, rw, progress=gr.Progress()):
-        if not run_id:
-            return None, _msg("Pairs in their usual order."), *relabel(nm, sess, f, s, rw, None)
-        progress(0.1, desc="scoring unlabeled pairs with the reward model")
-        try:
-            queue = uncertainty_queue(ws, run_id)
-        except Exception as e:  # a broken or deleted run: say so, keep labeling in the usual order
-            return None, _msg(explain(e), True), *relabel(nm, sess, f, s, rw, None)
-        av = {"order": [q[0] for q in queue], "info": {str(q[0]): (q[1], q[2]) for q in queue}}
-        note = f"{len(queue)} unlabeled pairs ordered by the reward model's uncertainty (smallest margin first)."
-        return av, _msg(note), *relabel(nm, sess, f, s, rw, av)
+    label_data.build(studio, common=common, outs=outs, src=src, empty_box=empty_box, b_demo_empty=b_demo_empty)
 
-    order_by.change(choose_order, [order_by, *common[:-1]], [active, order_msg, *outs])
-
-    # Import / generate / export / agreement
-    with gr.Accordion("Import pairs or prompts", open=False):
-        gr.Markdown("JSONL, CSV or Parquet: preference pairs (`prompt`, `chosen`, `rejected`; standard or "
-                    "conversational; without `prompt` the shared prefix is the prompt), candidates "
-                    "(`prompt` + `responses` list or `response_1..N`), or a prompt set (`prompt` + other columns). "
-                    "An import is all or nothing.")
-        up = gr.File(label="File", file_types=[".jsonl", ".json", ".csv", ".parquet"], type="filepath")
-        b_import = gr.Button("Import")
-        import_msg = gr.HTML()
-    with gr.Accordion("Generate candidates from a model", open=False):
-        sets = [s["name"] for s in prompt_sets(ws)]
-        d = GenerateConfig()
-        with gr.Row():
-            g_set = gr.Dropdown(sets, value=d.prompt_set if d.prompt_set in sets else None, label="Prompt set")
-            g_limit = gr.Number(d.limit, label="Prompts", precision=0, minimum=1, elem_id="lbl-gen-limit")
-            g_k = gr.Slider(2, 8, d.k, step=1, label="Responses per prompt (k)")
-        g_typed = gr.Textbox(label="…or type prompts, one per line", lines=3)
-        with gr.Row():
-            g_model = gr.Textbox(d.model, label="Model (local folder or cached hub id)", scale=3)
-            g_trust = gr.Checkbox(d.trust_remote_code, label="trust_remote_code", info=TRUST_SHORT, scale=1,
-                                  elem_id="lbl-gen-trust")
-            g_tokens = gr.Number(d.max_new_tokens, label="Max new tokens", precision=0, minimum=1)
-            g_temp = gr.Number(d.temperature, label="Temperature", minimum=0.01)
-        with gr.Row():
-            b_gen = gr.Button("Generate", variant="primary")
-            b_gen_stop = gr.Button("Stop")
-        gen_run = gr.State("")
-        gen_msg = gr.HTML()
-        gen_timer = gr.Timer(1.0, active=False)
-    with gr.Accordion("Export for other tools", open=False):
-        with gr.Row():
-            e_fmt = gr.Radio(list(FORMATS), value="standard", label="Format")
-            e_name = gr.Textbox("pairs.jsonl", label="File name (.jsonl, .parquet, or a folder name for `datasets`)")
-            e_split = gr.Slider(0, 0.5, 0, step=0.05, label="Test fraction")
-            e_ties = gr.Checkbox(label="Write ties to a separate file")
-        b_export = gr.Button("Export")
-        export_msg = gr.HTML()
-        export_files = gr.File(label="Exported files", file_count="multiple", interactive=False)
-    with gr.Accordion("Annotators and agreement", open=False):
+    with gr.Accordion("Annotators and agreement", open=False) as panel:
         with gr.Row():
             overlap = gr.Number(L.overlap(ws), label="Annotators per pair (overlap)", precision=0, minimum=1, maximum=10)
             b_overlap = gr.Button("Set overlap")
-        agree = gr.Markdown()
+        agree = gr.Markdown(elem_id="lbl-annotators")
         b_agree = gr.Button("Refresh agreement")
-
-    def do_import(path, nm, sess, f, s, rw, av, progress=gr.Progress()):
-        if not path:
-            return _msg("Choose a file first.", True), *_view(studio, None, (nm or "").strip(), rw)[:5], gr.update(), None
-        try:
-            res = import_upload(ws, path, progress=lambda frac, what: progress(frac, desc=what))
-            msg = _msg(res.summary())
-        except Exception as e:  # every failure is a message; the import wrote nothing
-            msg = _msg(f"Import refused, nothing was changed: {explain(e)}", True)
-        view = show_next(nm, sess, f, s, rw, av)
-        sources = gr.update(choices=[("all sources", "")] + [(x, x) for x in L.sources(ws)])
-        return msg, *view[:5], sources, None  # clear the file box, ready for the next one
-
-    b_import.click(do_import, [up, *common], [import_msg, prompt, left, right, status, progress, src, up])
-
-    def start_gen(pset, limit, k, typed, model, trust, tokens, temp):
-        try:
-            cfg = GenerateConfig(model=model, prompt_set=pset, prompts=(typed or "").splitlines(), limit=int(limit or 1),
-                                 k=int(k), max_new_tokens=int(tokens or 1), temperature=float(temp or 0),
-                                 trust_remote_code=bool(trust))
-            cfg.validate()
-        except Exception as e:
-            return "", _msg(explain(e), True)
-        busy = (studio.runner.current or "the queued runs") if studio.runner.busy() else None
-        rid = studio.runner.submit("generate", cfg, generate_candidates)
-        return rid, _msg(f"Queued ({rid}) behind {busy}; it starts when that run ends." if busy
-                         else f"Generating ({rid})…")
-
-    def poll_gen(rid):
-        if not rid:
-            return _msg(""), gr.Timer(active=False)
-        st = studio.runner.status(rid)
-        pr = st.get("progress") or {}
-        if st.get("status") == "queued":
-            return _msg(f"queued ({rid}): it starts when the running job ends"), gr.Timer(active=True)
-        if st.get("status") == "running":
-            eta = f", about {pr['eta_s']:.0f} s left" if pr.get("eta_s") else ""
-            done = f"{pr.get('done', 0)} / {pr.get('total', '?')} prompts" if pr else "loading the model"
-            return _msg(f"{st['status']}: {done}{eta}"), gr.Timer(active=True)
-        return _msg(f"{st.get('status')}: {st.get('message', '')}", st.get("status") == "failed"), gr.Timer(active=False)
-
-    g_trust.input(lambda on: _msg(TRUST_WARNING, True) if on else _msg(""), g_trust, gen_msg)
-    b_gen.click(start_gen, [g_set, g_limit, g_k, g_typed, g_model, g_trust, g_tokens, g_temp], [gen_run, gen_msg]).then(
-        lambda rid: gr.Timer(active=bool(rid)), gen_run, gen_timer)
-    gen_timer.tick(poll_gen, gen_run, [gen_msg, gen_timer], show_progress="hidden")
-    b_gen_stop.click(lambda rid: studio.runner.stop(rid) and None, gen_run, None)
-
-    def do_export(fmt, fname, split, ties):
-        fname = (fname or "").strip()
-        if not fname or "/" in fname or "\\" in fname or fname.startswith("."):
-            return _msg("Give a plain file name (no folders); files go to the workspace's exports/.", True), None
-        try:
-            res = export(ws, ws.exports_dir / fname, fmt, ties_apart=ties, test_fraction=float(split))
-        except Exception as e:
-            return _msg(explain(e), True), None
-        files = [str(p) for p in res.paths if p.is_file()]
-        return _msg(res.summary() + f" Saved in {ws.exports_dir}."), files or None
-
-    b_export.click(do_export, [e_fmt, e_name, e_split, e_ties], [export_msg, export_files])
-
-    def set_overlap(n):
-        try:
-            L.set_overlap(ws, int(n))
-            return _agreement_md(studio)
-        except (ValueError, TypeError) as e:
-            return f"**{e}**"
-
-    b_overlap.click(set_overlap, overlap, agree)
-    b_agree.click(lambda: _agreement_md(studio), None, agree)
+        agree_timer = gr.Timer(3.0, active=False)  # while the panel is open, it follows labels as they arrive
+    b_overlap.click(partial(set_overlap, studio), overlap, agree)
+    b_agree.click(partial(annotators_md, studio), None, agree)
+    panel.expand(lambda: (annotators_md(studio), gr.Timer(active=True)), None, [agree, agree_timer])
+    panel.collapse(lambda: gr.Timer(active=False), None, agree_timer)
+    agree_timer.tick(partial(annotators_md, studio), None, agree, show_progress="hidden")
 
     def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Restore the name this browser used, start a session, continue where the annotator left off.
-        demo.load(start, [saved_name, session, name], [name, session]).then(show_next, common, outs).then(
-            lambda: _agreement_md(studio), None, agree)
-        tab.select(lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by)
+        demo.load(start, [saved_name, session, name], [name, session]).then(
+            partial(show_next, studio), common, outs).then(
+            partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
+        # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
+        tab.select(partial(show_next, studio), common, outs).then(
+            lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by)
 
     return on_load
-
-
-def _agreement_md(studio: Studio) -> str:
-    ag = L.agreement(studio.ws)
-    lines = [f"Overlap: **{L.overlap(studio.ws)}** annotator(s) per pair. Annotators: {', '.join(ag['annotators']) or 'none yet'}."]
-    if not ag["pairs"]:
-        lines.append("No pair has labels from two annotators yet (raise the overlap to measure agreement).")
-        return "\n\n".join(lines)
-    if ag["kappa"] is not None:
-        lines.append(f"Cohen's kappa **{ag['kappa']:.2f}**, raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared pairs.")
-    else:
-        lines.append(f"Raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared labels (all annotator pairs).")
-    lines.append("| annotators | shared | raw | kappa |\n|---|---|---|---|" + "".join(
-        f"\n| {p['a']} / {p['b']} | {p['shared']} | {p['raw']:.0%} | {p['kappa']:.2f} |" for p in ag["pairs"]))
-    return "\n\n".join(lines)

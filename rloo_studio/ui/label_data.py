@@ -1,0 +1,167 @@
+"""The Label tab's data area: import a file, load the demo data, generate candidates, export.
+
+Every action here that redraws the labeling view also sets the current pair: an import that
+fails, and an export, leave no pair on the page and no current pair, so a key pressed next saves
+nothing (see label_tab.label).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import gradio as gr
+
+from .. import labels as L
+from ..errors import explain
+from ..exporting import FORMATS, export
+from ..generate import GenerateConfig, generate_candidates
+from ..importing import import_upload
+from ..models import TRUST_SHORT, TRUST_WARNING
+from ..prompts import prompt_sets
+from ..seed import demo_summary, seed_demo
+from ..studio import Studio
+from . import label_view as T
+from .uploads import discard_upload
+
+EMPTY_NOTE = ("**This workspace has no pairs yet.** Import your own under *Import pairs or prompts* below, "
+              "or load the bundled demo data (237 labeled pairs, 80 pairs to label, two prompt sets) to try the app.")
+
+
+def _has_pairs(studio: Studio) -> bool:
+    return bool(studio.ws.query("SELECT 1 FROM pairs LIMIT 1"))
+
+
+def empty_notice(studio: Studio):
+    """Shown above the labeling view while the workspace holds no pairs."""
+    with gr.Row(visible=not _has_pairs(studio), elem_id="lbl-empty") as box:
+        gr.Markdown(EMPTY_NOTE)
+        b = gr.Button("Load the demo data", elem_id="lbl-demo-empty", scale=0, min_width=200)
+    return box, b
+
+
+def empty_update(studio: Studio):
+    return gr.update(visible=not _has_pairs(studio))
+
+
+def do_import(studio: Studio, path, keep_duplicates, nm, sess, f, s, rw, av, progress=gr.Progress()):
+    """Outputs: message, the view (prompt … current), sources, file box, empty notice."""
+    if not path:
+        view = T.cleared(studio, nm, "No file was chosen, so nothing was imported.", True)
+        return T._msg("Choose a file first.", True), *view, gr.update(), None, empty_update(studio)
+    try:
+        kw = {"keep_duplicates": True} if keep_duplicates else {}  # skipping rows already there is the default
+        res = import_upload(studio.ws, path, progress=lambda frac, what: progress(frac, desc=what), **kw)
+    except Exception as e:  # every failure is a message; the import wrote nothing
+        view = T.cleared(studio, nm, "The import was refused; nothing was changed.", True)
+        return (T._msg(f"Import refused, nothing was changed: {explain(e)}", True), *view, gr.update(), None,
+                empty_update(studio))
+    finally:
+        discard_upload(studio.ws, path)  # the workspace keeps its own copy (uploads/); Gradio's goes
+    view = T.show_next(studio, nm, sess, f, s, rw, av)
+    return T._msg(res.summary()), *view, T.sources_update(studio), None, empty_update(studio)
+
+
+def load_demo(studio: Studio, nm, sess, f, s, rw, av):
+    """Outputs: message, the view, sources, empty notice. Twice adds nothing the second time."""
+    try:
+        msg = T._msg(demo_summary(seed_demo(studio.ws)))
+    except Exception as e:
+        msg = T._msg(f"The demo data could not be loaded, nothing was changed: {explain(e)}", True)
+    view = T.show_next(studio, nm, sess, f, s, rw, av)
+    return msg, *view, T.sources_update(studio), empty_update(studio)
+
+
+def do_export(studio: Studio, fmt, fname, split, ties, nm):
+    """Outputs: message, files, the view (cleared: the next label key shows the next pair)."""
+    fname = (fname or "").strip()
+    view = T.cleared(studio, nm, "Exported; press a label key to go on labeling.")
+    if not fname or "/" in fname or "\\" in fname or fname.startswith("."):
+        return T._msg("Give a plain file name (no folders); files go to the workspace's exports/.", True), None, *view
+    try:
+        res = export(studio.ws, studio.ws.exports_dir / fname, fmt, ties_apart=ties, test_fraction=float(split))
+    except Exception as e:
+        return T._msg(explain(e), True), None, *view
+    files = [str(p) for p in res.paths if p.is_file()]
+    return T._msg(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *view
+
+
+def start_gen(studio: Studio, pset, limit, k, typed, model, trust, tokens, temp):
+    try:
+        cfg = GenerateConfig(model=model, prompt_set=pset, prompts=(typed or "").splitlines(), limit=int(limit or 1),
+                             k=int(k), max_new_tokens=int(tokens or 1), temperature=float(temp or 0),
+                             trust_remote_code=bool(trust))
+        cfg.validate()
+    except Exception as e:
+        return "", T._msg(explain(e), True)
+    busy = (studio.runner.current or "the queued runs") if studio.runner.busy() else None
+    rid = studio.runner.submit("generate", cfg, generate_candidates)
+    return rid, T._msg(f"Queued ({rid}) behind {busy}; it starts when that run ends." if busy
+                       else f"Generating ({rid})…")
+
+
+def poll_gen(studio: Studio, rid):
+    if not rid:
+        return T._msg(""), gr.Timer(active=False)
+    st = studio.runner.status(rid)
+    pr = st.get("progress") or {}
+    if st.get("status") == "queued":
+        return T._msg(f"queued ({rid}): it starts when the running job ends"), gr.Timer(active=True)
+    if st.get("status") == "running":
+        eta = f", about {pr['eta_s']:.0f} s left" if pr.get("eta_s") else ""
+        done = f"{pr.get('done', 0)} / {pr.get('total', '?')} prompts" if pr else "loading the model"
+        return T._msg(f"{st['status']}: {done}{eta}"), gr.Timer(active=True)
+    return (T._msg(f"{st.get('status')}: {st.get('message', '')}", st.get("status") == "failed"),
+            gr.Timer(active=False))
+
+
+def build(studio: Studio, common: list, outs: list, src, empty_box, b_demo_empty) -> None:
+    ws = studio.ws
+    with gr.Accordion("Import pairs or prompts", open=False):
+        gr.Markdown("JSONL, CSV or Parquet: preference pairs (`prompt`, `chosen`, `rejected`; standard or "
+                    "conversational; without `prompt` the shared prefix is the prompt), candidates "
+                    "(`prompt` + `responses` list or `response_1..N`), or a prompt set (`prompt` + other columns). "
+                    "An import is all or nothing; rows already in the workspace are skipped unless you tick the box.")
+        up = gr.File(label="File", file_types=[".jsonl", ".json", ".csv", ".parquet"], type="filepath")
+        keep = gr.Checkbox(False, label="Import rows already in the workspace again", elem_id="lbl-keep-dups")
+        with gr.Row():
+            b_import = gr.Button("Import")
+            b_demo = gr.Button("Load the demo data", elem_id="lbl-demo")
+        import_msg = gr.HTML(elem_id="lbl-import-msg")
+    with gr.Accordion("Generate candidates from a model", open=False):
+        sets = [s["name"] for s in prompt_sets(ws)]
+        d = GenerateConfig()
+        with gr.Row():
+            g_set = gr.Dropdown(sets, value=d.prompt_set if d.prompt_set in sets else None, label="Prompt set")
+            g_limit = gr.Number(d.limit, label="Prompts", precision=0, minimum=1, elem_id="lbl-gen-limit")
+            g_k = gr.Slider(2, 8, d.k, step=1, label="Responses per prompt (k)")
+        g_typed = gr.Textbox(label="…or type prompts, one per line", lines=3)
+        with gr.Row():
+            g_model = gr.Textbox(d.model, label="Model (local folder or cached hub id)", scale=3)
+            g_trust = gr.Checkbox(d.trust_remote_code, label="trust_remote_code", info=TRUST_SHORT, scale=1,
+                                  elem_id="lbl-gen-trust")
+            g_tokens = gr.Number(d.max_new_tokens, label="Max new tokens", precision=0, minimum=1)
+            g_temp = gr.Number(d.temperature, label="Temperature", minimum=0.01)
+        with gr.Row():
+            b_gen = gr.Button("Generate", variant="primary")
+            b_gen_stop = gr.Button("Stop")
+        gen_run = gr.State("")
+        gen_msg = gr.HTML()
+        gen_timer = gr.Timer(1.0, active=False)
+    with gr.Accordion("Export for other tools", open=False):
+        with gr.Row():
+            e_fmt = gr.Radio(list(FORMATS), value="standard", label="Format")
+            e_name = gr.Textbox("pairs.jsonl", label="File name (.jsonl, .parquet, or a folder name for `datasets`)")
+            e_split = gr.Slider(0, 0.5, 0, step=0.05, label="Test fraction")
+            e_ties = gr.Checkbox(label="Write ties to a separate file")
+        b_export = gr.Button("Export")
+        export_msg = gr.HTML()
+        export_files = gr.File(label="Exported files", file_count="multiple", interactive=False)
+
+    b_import.click(partial(do_import, studio), [up, keep, *common], [import_msg, *outs, src, up, empty_box])
+    for b in (b_demo, b_demo_empty):
+        b.click(partial(load_demo, studio), common, [import_msg, *outs, src, empty_box])
+    g_trust.input(lambda on: T._msg(TRUST_WARNING, True) if on else T._msg(""), g_trust, gen_msg)
+    b_gen.click(partial(start_gen, studio), [g_set, g_limit, g_k, g_typed, g_model, g_trust, g_tokens, g_temp],
+                [gen_run, gen_msg]).then(lambda rid: gr.Timer(active=bool(rid)), gen_run, gen_timer)
+    gen_timer.tick(partial(poll_gen, studio), gen_run, [gen_msg, gen_timer], show_progress="hidden")
+    b_gen_stop.click(lambda rid: studio.runner.stop(rid) and None, gen_run, None)
+    b_export.click(partial(do_export, studio), [e_fmt, e_name, e_split, e_ties, common[0]], [export_msg, export_files, *outs])

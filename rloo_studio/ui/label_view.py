@@ -1,0 +1,78 @@
+"""What the Label tab draws for a pair: prompt, the two sides, status line, progress, current pair.
+
+Every event that draws the view also returns the current pair (None when the page shows none),
+so that the page and the session's current pair never disagree.
+"""
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+
+from .. import labels as L
+from ..studio import Studio
+from . import render
+
+NO_NAME = "Enter your name above to start labeling: each label records who gave it."
+EMPTY = "<i>Nothing left under this filter. Import or generate pairs, or choose another filter.</i>"
+CLEARED = "<i>No pair on screen. Press a label key, or choose a filter, to show the next pair.</i>"
+NOTHING_SAVED = "No pair was on screen, so nothing was saved."
+
+
+def _msg(text: str, error: bool = False) -> str:
+    return f"<span class='{'lbl-msg-error' if error else ''}'>{html.escape(text)}</span>" if text else ""
+
+
+def progress_md(studio: Studio, name: str) -> str:
+    p = L.progress(studio.ws, name or None)
+    pace = f" · {p['per_minute']:.1f} labels/min" if p["per_minute"] else ""
+    imported = f" · {p['imported_only']} more with imported labels only" if p["imported_only"] else ""
+    skipped = f" · {p['skipped']} skipped" if p["skipped"] else ""
+    mine = f" · you: **{p['mine']}** labeled, {p['my_skips']} skipped{pace}" if name else ""
+    return f"**{p['human_labeled']} / {p['total']}** pairs labeled by people{imported}{skipped}{mine}"
+
+
+def view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str = "", error: bool = False,
+         active: dict | None = None, empty: str = EMPTY):
+    """Outputs for: prompt, left, right, status line, progress, current pair (None: nothing on screen)."""
+    name = (name or "").strip()
+    if not name:
+        return "", "", "", _msg(NO_NAME), progress_md(studio, ""), None
+    if shown is None:
+        return empty, "", "", _msg(note, error), progress_md(studio, name), None
+    flag = f" · flagged: {shown.flag}" if shown.flag else ""
+    mine = f" · your label: {shown.current}" if shown.current else ""
+    hint = ""
+    guess = (active or {}).get("info", {}).get(str(shown.pair_id))
+    if guess:  # active labeling: the reward model's guess, in the sides as shown
+        margin, side = guess
+        shown_side = "A" if (side == "a") == shown.a_shown_left else "B"
+        hint = f" · reward model suggests {shown_side} (margin {abs(margin):.3f})"
+    status = f"pair #{shown.pair_id} · source {shown.source}{flag}{mine}{hint}"
+    if note and not error:
+        status = f"{html.escape(note)} · {status}"
+    elif note:
+        status = _msg(note, True)
+    prompt = f"<div data-pair='{shown.pair_id}'>{render.esc(shown.prompt)}</div>"
+    return (prompt, render.response_html(shown.left, raw), render.response_html(shown.right, raw), status,
+            progress_md(studio, name), shown)
+
+
+def cleared(studio: Studio, name: str, note: str, error: bool = False):
+    """The view after an action that leaves no pair on the page: no current pair either."""
+    return view(studio, None, name, False, note, error, empty=CLEARED)
+
+
+def show_next(studio: Studio, nm, sess, f, s, rw, av, note: str = ""):
+    nm = (nm or "").strip()
+    if not nm:
+        return view(studio, None, "", rw)
+    try:
+        shown = L.next_pair(studio.ws, nm, sess, f, s, prefer=(av or {}).get("order"))
+        return view(studio, shown, nm, rw, note, active=av)
+    except ValueError as e:
+        return view(studio, None, nm, rw, str(e), True)
+
+
+def sources_update(studio: Studio):
+    return gr.update(choices=[("all sources", "")] + [(x, x) for x in L.sources(studio.ws)])
