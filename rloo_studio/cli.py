@@ -29,6 +29,14 @@ def _trust_arg(p, extra: str = "") -> None:
 
 def _workspace_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE), help="workspace folder (default: %(default)s)")
+    p.add_argument("--demo", action="store_true",
+                   help="a new workspace starts with the bundled demo data (the default workspace always does)")
+
+
+def _demo(a) -> bool:
+    from .seed import wants_demo
+
+    return wants_demo(a.workspace, a.demo)
 
 
 def parse_auth(value: str | None) -> tuple[str, str] | None:
@@ -49,7 +57,7 @@ def cmd_serve(a) -> int:
     from .paths import ASSETS
 
     auth = parse_auth(a.auth)
-    studio = Studio(a.workspace)
+    studio = Studio(a.workspace, seed_demo=_demo(a))
     models.restrict_to([studio.ws.root, ASSETS, *a.allow_path])
     print(f"RLOO Studio on http://{a.host}:{a.port}  workspace {studio.ws.root}  {studio.device['device']}", flush=True)
     launch(studio, a.host, a.port, auth, max_upload_mb=a.max_upload_mb)
@@ -74,7 +82,7 @@ def _train(a, kind: str) -> int:
 
     state = PartialState()
     with state.main_process_first():  # the main process creates and seeds a new workspace
-        ws = Workspace(a.workspace, seed_demo=state.is_main_process)
+        ws = Workspace(a.workspace, seed_demo=state.is_main_process and _demo(a))
     if state.is_main_process:
         ctx = prepare_run(ws, kind, cfg, a.resume)
     if state.num_processes > 1:
@@ -106,7 +114,7 @@ def cmd_import(a) -> int:
     from .importing import import_file
     from .workspace import Workspace
 
-    res = import_file(Workspace(a.workspace, seed_demo=True), a.file, name=a.name)
+    res = import_file(Workspace(a.workspace, seed_demo=_demo(a)), a.file, name=a.name)
     print(res.summary())
     return 0
 
@@ -115,7 +123,7 @@ def cmd_export(a) -> int:
     from .exporting import export
     from .workspace import Workspace
 
-    res = export(Workspace(a.workspace, seed_demo=True), a.out, a.format, ties_apart=a.ties_apart,
+    res = export(Workspace(a.workspace, seed_demo=_demo(a)), a.out, a.format, ties_apart=a.ties_apart,
                  test_fraction=a.test_fraction, seed=a.seed)
     print(res.summary())
     return 0

@@ -4,6 +4,7 @@
 <workspace>/runs/<run-id>/ one folder per training run
 <workspace>/exports/       exported datasets
 <workspace>/uploads/       files a user uploaded through the app
+<workspace>/incoming/      the app's temp folder for browser uploads (owner-only, emptied by imports)
 """
 from __future__ import annotations
 
@@ -63,6 +64,16 @@ SCHEMA = [
         created REAL NOT NULL, started REAL, ended REAL,
         message TEXT NOT NULL DEFAULT '', pid INTEGER, config TEXT NOT NULL DEFAULT '{}');
     """,
+    # 2: the A/B order an annotator sees a pair in is drawn once and kept (coming back shows the same order)
+    """
+    CREATE TABLE IF NOT EXISTS pair_order (
+        pair_id INTEGER NOT NULL REFERENCES pairs(id) ON DELETE CASCADE,
+        annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+        a_shown_left INTEGER NOT NULL,
+        PRIMARY KEY (pair_id, annotator_id)) WITHOUT ROWID;
+    INSERT OR IGNORE INTO pair_order (pair_id, annotator_id, a_shown_left)
+        SELECT pair_id, annotator_id, a_shown_left FROM labels WHERE a_shown_left IS NOT NULL ORDER BY id DESC;
+    """,
 ]
 
 
@@ -70,6 +81,8 @@ class Workspace:
     """A workspace folder. Connections are per thread (sqlite3 objects are not shareable)."""
 
     def __init__(self, root: str | Path, seed_demo: bool = False):
+        """seed_demo: a workspace created now gets the bundled demo data (see seed.py); an existing one is
+        left as it is. Only the default workspace and `--demo` ask for it: a user's data stays the user's."""
         self.root = Path(root).expanduser().resolve()
         fresh = not (self.root / "studio.db").exists()
         for d in (self.root, self.runs_dir, self.exports_dir, self.uploads_dir):
@@ -96,6 +109,11 @@ class Workspace:
     @property
     def uploads_dir(self) -> Path:
         return self.root / "uploads"
+
+    @property
+    def incoming_dir(self) -> Path:
+        """The app's private upload folder (Gradio's temp folder); an upload is deleted once imported."""
+        return self.root / "incoming"
 
     def connect(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)

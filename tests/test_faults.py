@@ -13,6 +13,7 @@ from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
 from rloo_studio.jobs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
 from rloo_studio.labels import progress
 from rloo_studio.workspace import Workspace
+from resume_check import assert_same_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,9 +58,13 @@ def test_kill_9_mid_run_then_resume_from_checkpoint(tmp_path, kind):
     r.submit(kind, cfg, fn, run_id=rid)
     assert r.wait(rid, 600) == "completed", r.status(rid)
     steps = [m["step"] for m in read_metrics(d) if "loss" in m]
-    resumed = steps[len(logged_before):]
-    assert resumed[0] == ckpt + 1 and resumed[-1] == 8  # the step count goes on from the checkpoint
+    assert steps == list(range(1, 9)), steps  # one record per step: the redone steps replace the lost ones
+    assert set(logged_before) <= set(steps) and max(logged_before) >= ckpt
     assert progress(ws) == labels_before
+    # The resumed run is the run that was never killed: same metrics after the checkpoint, same adapter.
+    full = r.submit(kind, cfg, fn)
+    assert r.wait(full, 600) == "completed", r.status(full)
+    assert_same_run(d, ws.run_dir(full), from_step=ckpt)
 
 
 def test_full_disk_while_checkpointing_fails_cleanly(tmp_path):

@@ -16,7 +16,7 @@ from .. import bootstrap, memory  # noqa: F401  (unsloth before trl)
 from ..errors import ConfigError, DataError
 from ..models import LoraSpec
 from ..paths import DEMO_MODEL
-from .runner import RunContext
+from .runner import RunContext, resume_point
 
 OVER_LENGTH = ("drop", "truncate_thinking", "fit")
 """What to do with pairs longer than max_length: let TRL drop them, cut <think> steps until they
@@ -298,7 +298,6 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     from ..labels import preference_pairs
     from ..models import lora_config
     from .callback import StudioCallback
-    from .rloo import _last_checkpoint
 
     cfg.validate()
     pairs = preference_pairs(ctx.ws)
@@ -317,7 +316,7 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
         train, held = _truncate_rows(tok, train, max_length), _truncate_rows(tok, held, max_length)
     ctx.log(f"{len(train)} training pairs, {len(held)} held out, max_length {max_length}")
     cuda = torch.cuda.is_available()
-    resume = _last_checkpoint(ctx)
+    resume = resume_point(ctx)
     eval_bs = cfg.eval_batch_size or max(1, min(len(held), 64))
     args = RewardConfig(
         output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
@@ -347,6 +346,8 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     if len(trainer.train_dataset) == 0:
         raise DataError(f"Every pair is longer than max_length={max_length}; raise max_length to "
                         f"{pf['fit_max_length']} or choose over_length=truncate_thinking.")
+    if resume:  # TRL counts num_tokens in memory only: carry the checkpoint's count on
+        trainer._total_train_tokens = _tokens_seen(resume)
     trainer.train(resume_from_checkpoint=resume)
     step = trainer.state.global_step
     evaluated = any(m.get("step") == step and "eval_accuracy" in m for m in ctx.feed)
@@ -357,6 +358,11 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     acc = next((m["eval_accuracy"] for m in reversed(ctx.feed) if "eval_accuracy" in m), None)
     tail = f"; held-out accuracy {acc:.1%}" if acc is not None else ""
     return f"{'stopped' if ctx.should_stop() else 'finished'} at step {step}{tail}; adapter saved"
+
+
+def _tokens_seen(checkpoint: str) -> int:
+    history = json.loads((Path(checkpoint) / "trainer_state.json").read_text()).get("log_history", [])
+    return int(next((h["num_tokens"] for h in reversed(history) if "num_tokens" in h), 0))
 
 
 def held_out_rows(run_dir: Path) -> list[dict]:

@@ -16,7 +16,7 @@ from ..models import LoraSpec
 from ..paths import DEMO_MODEL
 from .rloo_eval import evaluate_into
 from .rloo_samples import SamplesCallback
-from .runner import RunContext
+from .runner import RunContext, resume_point
 
 RULE_REWARDS = ("correctness", "think_format", "answer_present")
 REWARD_MODEL = "reward_model"
@@ -287,10 +287,10 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
         model=model, reward_funcs=funcs, args=args, train_dataset=data,
         processing_class=tok, callbacks=[StudioCallback(ctx)],
     )
+    last = resume_point(ctx)
     trainer.add_callback(SamplesCallback(ctx, trainer, cfg))
-    last = _last_checkpoint(ctx)
     if last:
-        ctx.log(f"resuming from {last}")
+        restore_policy_adapter(trainer.model, last)
     trainer.train(resume_from_checkpoint=last)
     trainer.save_model(str(ctx.dir / "adapter"))
     tok.save_pretrained(str(ctx.dir / "adapter"))
@@ -302,11 +302,16 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     return msg
 
 
-def _last_checkpoint(ctx: RunContext) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
+def restore_policy_adapter(model, checkpoint: str) -> None:
+    """Load the policy's trained LoRA weights from a checkpoint before the Trainer resumes.
 
-    d = ctx.dir / "checkpoints"
-    return get_last_checkpoint(str(d)) if d.exists() else None
+    RLOOTrainer, given a PEFT model, adds a frozen "ref" adapter (a copy of the starting weights)
+    that PEFT saves in checkpoint-N/ref/. The Trainer's resume then loads only adapter subfolders
+    when any exist, so the trained "default" adapter at the checkpoint's root would stay at its
+    initial weights: the policy would restart from the base while the optimizer state went on.
+    The Trainer reloads "ref" itself; optimizer, scheduler and RNG state follow in train()."""
+    model.load_adapter(checkpoint, adapter_name="default", is_trainable=True)
+    model.set_adapter("default")
 
 
 def run_config(ws, run_id: str) -> RlooJobConfig:

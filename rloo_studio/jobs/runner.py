@@ -279,10 +279,45 @@ class JobRunner:
 
 
 def last_good_checkpoint(run_dir: Path) -> str | None:
-    """The newest complete checkpoint under run_dir/checkpoints (a save cut short by a crash or
-    a full disk lacks trainer_state.json and is passed over)."""
+    """The newest complete checkpoint under run_dir/checkpoints, the one rule every resume uses.
+
+    The Trainer writes trainer_state.json last, so a save cut short by a crash or a full disk lacks
+    it and is passed over (transformers' get_last_checkpoint would pick it and fail on load)."""
     d = run_dir / "checkpoints"
     if not d.exists():
         return None
     done = [p for p in d.glob("checkpoint-*") if p.name[11:].isdigit() and (p / "trainer_state.json").exists()]
     return str(max(done, key=lambda p: int(p.name[11:]))) if done else None
+
+
+def checkpoint_step(checkpoint: str | None) -> int:
+    return int(Path(checkpoint).name[11:]) if checkpoint else 0
+
+
+STEP_FILES = ("metrics.jsonl", "samples.jsonl")  # per-step records a resumed run writes again
+
+
+def rewind(ctx: RunContext, step: int) -> None:
+    """Forget what a run recorded after `step` (the checkpoint it resumes from), so that the redone
+    steps appear once: metrics.jsonl, samples.jsonl and the in-memory feed keep steps <= step, and
+    the end-of-training summary goes (training is not over)."""
+    keep = lambda r: r.get("step", 0) <= step and "train_runtime" not in r  # noqa: E731
+    ctx.feed[:] = [r for r in ctx.feed if keep(r)]
+    if not ctx.main:
+        return
+    for name in STEP_FILES:
+        path = ctx.dir / name
+        if path.exists():
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text("".join(json.dumps(r) + "\n" for r in read_jsonl(path) if keep(r)))
+            os.replace(tmp, path)  # atomic: a crash leaves the old file or the new, never half
+
+
+def resume_point(ctx: RunContext) -> str | None:
+    """The checkpoint a job resumes from (None: it starts afresh), with whatever the run recorded
+    after that checkpoint forgotten, so that each step has one record."""
+    ckpt = last_good_checkpoint(ctx.dir)
+    rewind(ctx, checkpoint_step(ckpt) if ckpt else -1)
+    if ckpt:
+        ctx.log(f"resuming from {Path(ckpt).name}")
+    return ckpt
