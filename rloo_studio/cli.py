@@ -6,7 +6,7 @@
     python -m rloo_studio eval-demo   [--model PATH] [--adapter DIR] [--n 500]
     python -m rloo_studio runs [list | show RUN.. | compare RUN.. --metric KEY] --workspace DIR
     python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --prompt T --response T [--json]
-    python -m rloo_studio import FILE  --workspace DIR [--name NAME]
+    python -m rloo_studio import FILE  --workspace DIR [--name NAME] [--keep-duplicates]
     python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
 """
 from __future__ import annotations
@@ -114,7 +114,8 @@ def cmd_import(a) -> int:
     from .importing import import_file
     from .workspace import Workspace
 
-    res = import_file(Workspace(a.workspace, seed_demo=_demo(a)), a.file, name=a.name)
+    res = import_file(Workspace(a.workspace, seed_demo=_demo(a)), a.file, name=a.name,
+                      keep_duplicates=a.keep_duplicates)
     print(res.summary())
     return 0
 
@@ -207,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="JSONL, CSV, Parquet, or a datasets folder")
     _workspace_arg(p)
     p.add_argument("--name", help="name of the prompt set / source (default: the file name)")
+    p.add_argument("--keep-duplicates", action="store_true",
+                   help="also import rows already in the workspace, as new pairs (by default they are skipped)")
     p.set_defaults(fn=cmd_import)
     p = sub.add_parser("export", help="export labeled, non-tie pairs as a TRL preference dataset")
     _workspace_arg(p)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .errors import DataError
 from .labels import decided_pairs
+from .shapes import TURNS
 from .workspace import Workspace
 
 FORMATS = ("standard", "conversational")
@@ -24,17 +25,22 @@ class ExportResult:
     rows: int
     ties: int
     skipped: int
+    cut_turns: int = 0  # standard format: pairs whose multi-turn prompt was written as its last user message
 
     def summary(self) -> str:
         names = ", ".join(p.name for p in self.paths)
-        return f"Exported {self.rows} pairs to {names} (left out: {self.ties} ties, {self.skipped} skipped)."
+        msg = f"Exported {self.rows} pairs to {names} (left out: {self.ties} ties, {self.skipped} skipped)."
+        if self.cut_turns:
+            msg += (f" {self.cut_turns} pairs have a prompt of several messages (turns, a system message): the standard "
+                    "format holds only the last user message; export as conversational to keep them all.")
+        return msg
 
 
 def _row(d: dict, fmt: str, win: str, lose: str) -> dict:
     extra = json.loads(d["extra"]) if d.get("extra") else {}
     if fmt == "standard":
         return {"prompt": d["prompt"], "chosen": win, "rejected": lose}
-    prompt = extra.get("messages") or [{"role": "user", "content": d["prompt"]}]
+    prompt = extra.get(TURNS) or [{"role": "user", "content": d["prompt"]}]  # the turns, as imported
     return {
         "prompt": prompt,
         "chosen": [{"role": "assistant", "content": win}],
@@ -42,12 +48,15 @@ def _row(d: dict, fmt: str, win: str, lose: str) -> dict:
     }
 
 
-def export_rows(ws: Workspace, fmt: str = "standard") -> tuple[list[dict], list[dict], int]:
-    """(preference rows, tie rows, number of skip-only pairs). Tie rows keep both responses."""
+def export_rows(ws: Workspace, fmt: str = "standard") -> tuple[list[dict], list[dict], int, int]:
+    """(preference rows, tie rows, number of skip-only pairs, number of preference rows whose prompt has
+    turns that the standard format cannot hold). Tie rows keep both responses."""
     if fmt not in FORMATS:
         raise DataError(f"unknown format {fmt!r}; choose standard or conversational")
-    rows, ties, skipped = [], [], 0
+    rows, ties, skipped, cut = [], [], 0, 0
     for d in decided_pairs(ws):
+        if fmt == "standard" and d["outcome"] in ("a", "b") and d.get("extra") and TURNS in json.loads(d["extra"]):
+            cut += 1
         if d["outcome"] == "a":
             rows.append(_row(d, fmt, d["a"], d["b"]))
         elif d["outcome"] == "b":
@@ -56,7 +65,7 @@ def export_rows(ws: Workspace, fmt: str = "standard") -> tuple[list[dict], list[
             ties.append({**_row(d, fmt, d["a"], d["b"]), "label": "tie"})
         else:
             skipped += 1
-    return rows, ties, skipped
+    return rows, ties, skipped, cut
 
 
 def _write(rows: list[dict], out: Path) -> Path:
@@ -93,7 +102,7 @@ def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bo
     out = Path(out)
     if not 0 <= test_fraction < 1:
         raise DataError(f"test fraction must be in [0, 1), got {test_fraction}")
-    rows, ties, skipped = export_rows(ws, fmt)
+    rows, ties, skipped, cut = export_rows(ws, fmt)
     if not rows:
         raise DataError("no labeled pairs with a preference to export yet")
     paths = []
@@ -113,4 +122,4 @@ def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bo
         paths.append(_write(rows, out))
     if ties_apart and ties:
         paths.append(_write(ties, _with_tag(out, "ties")))
-    return ExportResult(paths, len(rows), len(ties), skipped)
+    return ExportResult(paths, len(rows), len(ties), skipped, cut)

@@ -2,33 +2,38 @@
 
 Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk). Shapes, by columns:
   prompt?, chosen, rejected     TRL preference data, standard (strings) or conversational
-                                (lists of {role, content}); without `prompt` the prompt is the
-                                shared prefix of chosen and rejected (HH-RLHF style)
+                                (lists of {role, content}), explicit or implicit prompt; also the
+                                UltraFeedback-binarized and Anthropic HH shapes (see shapes.py)
   prompt, responses             a list of 2+ candidate responses per prompt (to be labeled)
   prompt, response_1..N         the same, one column per candidate
   prompt (+ other columns)      a prompt set for RLOO; other columns (answer, ...) are kept
 Every problem is a DataError naming the file, the row (line for JSONL) and the field; an import
 is all or nothing: nothing is written unless every row is valid.
+
+Imports are idempotent: a row already in the workspace (the same prompt and the same two responses,
+in either order, for a pair; the same prompt and candidates for a candidates row; the same prompt
+text in that prompt set) is skipped and counted, unless the caller asks to keep duplicates. Pairs
+carry a `dedup_key` (pair_key()), indexed, so the check is one indexed query per import.
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 from typing import Callable
 
+from . import shapes as S
 from .errors import DataError
 from .labels import IMPORT_ANNOTATOR
 from .prompts import add_prompt, get_or_create_set
+from .shapes import MAX_TEXT_CHARS, Row
 from .workspace import Workspace
 
-MAX_TEXT_CHARS = 1_000_000  # one prompt or response; longer is almost surely a broken file
 MAX_ROWS = 1_000_000
-ROLES = ("system", "user", "assistant", "tool")
 
 Progress = Callable[[float, str], None]
 
@@ -37,16 +42,30 @@ Progress = Callable[[float, str], None]
 class ImportResult:
     kind: str  # 'preference', 'candidates' or 'prompts'
     name: str  # the prompt set / source name
-    rows: int
-    pairs: int
-    prompts: int
+    rows: int  # rows in the file
+    pairs: int  # pairs written
+    prompts: int  # prompts the written rows use (for a prompt set: prompts added)
     columns: tuple[str, ...] = ()  # extra columns kept with the prompts (e.g. answer), for the rewards
+    skipped: int = 0  # rows not written because they are already in the workspace (or repeat an earlier row)
+    repeated: int = 0  # of those, rows that repeat an earlier row of the same file
 
     def summary(self) -> str:
         if self.kind == "prompts":
-            return f"Imported {self.prompts} prompts into prompt set '{self.name}'."
+            msg = f"Imported {self.prompts} prompts into prompt set '{self.name}'."
+            return msg + (f" {self._skipped('prompts', 'already in that prompt set').capitalize()}." if self.skipped else "")
         what = "labeled pairs (annotator 'import')" if self.kind == "preference" else "pairs to label"
-        return f"Imported {self.rows} rows from {self.name}: {self.pairs} {what}, {self.prompts} prompts."
+        if not self.skipped:
+            return f"Imported {self.rows} rows from {self.name}: {self.pairs} {what}, {self.prompts} prompts."
+        return (f"Imported {self.rows - self.skipped} of {self.rows} rows from {self.name}: {self.pairs} {what}, "
+                f"{self.prompts} prompts; {self._skipped('rows', 'already in the workspace')} "
+                "(keep duplicates to import them as new).")
+
+    def _skipped(self, what: str, where: str) -> str:
+        old = self.skipped - self.repeated
+        parts = [f"{old} {what} {where}"] if old else []
+        if self.repeated:
+            parts.append(f"{self.repeated} repeated in the file")
+        return "skipped " + " and ".join(parts)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -105,7 +124,8 @@ def _read_jsonl(p: Path, progress: Progress | None) -> tuple[list[dict], list[in
                 obj = json.loads(text)
             except json.JSONDecodeError as e:
                 cut = " (the line looks cut off)" if "Unterminated" in e.msg or "Expecting" in e.msg else ""
-                raise DataError(f"{p.name} line {i}: not valid JSON: {e.msg} at column {e.colno}{cut}") from None
+                at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + " column 38"
+                raise DataError(f"{p.name} line {i}: not valid JSON: {e.msg}{at} column {e.colno}{cut}") from None
             rows.append(_object(p, "line", i, obj))
             numbers.append(i)
             if progress and i % 2000 == 0:
@@ -177,72 +197,7 @@ def _read_datasets(p: Path) -> list[dict]:
 
 # -- validating -----------------------------------------------------------------------------
 
-def _text(name: str, unit: str, n: int, field: str, v, allow_empty: bool = False) -> str:
-    where = f"{name} {unit} {n}, field '{field}'"
-    if v is None or (isinstance(v, float) and v != v):  # None / NaN from CSV or Parquet
-        raise DataError(f"{where}: missing value")
-    if not isinstance(v, str):
-        raise DataError(f"{where}: expected text, got {type(v).__name__}")
-    if not allow_empty and not v.strip():
-        raise DataError(f"{where}: empty text")
-    if len(v) > MAX_TEXT_CHARS:
-        raise DataError(f"{where}: {len(v):,} characters, over the {MAX_TEXT_CHARS:,} limit")
-    return v
-
-
-def _messages(name: str, unit: str, n: int, field: str, v) -> list[dict]:
-    where = f"{name} {unit} {n}, field '{field}'"
-    if isinstance(v, str):
-        try:
-            v = json.loads(v)  # CSV cells may hold JSON lists
-        except ValueError:
-            raise DataError(f"{where}: expected a list of {{role, content}} messages") from None
-    if not isinstance(v, list) or not v:
-        raise DataError(f"{where}: expected a non-empty list of {{role, content}} messages")
-    for k, m in enumerate(v):
-        if not isinstance(m, dict) or "role" not in m or "content" not in m:
-            raise DataError(f"{where}, message {k + 1}: each message needs 'role' and 'content'")
-        if m["role"] not in ROLES:
-            raise DataError(f"{where}, message {k + 1}: unknown role {m['role']!r} (use {', '.join(ROLES)})")
-        _text(name, unit, n, f"{field}[{k}].content", m["content"], allow_empty=m["role"] != "assistant")
-    return [{"role": m["role"], "content": m["content"]} for m in v]
-
-
-def _conversational(v) -> bool:
-    if isinstance(v, list):
-        return True
-    return isinstance(v, str) and v.lstrip().startswith("[{")
-
-
-def _split_implicit(chosen: str, rejected: str) -> tuple[str, str, str]:
-    """Shared prefix -> prompt. Cut back to the last 'Assistant:' turn marker (HH-RLHF), else a line end."""
-    k = len(os.path.commonprefix([chosen, rejected]))
-    prefix = chosen[:k]
-    for marker in ("\n\nAssistant:", "Assistant:"):
-        j = prefix.rfind(marker)
-        if j >= 0:
-            k = j + len(marker)
-            break
-    else:
-        j = prefix.rfind("\n")
-        k = j + 1 if j >= 0 else 0
-    return chosen[:k], chosen[k:], rejected[k:]
-
-
-def _last_user(messages: list[dict]) -> str:
-    users = [m["content"] for m in messages if m["role"] == "user"]
-    return users[-1] if users else messages[-1]["content"]
-
-
-@dataclass
-class _Record:
-    prompt: str
-    responses: list[str]
-    extra: dict
-    preferred: bool  # True: responses = [chosen, rejected], already labeled
-
-
-def _normalize(rows: list[dict], name: str, unit: str, numbers: list[int]) -> tuple[str, list[_Record]]:
+def _normalize(rows: list[dict], name: str, unit: str, numbers: list[int]) -> tuple[str, list[Row]]:
     cols = set().union(*(r.keys() for r in rows[:100]))
     resp_cols = sorted((c for c in cols if c.startswith("response_") and c[9:].isdigit()), key=lambda c: int(c[9:]))
     if {"chosen", "rejected"} <= cols:
@@ -259,90 +214,36 @@ def _normalize(rows: list[dict], name: str, unit: str, numbers: list[int]) -> tu
         )
     out = []
     for r, n in zip(rows, numbers):
+        loc = f"{name} {unit} {n}"
         if kind == "preference":
-            for f in ("chosen", "rejected"):
-                if f not in r:
-                    raise DataError(f"{name} {unit} {n}: missing field '{f}'")
-            conv = _conversational(r["chosen"])
-            extra = {k: v for k, v in r.items() if k not in ("prompt", "chosen", "rejected") and _jsonable(v)}
-            if conv:
-                ch = _messages(name, unit, n, "chosen", r["chosen"])
-                rj = _messages(name, unit, n, "rejected", r["rejected"])
-                if "prompt" in r and r["prompt"] is not None:
-                    pm = _messages(name, unit, n, "prompt", r["prompt"])
-                else:  # implicit: the shared leading messages
-                    k = 0
-                    while k < min(len(ch), len(rj)) - 1 and ch[k] == rj[k]:
-                        k += 1
-                    pm, ch, rj = ch[:k], ch[k:], rj[k:]
-                    if not pm:
-                        raise DataError(f"{name} {unit} {n}: chosen and rejected share no prompt messages; add a 'prompt' field")
-                prompt = _last_user(pm)
-                if len(pm) > 1 or pm[-1]["role"] != "user":
-                    extra["messages"] = pm
-                chosen = "".join(m["content"] for m in ch if m["role"] == "assistant")
-                rejected = "".join(m["content"] for m in rj if m["role"] == "assistant")
-                _text(name, unit, n, "chosen", chosen)
-                _text(name, unit, n, "rejected", rejected)
-            else:
-                chosen = _text(name, unit, n, "chosen", r["chosen"])
-                rejected = _text(name, unit, n, "rejected", r["rejected"])
-                if "prompt" in r and r["prompt"] is not None:
-                    prompt = _text(name, unit, n, "prompt", r["prompt"])
-                else:
-                    prompt, chosen, rejected = _split_implicit(chosen, rejected)
-                    if not prompt.strip():
-                        raise DataError(f"{name} {unit} {n}: chosen and rejected share no prompt; add a 'prompt' field")
-                    _text(name, unit, n, "chosen", chosen)
-                    _text(name, unit, n, "rejected", rejected)
-            if chosen == rejected:
-                raise DataError(f"{name} {unit} {n}: 'chosen' is identical to 'rejected'; nothing to prefer")
-            out.append(_Record(prompt, [chosen, rejected], extra, True))
+            out.append(S.preference_row(loc, r))
+            continue
+        if "prompt" not in r:
+            raise DataError(f"{loc}: missing field 'prompt'")
+        prompt, turns = S.prompt_field(loc, r["prompt"])
+        if kind == "prompts":
+            out.append(Row(prompt, [], {**S.extra_columns(r, ("prompt",)), **turns}, False))
+            continue
+        if "responses" in r:
+            rs = r["responses"]
+            if isinstance(rs, str):
+                try:
+                    rs = json.loads(rs)
+                except ValueError:
+                    raise DataError(f"{loc}, field 'responses': expected a list of texts") from None
+            if not isinstance(rs, list):
+                raise DataError(f"{loc}, field 'responses': expected a list of texts")
+            fields = [f"responses[{k}]" for k in range(len(rs))]
         else:
-            if "prompt" not in r:
-                raise DataError(f"{name} {unit} {n}: missing field 'prompt'")
-            pv = r["prompt"]
-            extra = {}
-            if _conversational(pv):
-                pm = _messages(name, unit, n, "prompt", pv)
-                prompt = _last_user(pm)
-                if len(pm) > 1:
-                    extra["messages"] = pm
-            else:
-                prompt = _text(name, unit, n, "prompt", pv)
-            if kind == "candidates":
-                if "responses" in r:
-                    rs = r["responses"]
-                    if isinstance(rs, str):
-                        try:
-                            rs = json.loads(rs)
-                        except ValueError:
-                            raise DataError(f"{name} {unit} {n}, field 'responses': expected a list of texts") from None
-                    if not isinstance(rs, list):
-                        raise DataError(f"{name} {unit} {n}, field 'responses': expected a list of texts")
-                    fields = [f"responses[{k}]" for k in range(len(rs))]
-                else:
-                    rs = [r.get(c) for c in resp_cols]
-                    fields = resp_cols
-                texts = [_text(name, unit, n, f, v) for f, v in zip(fields, rs) if v not in (None, "")]
-                texts = list(dict.fromkeys(texts))
-                if len(texts) < 2:
-                    raise DataError(f"{name} {unit} {n}: needs at least 2 different responses to form a pair")
-                skip = {"prompt", "responses", *resp_cols}
-                extra.update({k: v for k, v in r.items() if k not in skip and _jsonable(v)})
-                out.append(_Record(prompt, texts, extra, False))
-            else:
-                extra.update({k: v for k, v in r.items() if k != "prompt" and _jsonable(v)})
-                out.append(_Record(prompt, [], extra, False))
+            rs = [r.get(c) for c in resp_cols]
+            fields = resp_cols
+        texts = [S.text(loc, f, v) for f, v in zip(fields, rs) if v not in (None, "")]
+        texts = list(dict.fromkeys(texts))
+        if len(texts) < 2:
+            raise DataError(f"{loc}: needs at least 2 different responses to form a pair")
+        extra = {**S.extra_columns(r, ("prompt", "responses", *resp_cols)), **turns}
+        out.append(Row(prompt, texts, extra, False))
     return kind, out
-
-
-def _jsonable(v) -> bool:
-    try:
-        json.dumps(v)
-        return not (isinstance(v, float) and v != v)
-    except (TypeError, ValueError):
-        return False
 
 
 def candidate_pairs(n: int) -> list[tuple[int, int]]:
@@ -356,11 +257,13 @@ KIND_WORDS = {"preference": "preference pairs (chosen / rejected)", "candidates"
               "prompts": "a prompt set (a 'prompt' column and no responses)"}
 
 
-def import_file(ws: Workspace, path: str | Path, name: str | None = None,
-                progress: Progress | None = None, expect: tuple[str, ...] | None = None) -> ImportResult:
+def import_file(ws: Workspace, path: str | Path, name: str | None = None, progress: Progress | None = None,
+                expect: tuple[str, ...] | None = None, keep_duplicates: bool = False) -> ImportResult:
     """Validate every row, then write all of them in one transaction (or nothing).
 
-    expect: the kinds the caller can use (the RLOO tab wants a prompt set); another kind is refused."""
+    expect: the kinds the caller can use (the RLOO tab wants a prompt set); another kind is refused.
+    keep_duplicates: also write rows already in the workspace, as new pairs (a prompt set never holds
+    the same prompt twice, so there it changes nothing)."""
     p = Path(path)
     name = name or p.name
     rows, unit, numbers = read_rows(p, progress)
@@ -370,11 +273,11 @@ def import_file(ws: Workspace, path: str | Path, name: str | None = None,
                         + " or ".join(KIND_WORDS[k] for k in expect) + ". Import it in the Label tab instead.")
     if progress:
         progress(0.6, f"checked {len(records):,} rows; writing")
-    return write_records(ws, kind, records, name, progress)
+    return write_records(ws, kind, records, name, progress, keep_duplicates=keep_duplicates)
 
 
 def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None,
-                  expect: tuple[str, ...] | None = None) -> ImportResult:
+                  expect: tuple[str, ...] | None = None, keep_duplicates: bool = False) -> ImportResult:
     """Copy an uploaded file into the workspace's uploads/ (kept with the data it produced), then import it."""
     import shutil
 
@@ -388,40 +291,112 @@ def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None
     dst = folder / src.name  # the original name, so that messages name the user's file
     shutil.copyfile(src, dst)
     try:
-        return import_file(ws, dst, name=src.name, progress=progress, expect=expect)
+        return import_file(ws, dst, name=src.name, progress=progress, expect=expect, keep_duplicates=keep_duplicates)
     except DataError:
         shutil.rmtree(folder, ignore_errors=True)  # a refused file leaves nothing behind
         raise
 
 
-def write_records(ws: Workspace, kind: str, records: list[_Record], name: str,
-                  progress: Progress | None = None) -> ImportResult:
+def pair_key(prompt: str, turns, a: str, b: str) -> str:
+    """What makes two pairs the same comparison: the prompt (text and turns) and the two responses, either order."""
+    x, y = sorted((a, b))
+    blob = json.dumps([prompt, turns if isinstance(turns, list) and turns else None, x, y],
+                      ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _fill_keys(con) -> None:
+    """Give a dedup_key to pairs written without one (the demo seed, generated candidates, older imports)."""
+    rows = con.execute(
+        """SELECT p.id, pr.text, pr.extra, ra.text, rb.text FROM pairs p JOIN prompts pr ON pr.id = p.prompt_id
+           JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b
+           WHERE p.dedup_key IS NULL""")
+    keys = []
+    for pid, prompt, extra, a, b in rows:
+        try:
+            turns = json.loads(extra or "{}").get(S.TURNS)
+        except (ValueError, AttributeError):
+            turns = None
+        keys.append((pair_key(prompt, turns, a, b), pid))
+    con.executemany("UPDATE pairs SET dedup_key=? WHERE id=?", keys)
+
+
+def _existing_keys(con, keys) -> set[str]:
+    """Which of these keys some pair of the workspace already has: one indexed join."""
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS import_keys (k TEXT PRIMARY KEY)")
+    con.execute("DELETE FROM temp.import_keys")
+    con.executemany("INSERT OR IGNORE INTO temp.import_keys (k) VALUES (?)", ((k,) for k in keys))
+    found = {r[0] for r in con.execute(
+        "SELECT k FROM temp.import_keys t WHERE EXISTS (SELECT 1 FROM pairs p WHERE p.dedup_key = t.k)")}
+    con.execute("DELETE FROM temp.import_keys")
+    return found
+
+
+def _write_prompts(con, sid: int, records: list[Row], progress: Progress | None) -> tuple[int, int, int]:
+    """A prompt set: rows whose prompt is already in the set are skipped. (added, skipped, repeated)"""
+    existing = {r[0] for r in con.execute("SELECT text FROM prompts WHERE set_id=?", (sid,))}
+    seen: set[str] = set()
+    added = skipped = repeated = 0
+    for i, rec in enumerate(records):
+        if rec.prompt in existing or rec.prompt in seen:
+            skipped += 1
+            repeated += rec.prompt in seen
+        else:
+            add_prompt(con, sid, rec.prompt, rec.extra)
+            seen.add(rec.prompt)
+            added += 1
+        if progress and i % 2000 == 0:
+            progress(0.6 + 0.4 * i / len(records), f"writing {i:,} / {len(records):,}")
+    return added, skipped, repeated
+
+
+def write_records(ws: Workspace, kind: str, records: list[Row], name: str,
+                  progress: Progress | None = None, keep_duplicates: bool = False) -> ImportResult:
     now = time.time()
-    pairs = 0
     source = f"import:{name}"
+    columns = tuple(sorted({k for rec in records for k in rec.extra}))
+    plans = [[(a, b, pair_key(rec.prompt, rec.turns, rec.responses[a], rec.responses[b]))
+              for a, b in ([(0, 1)] if rec.preferred else candidate_pairs(len(rec.responses)))]
+             for rec in records]
     with ws.transaction() as con:
         sid = get_or_create_set(con, name, source)
+        if kind == "prompts":
+            added, skipped, repeated = _write_prompts(con, sid, records, progress)
+            return ImportResult(kind, name, len(records), 0, added, columns, skipped, repeated)
+        if keep_duplicates:
+            existing: set[str] = set()
+        else:
+            _fill_keys(con)
+            existing = _existing_keys(con, (k for plan in plans for _, _, k in plan))
         ann = None
         if kind == "preference":
             con.execute("INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)", (IMPORT_ANNOTATOR, now))
             ann = con.execute("SELECT id FROM annotators WHERE name=?", (IMPORT_ANNOTATOR,)).fetchone()[0]
-        prompt_ids = set()
-        for i, rec in enumerate(records):
-            pid = add_prompt(con, sid, rec.prompt, rec.extra)
-            prompt_ids.add(pid)
-            if rec.responses:
-                rids = [con.execute("INSERT INTO responses (prompt_id, text, source, created) VALUES (?, ?, ?, ?)",
-                                    (pid, t, source, now)).lastrowid for t in rec.responses]
-                for a, b in ([(0, 1)] if rec.preferred else candidate_pairs(len(rids))):
-                    pair = con.execute(
-                        "INSERT INTO pairs (prompt_id, response_a, response_b, source, created) VALUES (?, ?, ?, ?, ?)",
-                        (pid, rids[a], rids[b], name, now),
-                    ).lastrowid
-                    pairs += 1
-                    if rec.preferred:
-                        con.execute("INSERT INTO labels (pair_id, annotator_id, choice, created) VALUES (?, ?, 'a', ?)",
-                                    (pair, ann, now))
+        seen: set[str] = set()
+        prompt_ids, pairs, skipped, repeated = set(), 0, 0, 0
+        for i, (rec, plan) in enumerate(zip(records, plans)):
             if progress and i % 2000 == 0:
                 progress(0.6 + 0.4 * i / len(records), f"writing {i:,} / {len(records):,}")
-    columns = tuple(sorted({k for rec in records for k in rec.extra}))
-    return ImportResult(kind, name, len(records), pairs, len(prompt_ids), columns)
+            new = plan if keep_duplicates else [x for x in plan if x[2] not in existing and x[2] not in seen]
+            if not new:  # every pair of the row is already there
+                skipped += 1
+                repeated += not all(k in existing for _, _, k in plan)
+                continue
+            seen.update(k for _, _, k in new)
+            pid = add_prompt(con, sid, rec.prompt, rec.extra)
+            prompt_ids.add(pid)
+            rids: dict[int, int] = {}
+            for a, b, key in new:
+                for j in (a, b):
+                    if j not in rids:
+                        rids[j] = con.execute(
+                            "INSERT INTO responses (prompt_id, text, source, created) VALUES (?, ?, ?, ?)",
+                            (pid, rec.responses[j], source, now)).lastrowid
+                pair = con.execute(
+                    "INSERT INTO pairs (prompt_id, response_a, response_b, source, created, dedup_key) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", (pid, rids[a], rids[b], name, now, key)).lastrowid
+                pairs += 1
+                if rec.preferred:
+                    con.execute("INSERT INTO labels (pair_id, annotator_id, choice, created) VALUES (?, ?, 'a', ?)",
+                                (pair, ann, now))
+    return ImportResult(kind, name, len(records), pairs, len(prompt_ids), columns, skipped, repeated)

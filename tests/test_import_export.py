@@ -56,15 +56,91 @@ def test_round_trip_every_format(empty_workspace, tmp_path, fmt, suffix):
             assert set(rows[0]) == {"prompt", "chosen", "rejected"}
 
 
-def test_csv_and_implicit_prompt_hh_style(empty_workspace, tmp_path):
+def test_csv_and_implicit_prompt(empty_workspace, tmp_path):
     pd.DataFrame(STD).to_csv(tmp_path / "p.csv", index=False)
     assert import_file(empty_workspace, tmp_path / "p.csv").pairs == 3
-    hh = [{"chosen": "\n\nHuman: hi there\n\nAssistant: Hello! How can I help?",
-           "rejected": "\n\nHuman: hi there\n\nAssistant: Go away."}]
-    import_file(empty_workspace, write_jsonl(tmp_path / "hh.jsonl", hh))
-    got = [p for p in L.preference_pairs(empty_workspace) if "Human" in p["prompt"]][0]
-    assert got["prompt"] == "\n\nHuman: hi there\n\nAssistant:"
-    assert got["chosen"] == " Hello! How can I help?" and got["rejected"] == " Go away."
+    rows = [{"chosen": "Question: what is 2+2?\nAnswer: 4", "rejected": "Question: what is 2+2?\nAnswer: 5"}]
+    import_file(empty_workspace, write_jsonl(tmp_path / "implicit.jsonl", rows))
+    got = [p for p in L.preference_pairs(empty_workspace) if "2+2" in p["prompt"]][0]
+    assert (got["prompt"], got["chosen"], got["rejected"]) == ("Question: what is 2+2?\n", "Answer: 4", "Answer: 5")
+
+
+def stored(ws):
+    """Every imported pair as stored: (prompt text, prompt extra, chosen, rejected, label choice, annotator)."""
+    return [(r["text"], json.loads(r["extra"]), r["a"], r["b"], r["choice"], r["name"]) for r in ws.query(
+        """SELECT pr.text, pr.extra, ra.text AS a, rb.text AS b, l.choice, an.name FROM pairs p
+           JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a
+           JOIN responses rb ON rb.id = p.response_b JOIN labels l ON l.pair_id = p.id
+           JOIN annotators an ON an.id = l.annotator_id ORDER BY p.id""")]
+
+
+def ultrafeedback(prompt, good, bad, conv_prompt=None, pid="p0"):
+    """A row of HuggingFaceH4/ultrafeedback_binarized: whole conversations that repeat the prompt."""
+    user = [{"role": "user", "content": conv_prompt or prompt}]
+    chosen = user + [{"role": "assistant", "content": good}]
+    return {"prompt": prompt, "prompt_id": pid, "chosen": chosen, "rejected": user + [{"role": "assistant", "content": bad}],
+            "messages": chosen, "score_chosen": 8.5, "score_rejected": 3.0}
+
+
+UF = [ultrafeedback("How many legs has a spider?", "Eight.", "Six.", pid="a1"),
+      ultrafeedback("Name a prime.", "7", "8", pid="b2")]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_ultrafeedback_binarized_keeps_the_reply_and_the_columns(empty_workspace, tmp_path, suffix):
+    path = tmp_path / f"uf{suffix}"
+    write_jsonl(path, UF) if suffix == ".jsonl" else pd.DataFrame(UF).to_parquet(path)
+    res = import_file(empty_workspace, path)
+    assert (res.kind, res.rows, res.pairs, res.skipped) == ("preference", 2, 2, 0)
+    assert res.columns == ("prompt_id", "score_chosen", "score_rejected")
+    cols = {"score_chosen": 8.5, "score_rejected": 3.0}
+    assert stored(empty_workspace) == [
+        ("How many legs has a spider?", {"prompt_id": "a1", **cols}, "Eight.", "Six.", "a", "import"),
+        ("Name a prime.", {"prompt_id": "b2", **cols}, "7", "8", "a", "import")]
+    # exported conversational, the prompt is the user turn alone and the replies the assistant turns alone
+    export(empty_workspace, tmp_path / "out.jsonl", fmt="conversational")
+    row = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[0])
+    assert row["prompt"] == [{"role": "user", "content": "How many legs has a spider?"}]
+    assert row["chosen"] == [{"role": "assistant", "content": "Eight."}]
+
+
+def test_a_messages_column_that_is_not_the_chosen_conversation_is_kept_apart(empty_workspace, tmp_path):
+    row = {**UF[0], "messages": [{"role": "user", "content": "something else"}]}
+    import_file(empty_workspace, write_jsonl(tmp_path / "m.jsonl", [row]))
+    (_, extra, *_), = stored(empty_workspace)
+    assert extra["file_messages"] == row["messages"] and "messages" not in extra  # never taken for prompt turns
+
+
+HH_MULTI = ("\n\nHuman: I want to bake bread.\n\nAssistant: What kind of bread?"
+            "\n\nHuman: Sourdough. How long should it rise?\n\nAssistant: ")
+
+
+def test_anthropic_hh_text_becomes_prompt_turns_and_replies(empty_workspace, tmp_path):
+    rows = [{"chosen": "\n\nHuman: What is the capital of France?\n\nAssistant: Paris.",
+             "rejected": "\n\nHuman: What is the capital of France?\n\nAssistant: London, I think."},
+            {"chosen": HH_MULTI + "About 4 to 12 hours, until it has doubled.", "rejected": HH_MULTI + "Ten minutes."}]
+    res = import_file(empty_workspace, write_jsonl(tmp_path / "hh.jsonl", rows))
+    assert (res.kind, res.pairs) == ("preference", 2)
+    turns = [{"role": "user", "content": "I want to bake bread."},
+             {"role": "assistant", "content": "What kind of bread?"},
+             {"role": "user", "content": "Sourdough. How long should it rise?"}]
+    assert stored(empty_workspace) == [
+        ("What is the capital of France?", {}, "Paris.", "London, I think.", "a", "import"),
+        ("Sourdough. How long should it rise?", {"messages": turns}, "About 4 to 12 hours, until it has doubled.",
+         "Ten minutes.", "a", "import")]
+    # the turns are what a conversational export writes as the prompt; the standard export says what it cuts
+    export(empty_workspace, tmp_path / "c.jsonl", fmt="conversational")
+    assert json.loads((tmp_path / "c.jsonl").read_text().splitlines()[1])["prompt"] == turns
+    res = export(empty_workspace, tmp_path / "s.jsonl")
+    assert "1 pairs have a prompt of several messages" in res.summary()
+
+
+def test_hh_with_a_separate_prompt_column(empty_workspace, tmp_path):
+    rows = [{"prompt": HH_MULTI, "chosen": " About 4 to 12 hours.", "rejected": " Ten minutes."}]
+    import_file(empty_workspace, write_jsonl(tmp_path / "hhp.jsonl", rows))
+    (prompt, extra, chosen, rejected, *_), = stored(empty_workspace)
+    assert prompt == "Sourdough. How long should it rise?" and len(extra["messages"]) == 3
+    assert (chosen, rejected) == (" About 4 to 12 hours.", " Ten minutes.")
 
 
 def test_implicit_conversational_prompt(empty_workspace, tmp_path):
@@ -87,6 +163,65 @@ def test_prompt_sets_and_candidates(empty_workspace, tmp_path):
     assert L.preference_pairs(empty_workspace) == []  # candidates arrive unlabeled
     s = L.next_pair(empty_workspace, "ann", "s")
     assert s.prompt in ("q", "q2")
+
+
+def test_importing_the_same_file_twice_adds_nothing_the_second_time(empty_workspace, tmp_path):
+    ws, src = empty_workspace, write_jsonl(tmp_path / "std.jsonl", STD)
+    assert import_file(ws, src).pairs == 3
+    before = snapshot(ws)
+    res = import_file(ws, src)
+    assert (res.rows, res.pairs, res.skipped) == (3, 0, 3)
+    assert "skipped 3 rows already in the workspace" in res.summary()
+    assert snapshot(ws) == before
+    # under another name, and with chosen / rejected swapped: the same comparisons, still skipped
+    swapped = write_jsonl(tmp_path / "swapped.jsonl", [{**r, "chosen": r["rejected"], "rejected": r["chosen"]} for r in STD])
+    assert import_file(ws, swapped, name="other").skipped == 3 and snapshot(ws) == before
+    # on purpose: every row again, as new pairs
+    res = import_file(ws, src, keep_duplicates=True)
+    assert (res.pairs, res.skipped) == (3, 0) and snapshot(ws)["pairs"] == 6
+
+
+def test_repeats_within_one_file_are_counted_apart(empty_workspace, tmp_path):
+    res = import_file(empty_workspace, write_jsonl(tmp_path / "rep.jsonl", [STD[0], STD[1], STD[0]]))
+    assert (res.pairs, res.skipped, res.repeated) == (2, 1, 1)
+    assert "skipped 1 repeated in the file" in res.summary()
+
+
+def test_candidates_and_prompt_sets_are_idempotent(empty_workspace, tmp_path):
+    ws = empty_workspace
+    cand = write_jsonl(tmp_path / "cand.jsonl", [{"prompt": "q", "responses": ["r1", "r2", "r3"]}])
+    assert import_file(ws, cand).pairs == 3
+    again = import_file(ws, cand)
+    assert (again.pairs, again.skipped) == (0, 1)
+    # one more candidate: only its pairs with the others are new
+    more = write_jsonl(tmp_path / "more.jsonl", [{"prompt": "q", "responses": ["r1", "r2", "r3", "r4"]}])
+    assert (import_file(ws, more).pairs, snapshot(ws)["pairs"]) == (3, 6)
+    assert import_file(ws, cand, keep_duplicates=True).pairs == 3
+    ps = write_jsonl(tmp_path / "ps.jsonl", [{"prompt": "p1", "answer": "1"}, {"prompt": "p2", "answer": "2"}])
+    assert import_file(ws, ps).prompts == 2
+    res = import_file(ws, ps)
+    assert (res.prompts, res.skipped) == (0, 2)
+    assert res.summary() == "Imported 0 prompts into prompt set 'ps.jsonl'. Skipped 2 prompts already in that prompt set."
+    assert len(load_prompt_set(ws, "ps.jsonl")) == 2
+
+
+def test_pairs_already_in_a_seeded_workspace_are_found(workspace, demo_data):
+    """Pairs written before keys existed (the demo seed) are recognised too."""
+    before = snapshot(workspace)
+    res = import_file(workspace, demo_data / "pairs.jsonl")
+    assert res.pairs == 0 and res.skipped == res.rows > 200
+    assert snapshot(workspace) == before
+
+
+def test_cli_import_skips_duplicates_unless_asked(empty_workspace, tmp_path, capsys):
+    from rloo_studio.cli import main
+
+    src, ws = write_jsonl(tmp_path / "std.jsonl", STD), str(empty_workspace.root)
+    assert main(["import", str(src), "--workspace", ws]) == 0
+    assert main(["import", str(src), "--workspace", ws]) == 0
+    assert "skipped 3 rows already in the workspace" in capsys.readouterr().out
+    assert main(["import", str(src), "--workspace", ws, "--keep-duplicates"]) == 0
+    assert "Imported 3 rows" in capsys.readouterr().out and snapshot(empty_workspace)["pairs"] == 6
 
 
 BAD = [
@@ -112,6 +247,21 @@ BAD = [
     ("csvtypes.csv", lambda p: p.write_text("prompt,chosen,rejected\nx,a,b\ny,,b\n"),
      "csvtypes.csv row 3, field 'chosen': empty text"),
     ("notes.txt", lambda p: p.write_text("hello"), "notes.txt: unknown file type .txt"),
+    ("uf_mismatch.jsonl", lambda p: write_jsonl(p, [UF[0], ultrafeedback("Name a prime.", "7", "8", conv_prompt="Name a color.")]),
+     "uf_mismatch.jsonl line 2, field 'chosen': the conversation's prompt 'Name a color.' differs from the 'prompt' "
+     "field 'Name a prime.'"),
+    ("uf_empty.jsonl", lambda p: write_jsonl(p, [UF[0], ultrafeedback("Name a prime.", "7", " ")]),
+     "uf_empty.jsonl line 2, field 'rejected', message 2: the assistant turn is empty"),
+    ("hh_no_assistant.jsonl", lambda p: write_jsonl(p, [{"chosen": "\n\nHuman: hi\n\nAssistant: hello", "rejected": "\n\nHuman: hi\n\nAssistant: go"},
+                                                        {"chosen": "\n\nHuman: hi there", "rejected": "\n\nHuman: hi you"}]),
+     "hh_no_assistant.jsonl line 2, field 'chosen': a Human/Assistant transcript without an 'Assistant:' turn"),
+    ("hh_empty.jsonl", lambda p: write_jsonl(p, [{"chosen": HH_MULTI + "Soon.", "rejected": HH_MULTI}]),
+     "hh_empty.jsonl line 1, field 'rejected': the 'Assistant:' turn (turn 4) is empty"),
+    ("hh_forked.jsonl", lambda p: write_jsonl(p, [{"chosen": "\n\nHuman: a\n\nAssistant: b\n\nHuman: c\n\nAssistant: d",
+                                                   "rejected": "\n\nHuman: a\n\nAssistant: x\n\nHuman: c\n\nAssistant: d"}]),
+     "hh_forked.jsonl line 1: 'chosen' and 'rejected' differ before the final assistant reply"),
+    ("cut_string.jsonl", lambda p: p.write_text('{"prompt": "x", "chosen": "a", "rejected": "b"}\n{"prompt": "x", "chosen": "a", "rejected": "b'),
+     "cut_string.jsonl line 2: not valid JSON: Unterminated string starting at column 44 (the line looks cut off)"),
     ("badconv.jsonl", lambda p: write_jsonl(p, [{"prompt": [{"role": "user", "content": "x"}],
                                                  "chosen": [{"role": "bot", "content": "a"}],
                                                  "rejected": [{"role": "assistant", "content": "b"}]}]),
@@ -144,6 +294,8 @@ def test_large_file_all_or_nothing_with_progress(empty_workspace, tmp_path):
     res = import_file(empty_workspace, good, progress=lambda f, msg: seen.append(f))
     assert res.pairs == 50_000 and snapshot(empty_workspace)["labels"] == 50_000
     assert len(seen) > 5 and seen == sorted(seen) and seen[-1] <= 1.0
+    again = import_file(empty_workspace, good)  # a retried import
+    assert (again.pairs, again.skipped) == (0, 50_000) and snapshot(empty_workspace)["labels"] == 50_000
 
 
 def test_export_ties_apart_split_and_datasets_dict(workspace, tmp_path):
