@@ -63,11 +63,11 @@ def do_import(studio: Studio, path, keep_duplicates, nm, sess, f, s, rw, av, pro
 def load_demo(studio: Studio, nm, sess, f, s, rw, av):
     """Outputs: message, the view, sources, empty notice. Twice adds nothing the second time."""
     try:
-        msg = T._msg(demo_summary(seed_demo(studio.ws)))
+        note, error = demo_summary(seed_demo(studio.ws)), False
     except Exception as e:
-        msg = T._msg(f"The demo data could not be loaded, nothing was changed: {explain(e)}", True)
-    view = T.show_next(studio, nm, sess, f, s, rw, av)
-    return msg, *view, T.sources_update(studio), empty_update(studio)
+        note, error = f"The demo data could not be loaded, nothing was changed: {explain(e)}", True
+    view = T.show_next(studio, nm, sess, f, s, rw, av, note)  # said where the eyes are, and under Import
+    return T._msg(note, error), *view, T.sources_update(studio), empty_update(studio)
 
 
 def do_export(studio: Studio, fmt, fname, split, ties, nm):

@@ -78,7 +78,7 @@ def label(studio: Studio, side: str, nm, sess, f, s, rw, av, shown, cm, screen):
     try:
         if side == "flag":
             L.flag_pair(studio.ws, shown, nm, sess, cm)
-            note = f"Flagged pair #{shown.pair_id} for re-labeling (recorded as your skip)."
+            note = f"Flagged #{shown.pair_id} for re-labeling (recorded as your skip)."
         else:
             L.save_on_screen(studio.ws, shown, screen, nm, sess, side, cm)
             note = ""

@@ -37,7 +37,7 @@ def view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str 
     """Outputs for: prompt, left, right, status line, progress, current pair (None: nothing on screen)."""
     name = (name or "").strip()
     if not name:
-        return "", "", "", _msg(NO_NAME), progress_md(studio, ""), None
+        return "", "", "", _msg(f"{note} {NO_NAME}" if note else NO_NAME, error), progress_md(studio, ""), None
     if shown is None:
         return empty, "", "", _msg(note, error), progress_md(studio, name), None
     flag = f" · flagged: {shown.flag}" if shown.flag else ""
@@ -66,7 +66,7 @@ def cleared(studio: Studio, name: str, note: str, error: bool = False):
 def show_next(studio: Studio, nm, sess, f, s, rw, av, note: str = ""):
     nm = (nm or "").strip()
     if not nm:
-        return view(studio, None, "", rw)
+        return view(studio, None, "", rw, note)
     try:
         shown = L.next_pair(studio.ws, nm, sess, f, s, prefer=(av or {}).get("order"))
         return view(studio, shown, nm, rw, note, active=av)

@@ -1,0 +1,169 @@
+"""The Label tab on a new workspace, in Chromium: it starts empty and loads the demo on request; a key
+press labels only the pair on the page; A/B order, the flag key, Esc and the annotators panel."""
+import json
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from browser import open_page, running_app, screenshot
+from rloo_studio.workspace import Workspace
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("label-screen") / "ws", seed=False) as a:  # a new, empty workspace
+        yield a
+
+
+def count(ws_dir, table="labels") -> int:
+    return Workspace(ws_dir).query(f"SELECT COUNT(*) FROM {table}")[0][0]
+
+
+def shown_id(page) -> str:
+    el = page.locator("#lbl-prompt [data-pair]")
+    return el.get_attribute("data-pair") if el.count() else ""
+
+
+def start_labeling(page, name):
+    expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=30000)
+    page.get_by_label("Your name").fill(name)
+    page.get_by_label("Your name").press("Enter")
+    expect(page.locator("#lbl-status")).to_contain_text("pair #", timeout=30000)
+
+
+def test_a_new_workspace_is_empty_and_loads_the_demo_once(app):
+    assert count(app.ws_dir, "pairs") == 0
+    with open_page(app.url) as page:
+        empty = page.locator("#lbl-empty")
+        expect(empty).to_contain_text("This workspace has no pairs yet", timeout=30000)
+        page.locator("#lbl-demo-empty").click()
+        expect(page.locator("#lbl-status")).to_contain_text("Loaded the demo data: 237 labeled pairs", timeout=30000)
+        expect(empty).to_be_hidden()
+        expect(page.locator("#lbl-progress")).to_contain_text("0 / 317 pairs labeled by people")
+        expect(page.locator("#lbl-progress")).to_contain_text("237 more with imported labels only")
+        assert count(app.ws_dir, "pairs") == 317
+        page.get_by_text("Import pairs or prompts").click()
+        page.locator("#lbl-demo").click()  # again: nothing is added
+        expect(page.locator("#lbl-import-msg")).to_contain_text("already in this workspace; nothing was added")
+        screenshot(page, "label-demo-loaded")
+    assert count(app.ws_dir, "pairs") == 317 and count(app.ws_dir, "prompt_sets") == 3
+
+
+def press_with_nothing_on_screen(page, ws_dir, key="1"):
+    """A key after an action that left no pair on the page: the store does not change, and the page says so."""
+    assert shown_id(page) == ""
+    before = count(ws_dir)
+    page.keyboard.press(key)
+    expect(page.locator("#lbl-status")).to_contain_text("No pair was on screen, so nothing was saved", timeout=20000)
+    assert count(ws_dir) == before
+
+
+def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
+    from rloo_studio.seed import seed_demo
+
+    seed_demo(Workspace(app.ws_dir))  # whatever ran before: the demo is there (once)
+    bad = tmp_path / "same.jsonl"
+    bad.write_text(json.dumps({"prompt": "q", "chosen": "a", "rejected": "a"}) + "\n")
+    with open_page(app.url) as page:
+        start_labeling(page, "screen")
+        page.get_by_text("Import pairs or prompts").click()
+        # 1. Import with no file chosen (also what is left after an upload refused for its size).
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(page.locator("#lbl-status")).to_contain_text("No file was chosen")
+        expect(page.locator("#lbl-prompt")).to_contain_text("No pair on screen")
+        press_with_nothing_on_screen(page, app.ws_dir)
+        expect(page.locator("#lbl-status")).to_contain_text("pair #")  # ... and the next pair is shown
+        # 2. An import that is refused.
+        page.locator("input[type=file]").first.set_input_files(str(bad))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(page.get_by_text("Import refused, nothing was changed")).to_be_visible(timeout=20000)
+        press_with_nothing_on_screen(page, app.ws_dir, "2")
+        # 3. Export.
+        page.get_by_text("Export for other tools").click()
+        page.get_by_role("button", name="Export", exact=True).click()
+        expect(page.get_by_text(re.compile(r"Saved in .*exports"))).to_be_visible(timeout=20000)
+        press_with_nothing_on_screen(page, app.ws_dir, "3")
+        # 4. A filter with nothing under it.
+        page.get_by_label("Show").click()
+        page.get_by_role("option", name="ties").click()
+        expect(page.locator("#lbl-prompt")).to_contain_text("Nothing left under this filter")
+        page.locator("#lbl-progress").click()  # leave the drop-down, as a person would before pressing keys
+        press_with_nothing_on_screen(page, app.ws_dir, "4")
+        page.get_by_label("Show").click()
+        page.get_by_role("option", name="unlabeled").click()
+        expect(page.locator("#lbl-status")).to_contain_text("pair #")
+        page.locator("#lbl-progress").click()
+        # 5. Another tab: the keys do nothing there; back on Label the page shows the current pair again.
+        before = count(app.ws_dir)
+        page.get_by_role("tab", name="Reward model").click()
+        for key in ("1", "2", "f"):
+            page.keyboard.press(key)
+        page.wait_for_timeout(1500)
+        assert count(app.ws_dir) == before
+        page.get_by_role("tab", name="Label").click()
+        expect(page.locator("#lbl-status")).to_contain_text("pair #")
+        # A pair on the page: the key labels exactly that one.
+        on_page = shown_id(page)
+        assert on_page
+        page.keyboard.press("1")
+        page.wait_for_function("b => { const el = document.querySelector('#lbl-prompt [data-pair]');"
+                               " return el && el.getAttribute('data-pair') !== b; }", arg=on_page, timeout=20000)
+        screenshot(page, "label-screen-guard")
+    rows = Workspace(app.ws_dir).query("SELECT l.pair_id FROM labels l JOIN annotators a ON a.id = l.annotator_id "
+                                       "WHERE a.name='screen'")
+    assert [r[0] for r in rows] == [int(on_page)]  # one label in all, on the pair that was on the page
+
+
+def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
+    from rloo_studio.seed import seed_demo
+
+    ws = Workspace(app.ws_dir)
+    seed_demo(ws)
+    f = tmp_path / "order.jsonl"
+    f.write_text("".join(json.dumps({"prompt": f"Order prompt {i}?", "responses": [f"first {i}", f"second {i}"]}) + "\n"
+                         for i in range(3)))
+    with open_page(app.url) as page:
+        start_labeling(page, "orderly")
+        page.get_by_text("Import pairs or prompts").click()
+        page.locator("input[type=file]").first.set_input_files(str(f))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(page.locator("#lbl-import-msg")).to_contain_text("Imported 3 rows", timeout=20000)
+        # The upload went to the workspace's private folder and is gone once imported; the workspace keeps its copy.
+        assert not [p for p in (app.ws_dir / "incoming").rglob("order.jsonl")]
+        assert not list((Path(tempfile.gettempdir()) / "gradio").rglob("order.jsonl"))
+        assert [p.name for p in (app.ws_dir / "uploads").rglob("order.jsonl")] == ["order.jsonl"]
+        page.get_by_label("Source").click()
+        page.get_by_role("option", name="order.jsonl").click()
+        expect(page.locator("#lbl-status")).to_contain_text("source order.jsonl")
+        page.locator("#lbl-progress").click()
+        first, left = shown_id(page), page.locator("#lbl-left-text").inner_text()
+        page.keyboard.press("4")  # skip it ...
+        page.wait_for_function("b => document.querySelector('#lbl-prompt [data-pair]')?.getAttribute('data-pair') !== b",
+                               arg=first, timeout=20000)
+        page.get_by_label("Show").click()
+        page.get_by_role("option", name="skipped").click()  # ... and come back to it: the same A/B order
+        expect(page.locator(f"#lbl-prompt [data-pair='{first}']")).to_be_visible(timeout=20000)
+        assert page.locator("#lbl-left-text").inner_text() == left
+        # Esc leaves the comment box, so that f flags the pair, with the comment as the reason.
+        comment = page.locator("#lbl-comment textarea")
+        comment.click()
+        comment.type("both answers look wrong")
+        comment.press("Escape")
+        page.keyboard.press("f")
+        expect(page.locator("#lbl-status")).to_contain_text(f"Flagged #{first} for re-labeling", timeout=20000)
+        assert ws.query("SELECT flag FROM pairs WHERE id=?", (int(first),))[0][0] == "both answers look wrong"
+        # The annotators panel follows labels as they arrive, without a reload or a click.
+        page.get_by_label("Show").click()
+        page.get_by_role("option", name="unlabeled").click()
+        expect(page.locator("#lbl-status")).to_contain_text("pair #", timeout=20000)
+        page.get_by_text("Annotators and agreement").click()
+        panel = page.locator("#lbl-annotators")
+        row = panel.locator("tr", has_text="orderly")
+        expect(row.locator("td")).to_have_text(["orderly", "0", "1"], timeout=20000)  # labels, skips
+        page.locator("#lbl-progress").click()
+        page.keyboard.press("1")
+        expect(row.locator("td")).to_have_text(["orderly", "1", "1"], timeout=20000)
+        screenshot(page, "label-flag-annotators")
