@@ -39,3 +39,39 @@ def copy_tree(tmp_path):
         return dst
 
     return _copy
+
+
+# -- a real Qwen3 tokenizer and tiny random Qwen3 models (tests/qwen3_fixture.py), built once per session
+
+
+@pytest.fixture(scope="session")
+def qwen3_tokenizer():
+    """Qwen3's tokenizer with Unsloth's qwen3-thinking template (the generation prompt opens <think>)."""
+    from qwen3_fixture import build_tokenizer
+
+    return build_tokenizer("qwen3-thinking")
+
+
+@pytest.fixture(scope="session")
+def qwen3_hybrid_tokenizer():
+    """Qwen3's tokenizer with the hybrid qwen3 template (enable_thinking switches reasoning off)."""
+    from qwen3_fixture import build_tokenizer
+
+    return build_tokenizer("qwen3")
+
+
+@pytest.fixture(scope="session")
+def qwen3_model(tmp_path_factory):
+    """Folder of a tiny random Qwen3ForCausalLM with the real tokenizer and the qwen3-thinking template,
+    biased to emit </think> and EOS (so that rewards see closed reasoning)."""
+    from qwen3_fixture import save_model
+
+    return save_model(tmp_path_factory.mktemp("qwen3-thinking"), "qwen3-thinking", emit=True)
+
+
+@pytest.fixture(scope="session")
+def qwen3_random_model(tmp_path_factory):
+    """The same without the bias: it never closes its reasoning (every completion is cut)."""
+    from qwen3_fixture import save_model
+
+    return save_model(tmp_path_factory.mktemp("qwen3-random"), "qwen3-thinking")
