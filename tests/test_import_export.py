@@ -213,6 +213,29 @@ def test_pairs_already_in_a_seeded_workspace_are_found(workspace, demo_data):
     assert snapshot(workspace) == before
 
 
+def test_a_workspace_from_before_the_duplicate_check_is_migrated(tmp_path):
+    """A store written by the previous schema (no dedup_key) opens, and its pairs are recognised on import."""
+    import sqlite3
+
+    from rloo_studio.workspace import SCHEMA, Workspace
+
+    (tmp_path / "old").mkdir()
+    con = sqlite3.connect(tmp_path / "old" / "studio.db")
+    for i, step in enumerate(SCHEMA[:2]):
+        con.executescript(step)
+        con.execute(f"PRAGMA user_version={i + 1}")
+    con.executescript("""INSERT INTO prompt_sets VALUES (1, 'std.jsonl', 'import:std.jsonl', 0);
+        INSERT INTO prompts VALUES (1, 1, 'Say hi', '{}');
+        INSERT INTO responses VALUES (1, 1, 'Hi!', 'import:std.jsonl', 0), (2, 1, 'No.', 'import:std.jsonl', 0);
+        INSERT INTO pairs (id, prompt_id, response_a, response_b, source, created) VALUES (1, 1, 1, 2, 'std.jsonl', 0);""")
+    con.commit()
+    con.close()
+    ws = Workspace(tmp_path / "old")
+    assert ws.schema_version() == len(SCHEMA)
+    res = import_file(ws, write_jsonl(tmp_path / "std.jsonl", STD))
+    assert (res.pairs, res.skipped) == (2, 1) and snapshot(ws)["pairs"] == 3
+
+
 def test_cli_import_skips_duplicates_unless_asked(empty_workspace, tmp_path, capsys):
     from rloo_studio.cli import main
 
