@@ -22,6 +22,10 @@ def count(ws_dir, table="labels") -> int:
     return Workspace(ws_dir).query(f"SELECT COUNT(*) FROM {table}")[0][0]
 
 
+def open_accordion(page, title):
+    page.get_by_role("button", name=re.compile("^" + re.escape(title))).click()
+
+
 def shown_id(page) -> str:
     el = page.locator("#lbl-prompt [data-pair]")
     return el.get_attribute("data-pair") if el.count() else ""
@@ -39,13 +43,14 @@ def test_a_new_workspace_is_empty_and_loads_the_demo_once(app):
     with open_page(app.url) as page:
         empty = page.locator("#lbl-empty")
         expect(empty).to_contain_text("This workspace has no pairs yet", timeout=30000)
+        expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=30000)  # the page has loaded
         page.locator("#lbl-demo-empty").click()
         expect(page.locator("#lbl-status")).to_contain_text("Loaded the demo data: 237 labeled pairs", timeout=30000)
         expect(empty).to_be_hidden()
         expect(page.locator("#lbl-progress")).to_contain_text("0 / 317 pairs labeled by people")
         expect(page.locator("#lbl-progress")).to_contain_text("237 more with imported labels only")
         assert count(app.ws_dir, "pairs") == 317
-        page.get_by_text("Import pairs or prompts").click()
+        open_accordion(page, "Import pairs or prompts")
         page.locator("#lbl-demo").click()  # again: nothing is added
         expect(page.locator("#lbl-import-msg")).to_contain_text("already in this workspace; nothing was added")
         screenshot(page, "label-demo-loaded")
@@ -69,7 +74,7 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
     bad.write_text(json.dumps({"prompt": "q", "chosen": "a", "rejected": "a"}) + "\n")
     with open_page(app.url) as page:
         start_labeling(page, "screen")
-        page.get_by_text("Import pairs or prompts").click()
+        open_accordion(page, "Import pairs or prompts")
         # 1. Import with no file chosen (also what is left after an upload refused for its size).
         page.get_by_role("button", name="Import", exact=True).click()
         expect(page.locator("#lbl-status")).to_contain_text("No file was chosen")
@@ -82,7 +87,7 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
         expect(page.get_by_text("Import refused, nothing was changed")).to_be_visible(timeout=20000)
         press_with_nothing_on_screen(page, app.ws_dir, "2")
         # 3. Export.
-        page.get_by_text("Export for other tools").click()
+        open_accordion(page, "Export for other tools")
         page.get_by_role("button", name="Export", exact=True).click()
         expect(page.get_by_text(re.compile(r"Saved in .*exports"))).to_be_visible(timeout=20000)
         press_with_nothing_on_screen(page, app.ws_dir, "3")
@@ -127,7 +132,7 @@ def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
                          for i in range(3)))
     with open_page(app.url) as page:
         start_labeling(page, "orderly")
-        page.get_by_text("Import pairs or prompts").click()
+        open_accordion(page, "Import pairs or prompts")
         page.locator("input[type=file]").first.set_input_files(str(f))
         page.get_by_role("button", name="Import", exact=True).click()
         expect(page.locator("#lbl-import-msg")).to_contain_text("Imported 3 rows", timeout=20000)
@@ -159,7 +164,7 @@ def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
         page.get_by_label("Show").click()
         page.get_by_role("option", name="unlabeled").click()
         expect(page.locator("#lbl-status")).to_contain_text("pair #", timeout=20000)
-        page.get_by_text("Annotators and agreement").click()
+        open_accordion(page, "Annotators and agreement")
         panel = page.locator("#lbl-annotators")
         row = panel.locator("tr", has_text="orderly")
         expect(row.locator("td")).to_have_text(["orderly", "0", "1"], timeout=20000)  # labels, skips
@@ -167,3 +172,28 @@ def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
         page.keyboard.press("1")
         expect(row.locator("td")).to_have_text(["orderly", "1", "1"], timeout=20000)
         screenshot(page, "label-flag-annotators")
+
+
+def test_importing_a_file_again_adds_its_rows_only_when_asked(app, tmp_path):
+    f = tmp_path / "twice.jsonl"
+    f.write_text("".join(json.dumps({"prompt": f"Twice {i}?", "chosen": f"yes {i}", "rejected": f"no {i}"}) + "\n"
+                         for i in range(4)))
+    with open_page(app.url) as page:
+        expect(page.locator("#lbl-progress")).to_contain_text("pairs labeled by people", timeout=30000)
+        open_accordion(page, "Import pairs or prompts")
+        msg = page.locator("#lbl-import-msg")
+        page.locator("input[type=file]").first.set_input_files(str(f))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(msg).to_contain_text("Imported 4 rows from twice.jsonl", timeout=20000)
+        n = count(app.ws_dir, "pairs")
+        page.locator("input[type=file]").first.set_input_files(str(f))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(msg).to_contain_text("Imported 0 of 4 rows", timeout=20000)
+        assert count(app.ws_dir, "pairs") == n
+        page.get_by_label("Import rows already in the workspace again").check()
+        page.locator("input[type=file]").first.set_input_files(str(f))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(msg).to_contain_text("Imported 4 rows from twice.jsonl", timeout=20000)
+        assert count(app.ws_dir, "pairs") == n + 4
+    for name in ("twice.jsonl", "order.jsonl", "same.jsonl"):  # no upload left behind, imported or refused
+        assert not list((app.ws_dir / "incoming").rglob(name)), name
