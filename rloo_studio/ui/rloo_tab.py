@@ -16,6 +16,7 @@ import pandas as pd
 from .. import rloo_view as rv
 from ..errors import StudioError, explain
 from ..importing import import_upload
+from .uploads import discard_upload
 from ..jobs import rloo as job
 from ..jobs import rloo_eval, rloo_samples
 from .. import memory
@@ -206,6 +207,8 @@ def on_upload(studio: Studio, path):
         res = import_upload(ws, path, expect=("prompts",))
     except Exception as exc:  # noqa: BLE001 — a file that is not a prompt set: say so, import nothing
         return _check_html(False, explain(exc)), gr.update()
+    finally:
+        discard_upload(ws, path)  # Gradio's copy; the workspace keeps its own under uploads/
     cols = ", ".join(res.columns)
     return (_check_html(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
                         + (f" (columns for the rewards: {cols})" if cols else "")),
