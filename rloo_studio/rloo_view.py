@@ -168,7 +168,7 @@ def completion_rows(samples: list[dict], limit: int = 64) -> tuple[list[str], li
     names = cols[4:-4]
     rows = []
     for s in reversed(samples[-limit:]):
-        p = parse(s.get("completion", ""))
+        p = parse(s.get("response") or s.get("completion", ""))  # response: the <think> of the template written out
         think = p.thinking if (p.has_close or p.has_open) else ""
         answer = p.answer if not p.truncated else "(cut before </think>)"
         rows.append([s["step"], s["prompt"], think, answer, *[_r(s["rewards"].get(n)) for n in names],
@@ -197,6 +197,31 @@ def form_values(cfg: RlooJobConfig) -> list:
 def config_from_form(values: list) -> RlooJobConfig:
     """Widget values (form_fields() order) -> a validated config; raises ConfigError naming the field."""
     return form.parse(RlooJobConfig, values, CHOICES)
+
+
+def launch_check(cfg: RlooJobConfig, ws) -> None:
+    """Everything Launch can know before a run exists: the job's pre-flight, plus the settings the job
+    would only trip over after loading the model (LoRA layers, optimizer name, the held-out prompt set).
+    Raises ConfigError in plain words."""
+    from .errors import ConfigError
+    from .jobs.rloo import load_prompts, preflight
+
+    preflight(cfg, ws)
+    if not cfg.lora.target_modules:
+        raise ConfigError("lora.target_modules must name at least one layer (e.g. q_proj, v_proj).")
+    if cfg.lora.r < 1:
+        raise ConfigError(f"lora.r must be at least 1, got {cfg.lora.r}.")
+    from transformers.training_args import OptimizerNames
+
+    if cfg.optim not in {o.value for o in OptimizerNames}:
+        raise ConfigError(f"optim {str(cfg.optim)[:60]!r} is not an optimizer transformers knows; "
+                          f"choose one of {', '.join(CHOICES['optim'])}.")
+    if cfg.eval_prompts > 0:
+        try:
+            load_prompts(ws, cfg.eval_prompt_set)
+        except ConfigError as exc:
+            raise ConfigError(f"eval_prompt_set: {exc} (or set eval_prompts to 0 to skip the before/after "
+                              "measurement)") from None
 
 
 def weights_after_tick(before: list[str], after: list[str], weights: str) -> str:

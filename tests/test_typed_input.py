@@ -130,3 +130,20 @@ def test_launch_counts_are_whole_numbers():
     for n, m in ((0, 1), (2, None), (1.5, 1), (10 ** 9, 1), (1, -3)):
         with pytest.raises(ValueError, match="whole number"):
             counts(n, m)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("lora.target_modules", "", "target_modules must name at least one layer"),
+    ("optim", "nonsense", "is not an optimizer"),
+    ("eval_prompt_set", "../../x", "eval_prompt_set: no prompt set named"),
+    ("prompt_set", "../../../etc", "no prompt set named"),
+    ("reward_weights", "abc", "expected a number"),
+])
+def test_rloo_launch_check_catches_what_the_job_would_fail_on(workspace, key, value, message):
+    keys = [f.key for f in rloo_view.form_fields()]
+    vals = rloo_view.form_values(preset("demo-cpu"))
+    rloo_view.launch_check(rloo_view.config_from_form(vals), workspace)  # the preset itself passes
+    vals[keys.index(key)] = value
+    with pytest.raises(StudioError, match=message):
+        rloo_view.launch_check(rloo_view.config_from_form(vals), workspace)
+    assert workspace.runs() == []

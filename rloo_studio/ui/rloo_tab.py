@@ -132,7 +132,7 @@ def on_rewards(ticked, weights, before):
 def config_or_message(ws, vals):
     try:
         cfg = rv.config_from_form(list(vals))
-        job.preflight(cfg, ws)
+        rv.launch_check(cfg, ws)
         return cfg, None
     except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
         return None, explain(exc)
