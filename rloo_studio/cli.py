@@ -8,6 +8,7 @@
     python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --prompt T --response T [--json]
     python -m rloo_studio import FILE  --workspace DIR [--name NAME] [--keep-duplicates]
     python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
+    python -m rloo_studio export-model RUN --workspace DIR --out DIR [--merged]
 """
 from __future__ import annotations
 
@@ -130,6 +131,14 @@ def cmd_export(a) -> int:
     return 0
 
 
+def cmd_export_model(a) -> int:
+    from .export_model import export_model
+    from .workspace import Workspace
+
+    print(export_model(Workspace(a.workspace), a.run, a.out, merged=a.merged).summary())
+    return 0
+
+
 def cmd_score(a) -> int:
     from .scoring import score_json
     from .workspace import Workspace
@@ -219,6 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-fraction", type=float, default=0.0, help="hold out this share as a test split")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_export)
+    p = sub.add_parser("export-model", help="export an RLOO run's adapter, or base + adapter merged, for serving")
+    p.add_argument("run", help="the RLOO run id (see: runs list)")
+    p.add_argument("--out", required=True, help="a new or empty folder to write into")
+    p.add_argument("--merged", action="store_true",
+                   help="merge the adapter into its full-precision base (a safetensors model folder with its tokenizer)")
+    _workspace_arg(p)
+    p.set_defaults(fn=cmd_export_model)
     p = sub.add_parser("score", help="score a prompt + response with a reward model, per <think> step")
     _workspace_arg(p)
     g = p.add_mutually_exclusive_group(required=True)

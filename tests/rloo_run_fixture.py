@@ -1,0 +1,29 @@
+"""A demo workspace with one short RLOO run (2 steps, a high learning rate so that the adapter visibly
+changes the policy), trained once per test session and shared by the export, playground and
+RLOO-to-labeling tests."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rloo_studio.models import LoraSpec
+
+TRAIN = dict(max_steps=2, beta=0.0, per_device_train_batch_size=8, num_generations=4, lora=LoraSpec(r=4, alpha=8),
+             max_completion_length=48, save_steps=100, learning_rate=5e-2)
+
+
+def trained_run(root: Path) -> tuple[Path, str]:
+    """(workspace folder, run id) of a completed 2-step RLOO run on the demo model under `root`."""
+    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
+    from rloo_studio.jobs.runner import JobRunner
+    from rloo_studio.workspace import Workspace
+
+    ws_dir, done = root / "ws", root / "run.json"
+    if done.exists():
+        return ws_dir, json.loads(done.read_text())["run"]
+    ws = Workspace(ws_dir, seed_demo=True)
+    r = JobRunner(ws)
+    rid = r.submit("rloo", RlooJobConfig(**TRAIN), train_rloo)
+    assert r.wait(rid, 1800) == "completed", r.status(rid)
+    done.write_text(json.dumps({"run": rid}))
+    return ws_dir, rid

@@ -1,0 +1,101 @@
+"""Export for serving: an RLOO run's adapter merged into its base loads with plain transformers and answers
+as the adapter on top of the base does; the adapter alone leaves TRL's ref/ copy out; bad input is refused."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rloo_run_fixture import trained_run
+from rloo_studio.errors import DataError
+from rloo_studio.export_model import INFO_FILE, export_model
+from rloo_studio.paths import DEMO_MODEL
+from rloo_studio.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS = ["What is 123+456?", "What is 905+87?"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
+    return Workspace(ws_dir), rid
+
+
+def _inputs(tok, prompt):
+    return tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                   return_tensors="pt", return_dict=True)
+
+
+def _same_as_adapter_on_base(merged_dir: Path, adapter_dir: Path):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    merged = AutoModelForCausalLM.from_pretrained(str(merged_dir)).eval()
+    tok = AutoTokenizer.from_pretrained(str(merged_dir))
+    base = AutoModelForCausalLM.from_pretrained(str(DEMO_MODEL)).eval()
+    base_logits = {p: base(**_inputs(tok, p)).logits.detach() for p in PROMPTS}
+    on_base = PeftModel.from_pretrained(base, str(adapter_dir)).eval()
+    with torch.no_grad():
+        for p in PROMPTS:
+            enc = _inputs(tok, p)
+            lm, la = merged(**enc).logits, on_base(**enc).logits
+            assert torch.allclose(lm, la, atol=1e-4, rtol=1e-4), (lm - la).abs().max()
+            assert (lm - base_logits[p]).abs().max() > 1e-2  # the adapter did change the policy
+            gm = merged.generate(**enc, do_sample=False, max_new_tokens=40)
+            ga = on_base.generate(**enc, do_sample=False, max_new_tokens=40)
+            assert gm.tolist() == ga.tolist()
+    assert "<think>" in tok.decode(gm[0]) and tok.chat_template  # the chat template came along
+
+
+def test_merged_export_loads_with_transformers_and_answers_as_the_adapter(run, tmp_path):
+    ws, rid = run
+    res = export_model(ws, rid, tmp_path / "merged", merged=True)
+    out = Path(res.out)
+    assert res.merged and not res.base_4bit and "model.safetensors" in res.files
+    assert {"config.json", "tokenizer.json", "chat_template.jinja"} <= set(res.files)
+    assert not any(f.startswith("adapter") for f in res.files)  # a plain model: no PEFT needed to load it
+    assert json.loads((out / INFO_FILE).read_text())["run_id"] == rid
+    ad = export_model(ws, rid, tmp_path / "adapter")
+    assert not ad.merged and "adapter_model.safetensors" in ad.files
+    assert "ref" not in ad.files and "training_args.bin" not in ad.files  # TRL's frozen copy and the pickle stay out
+    assert (ws.run_dir(rid) / "adapter" / "ref").is_dir()  # (the run folder has it)
+    _same_as_adapter_on_base(out, Path(ad.out))
+
+
+def test_bad_run_or_busy_folder_is_refused_and_writes_nothing(run, tmp_path):
+    ws, rid = run
+    with pytest.raises(DataError, match="There is no RLOO run nope"):
+        export_model(ws, "nope", tmp_path / "a")
+    with pytest.raises(DataError, match="is not a run id"):
+        export_model(ws, "../../etc", tmp_path / "a")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    with pytest.raises(DataError, match="already exists and is not empty"):
+        export_model(ws, rid, busy, merged=True)
+    assert [p.name for p in busy.iterdir()] == ["keep.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["busy"]  # no half-written folder left
+    (tmp_path / "empty").mkdir()  # an existing empty folder is fine
+    assert "adapter_config.json" in export_model(ws, rid, tmp_path / "empty").files
+
+
+def test_cli_export_model(run, tmp_path):
+    ws, rid = run
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "rloo_studio", "export-model", *args, "--workspace", str(ws.root)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+    p = cli(rid, "--out", str(tmp_path / "m"), "--merged")
+    assert p.returncode == 0, p.stderr
+    assert "merged model" in p.stdout and (tmp_path / "m" / "model.safetensors").exists()
+    from transformers import AutoModelForCausalLM
+
+    assert AutoModelForCausalLM.from_pretrained(str(tmp_path / "m")).config.model_type == "qwen3"
+    p = cli("nope", "--out", str(tmp_path / "x"))
+    assert p.returncode == 2 and "There is no RLOO run nope" in p.stderr and "Traceback" not in p.stderr
+    p = cli(rid, "--out", str(tmp_path / "m"))
+    assert p.returncode == 2 and "already exists and is not empty" in p.stderr and "Traceback" not in p.stderr
