@@ -54,6 +54,8 @@ def launch_check(ws: Workspace, cfg: RewardJobConfig) -> dict:
     Loads the tokenizer, never the model."""
     from .jobs.reward import preflight
 
+    if not 0 <= cfg.seed < 2 ** 32:  # numpy's seeds are 32-bit; set_seed would fail in the job
+        raise DataError(f"seed must be a whole number from 0 to {2 ** 32 - 1}, got {cfg.seed}.")
     pf = preflight(ws, cfg)
     if pf["pairs"] < MIN_PAIRS:
         raise DataError(f"Only {pf['pairs']} labeled pairs with a preference; label at least {MIN_PAIRS} "

@@ -207,6 +207,9 @@ def launch_check(cfg: RlooJobConfig, ws) -> None:
     from .jobs.rloo import load_prompts, preflight
 
     preflight(cfg, ws)
+    for name in ("seed", "eval_seed"):
+        if not 0 <= getattr(cfg, name) < 2 ** 32:  # numpy's seeds are 32-bit; set_seed would fail in the job
+            raise ConfigError(f"{name} must be a whole number from 0 to {2 ** 32 - 1}, got {getattr(cfg, name)}.")
     if not cfg.lora.target_modules:
         raise ConfigError("lora.target_modules must name at least one layer (e.g. q_proj, v_proj).")
     if cfg.lora.r < 1:

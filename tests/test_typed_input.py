@@ -117,6 +117,8 @@ def test_train_is_refused_before_a_run_exists(workspace, tmp_path):
         reward_view.launch_check(workspace, RewardJobConfig(model=str(tmp_path / "nothing")))
     with pytest.raises(DataError, match="Only 0 labeled pairs"):
         reward_view.launch_check(empty, RewardJobConfig())
+    with pytest.raises(DataError, match="seed must be a whole number from 0"):
+        reward_view.launch_check(workspace, RewardJobConfig(seed=-1))
     with pytest.raises(DataError, match="Every pair is longer than max_length=8"):
         reward_view.launch_check(workspace, RewardJobConfig(max_length=8))
     assert reward_view.launch_check(workspace, RewardJobConfig())["pairs"] >= reward_view.MIN_PAIRS
@@ -138,6 +140,7 @@ def test_launch_counts_are_whole_numbers():
     ("eval_prompt_set", "../../x", "eval_prompt_set: no prompt set named"),
     ("prompt_set", "../../../etc", "no prompt set named"),
     ("reward_weights", "abc", "expected a number"),
+    ("seed", 10 ** 30, "seed must be a whole number from 0"),
 ])
 def test_rloo_launch_check_catches_what_the_job_would_fail_on(workspace, key, value, message):
     keys = [f.key for f in rloo_view.form_fields()]
