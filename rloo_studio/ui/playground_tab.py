@@ -1,0 +1,98 @@
+"""Playground tab: type a prompt, see the base model and base + an RLOO run's adapter answer side by side,
+streamed, reasoning apart from the answer, each with its rewards. The core is playground.play()."""
+from __future__ import annotations
+
+import html
+from functools import partial
+
+import gradio as gr
+
+from .. import playground as P
+from ..errors import StudioError, explain
+from ..studio import Studio
+
+CSS = """
+.pg-side .pg-think {color:var(--body-text-color-subdued); white-space:pre-wrap; font-size:.9em;
+  border-left:3px solid var(--border-color-primary); padding-left:.6em; margin:.3em 0}
+.pg-side .pg-answer {white-space:pre-wrap; font-weight:600; margin:.4em 0}
+.pg-side .pg-meta {color:var(--body-text-color-subdued); font-size:.85em}
+"""
+
+
+def side_html(title: str, side: P.Side | None, names: list[str], weights: list[float]) -> str:
+    if side is None:
+        return f"<div class='pg-side'><h3>{html.escape(title)}</h3><div class='pg-meta'>no answer yet</div></div>"
+    state = "done" if side.done else "generating…"
+    if side.done and not side.stopped:
+        state = "cut at max new tokens"
+    out = [f"<div class='pg-side'><h3>{html.escape(title)}</h3>"]
+    if side.thinking or not side.closed:
+        out.append(f"<div class='pg-think'><b>thinking</b>\n{html.escape(side.thinking)}</div>")
+    out.append(f"<div class='pg-answer'>{html.escape(side.answer) if side.closed or side.answer else ''}</div>")
+    meta = f"{side.tokens} tokens, {state}"
+    if side.rewards is not None:
+        parts = [f"{html.escape(n)} {'n/a' if v is None else f'{v:+.3g}'}" for n, v in side.rewards.items()]
+        tot = P.total(side.rewards, names, weights)
+        meta += " · rewards: " + ", ".join(parts) + ("" if tot is None else f" · weighted total <b>{tot:+.3g}</b>")
+        meta += "".join(f"<br>{html.escape(n)}" for n in side.notes)
+    out.append(f"<div class='pg-meta'>{meta}</div></div>")
+    return "".join(out)
+
+
+# -- callbacks ---------------------------------------------------------------------------------------------
+
+def choices(ws, current):
+    runs = P.run_choices(ws)
+    ids = [rid for _, rid in runs]
+    return gr.update(choices=runs, value=current if current in ids else (ids[0] if ids else None))
+
+
+def answer(ws, run_id, base, prompt, expected, max_new, temperature, top_p, seed):
+    """Stream both answers into the two panels; a plain message on bad input, nothing else changes."""
+    empty = side_html("Base model", None, [], []), side_html("Base + adapter", None, [], [])
+    try:
+        s = P.PlaySettings(max_new_tokens=int(max_new or 0), temperature=float(temperature or 0),
+                           top_p=float(top_p if top_p is not None else 1), seed=int(seed or 0))
+        names, weights = [], []
+        for state in P.play(ws, prompt, run_id or None, s, base=base, answer=expected):
+            if not names and run_id:
+                from ..jobs.rloo import run_config
+
+                cfg = run_config(ws, run_id)
+                names, weights = list(cfg.rewards), list(cfg.reward_weights)
+            yield (side_html("Base model", state.get("base"), names, weights),
+                   side_html("Base + adapter", state.get("adapter"), names, weights)
+                   if run_id else side_html("Base + adapter", None, [], []), "")
+    except (StudioError, ValueError, TypeError) as e:
+        yield *empty, f"**{html.escape(explain(e) if isinstance(e, StudioError) else str(e))}**"
+
+
+def build(studio: Studio):
+    ws = studio.ws
+    gr.Markdown("Type a prompt and compare the base model with the trained adapter. Training keeps running "
+                "meanwhile; both sides use the same seed and settings.")
+    with gr.Row():
+        run = gr.Dropdown(P.run_choices(ws), label="RLOO run (its adapter)", scale=2, elem_id="playground-run")
+        base = gr.Textbox(label="Base model (empty: the run's own)", scale=2, elem_id="playground-base-model")
+    prompt = gr.Textbox(label="Prompt", lines=2, elem_id="playground-prompt", placeholder="What is 123+456?")
+    expected = gr.Textbox(label="Expected answer (optional, for the correctness reward)", elem_id="playground-expected")
+    with gr.Accordion("Sampling", open=False):
+        with gr.Row():
+            max_new = gr.Number(128, label="max new tokens", precision=0, elem_id="playground-max-new")
+            temperature = gr.Number(0.0, label="temperature (0: greedy)", elem_id="playground-temperature")
+            top_p = gr.Number(1.0, label="top_p", elem_id="playground-top-p")
+            seed = gr.Number(0, label="seed", precision=0, elem_id="playground-seed")
+    go = gr.Button("Answer", variant="primary", elem_id="playground-go")
+    msg = gr.Markdown(elem_id="playground-msg")
+    with gr.Row():
+        left = gr.HTML(side_html("Base model", None, [], []), elem_id="playground-base")
+        right = gr.HTML(side_html("Base + adapter", None, [], []), elem_id="playground-adapter")
+    ev = dict(fn=partial(answer, ws), inputs=[run, base, prompt, expected, max_new, temperature, top_p, seed],
+              outputs=[left, right, msg], concurrency_limit=2, concurrency_id="playground", show_progress="minimal")
+    go.click(**ev)
+    prompt.submit(**ev)
+
+    def hooks(demo, tab):
+        tab.select(partial(choices, ws), run, run, queue=False, show_progress="hidden")
+
+    return hooks
