@@ -1,0 +1,70 @@
+"""Records view of the labels: search, filters, sort and pages over the demo store; relabel from a row."""
+import pytest
+
+from rloo_studio import labels
+from rloo_studio.errors import DataError
+from rloo_studio.records import SORTS, current_labels, query, relabel
+
+
+def test_search_filter_sort_and_pages(workspace):
+    ws = workspace
+    everything = query(ws, per_page=200)
+    assert everything.total == labels.progress(ws)["total"] and everything.pages == -(-everything.total // 200)
+    hit = everything.rows[5]
+    found = query(ws, search=hit["prompt"].upper())  # case does not matter
+    assert hit["pair_id"] in [r["pair_id"] for r in found.rows]
+    assert all(hit["prompt"].lower() in (r["prompt"] + r["a"] + r["b"]).lower() for r in found.rows)
+    assert query(ws, search="no such text anywhere").total == 0
+    for src in labels.sources(ws):
+        page = query(ws, source=src, per_page=200)
+        assert page.total and all(r["source"] == src for r in page.rows)
+    assert sum(query(ws, source=s).total for s in labels.sources(ws)) == everything.total
+    # label filters split the store; imported labels are by 'import'
+    unl, lab_a = query(ws, label="unlabeled"), query(ws, label="a", annotator="import")
+    assert unl.total + lab_a.total == everything.total and all(r["labels"] is None for r in unl.rows)
+    assert all(r["labels"] == "import: a" for r in lab_a.rows)
+    # paging covers every pair once, in the chosen order
+    seen = [r["pair_id"] for p in range(1, 5) for r in query(ws, sort="oldest", page=p, per_page=80).rows]
+    assert seen == sorted(seen) and len(set(seen)) == everything.total
+    assert query(ws, page=999, per_page=50).page == query(ws, per_page=50).pages  # past the end: the last page
+    for s in SORTS:
+        assert query(ws, sort=s).total == everything.total
+    by_prompt = [r["prompt"].lower() for r in query(ws, sort="prompt", per_page=200).rows]
+    assert by_prompt == sorted(by_prompt)
+
+
+def test_relabel_from_a_row_changes_the_label_in_the_store(workspace):
+    ws = workspace
+    row = query(ws, search="Compute", label="unlabeled").rows[0]
+    pid = row["pair_id"]
+    relabel(ws, pid, "ann", "b")
+    assert current_labels(ws, pid) == {"ann": "b"}
+    [pref] = [p for p in labels.preference_pairs(ws) if p["pair_id"] == pid]
+    assert (pref["chosen"], pref["rejected"]) == (row["b"], row["a"])
+    assert pid in [r["pair_id"] for r in query(ws, annotator="ann", label="b").rows]
+    relabel(ws, pid, "ann", "a")  # changing one's mind supersedes the earlier label
+    assert current_labels(ws, pid) == {"ann": "a"}
+    assert query(ws, annotator="ann", label="b").total == 0 and query(ws, annotator="ann").total == 1
+    labels.flag_for_relabel(ws, pid, "check")
+    assert [r["pair_id"] for r in query(ws, flagged="flagged").rows] == [pid]
+    relabel(ws, pid, "bob", "tie")
+    assert current_labels(ws, pid) == {"ann": "a", "bob": "tie"}
+    assert query(ws, sort="most labels").rows[0]["pair_id"] == pid
+
+
+def test_bad_input_says_so_and_changes_nothing(workspace):
+    ws = workspace
+    before = ws.query("SELECT COUNT(*) FROM labels")[0][0]
+    pid = query(ws).rows[0]["pair_id"]
+    for args, msg in [((pid, "", "a"), "enter your name first"), ((pid, "import", "a"), "reserved"),
+                      ((pid, "ann", "maybe"), "Unknown label"), (("", "ann", "a"), "Pick a pair"),
+                      ((99999, "ann", "a"), "There is no pair 99999")]:
+        with pytest.raises(DataError, match=msg):
+            relabel(ws, *args)
+    with pytest.raises(DataError, match="Unknown order"):
+        query(ws, sort="random")
+    with pytest.raises(DataError, match="Unknown label filter"):
+        query(ws, label="good")
+    with pytest.raises(DataError, match="Rows per page"):
+        query(ws, per_page=0)
+    assert ws.query("SELECT COUNT(*) FROM labels")[0][0] == before
