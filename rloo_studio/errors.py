@@ -28,8 +28,9 @@ OOM_HINT = (
 )
 
 
-def explain(exc: BaseException) -> str:
-    """One message for the page: what happened and what to change."""
+def explain(exc: BaseException, in_run: bool = False) -> str:
+    """One message for the page: what happened and what to change. `in_run`: the error ended a run,
+    whose log.txt holds the traceback."""
     if isinstance(exc, StudioError):
         return str(exc)
     text = str(exc)
@@ -37,6 +38,8 @@ def explain(exc: BaseException) -> str:
         where = f" writing {exc.filename}" if exc.filename else ""
         return (f"The disk is full{where}. Free some space (old runs' checkpoints are the usual culprit), "
                 "then resume the run: earlier checkpoints are kept.")
+    if isinstance(exc, OSError) and exc.errno == 36:  # ENAMETOOLONG
+        return "That file name is too long for the file system; choose a shorter name (at most 200 characters)."
     if isinstance(exc, MemoryError) or "out of memory" in text.lower() or type(exc).__name__ == "OutOfMemoryError":
         return f"{OOM_HINT} ({type(exc).__name__}: {text[:200]})"
-    return f"{type(exc).__name__}: {text[:500]} (the run's log.txt has the details)"
+    return f"{type(exc).__name__}: {text[:500]}" + (" (the run's log.txt has the details)" if in_run else "")

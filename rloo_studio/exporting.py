@@ -92,6 +92,9 @@ def _with_tag(out: Path, tag: str) -> Path:
     return out.with_name(f"{out.name}-{tag}")
 
 
+MAX_NAME = 200  # file systems refuse names past 255 bytes; tags such as ".train" are added to it
+
+
 def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bool = False,
            test_fraction: float = 0.0, seed: int = 0) -> ExportResult:
     """Write every labeled, non-tie pair to `out`; optionally a train/test split and a ties file.
@@ -100,6 +103,8 @@ def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bo
     folder with train and test splits.
     """
     out = Path(out)
+    if len(out.name) > MAX_NAME:
+        raise DataError(f"The file name is {len(out.name)} characters long; use at most {MAX_NAME}.")
     if not 0 <= test_fraction < 1:
         raise DataError(f"test fraction must be in [0, 1), got {test_fraction}")
     rows, ties, skipped, cut = export_rows(ws, fmt)

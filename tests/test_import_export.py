@@ -344,3 +344,16 @@ def test_export_ties_apart_split_and_datasets_dict(workspace, tmp_path):
 def test_export_with_nothing_labeled(empty_workspace, tmp_path):
     with pytest.raises(DataError, match="no labeled pairs"):
         export(empty_workspace, tmp_path / "x.jsonl")
+
+
+def test_export_refuses_a_file_name_too_long_in_plain_words_and_writes_nothing(workspace, tmp_path):
+    from rloo_studio.errors import explain
+    from rloo_studio.exporting import export
+
+    with pytest.raises(DataError, match="306 characters long; use at most 200"):
+        export(workspace, tmp_path / ("a" * 300 + ".jsonl"))
+    assert not list(tmp_path.glob("a*"))
+    # Whatever still reaches the file system too long is said in words, with no mention of a run.
+    msg = explain(OSError(36, "File name too long", "x" * 300))
+    assert msg.startswith("That file name is too long") and "log.txt" not in msg
+    assert "log.txt" not in explain(ValueError("odd")) and "log.txt" in explain(ValueError("odd"), in_run=True)

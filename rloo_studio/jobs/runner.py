@@ -181,7 +181,7 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
         message = fn(config, ctx) or ""
         final = "stopped" if ctx.should_stop() else "completed"
     except BaseException as exc:  # noqa: BLE001 — a job must never take the app down
-        final, message = "failed", explain(exc)
+        final, message = "failed", explain(exc, in_run=True)
         ctx.log("FAILED: " + message + "\n" + traceback.format_exc())
     finally:
         root.removeHandler(handler)
