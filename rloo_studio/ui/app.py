@@ -7,7 +7,7 @@ import gradio as gr
 
 from ..studio import Studio
 from . import inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
-from . import playground_tab
+from . import playground_tab, records_tab
 from .uploads import use_workspace_temp
 
 CSS = """
@@ -17,8 +17,8 @@ CSS = """
 .studio-header .meta b {color:var(--body-text-color)}
 """
 
-TABS = [("Label", label_tab), ("Reward model", reward_tab), ("Inspect", inspect_tab), ("RLOO", rloo_tab),
-        ("Runs", runs_tab), ("Playground", playground_tab)]
+TABS = [("Label", label_tab), ("Records", records_tab), ("Reward model", reward_tab), ("Inspect", inspect_tab),
+        ("RLOO", rloo_tab), ("Runs", runs_tab), ("Playground", playground_tab)]
 
 
 def header_html(studio: Studio) -> str:

@@ -1,0 +1,184 @@
+"""Records tab: every labeled or unlabeled pair in a table (search, filters, sort, pages), relabel from a
+row; and fresh RLOO completions sent to the Label queue. Core: records.py and rloo_label.py."""
+from __future__ import annotations
+
+import html
+from functools import partial
+
+import gradio as gr
+
+from .. import labels as L
+from .. import records as R
+from .. import rloo_label as RL
+from ..errors import StudioError, explain
+from ..studio import Studio
+
+HEADERS = ["pair", "prompt", "response A", "response B", "source", "labels", "flag"]
+CHOICE_NAMES = {"a": "A is better", "b": "B is better", "tie": "tie", "skip": "skip"}
+
+
+def _cut(text: str, n: int = 160) -> str:
+    text = str(text or "")
+    return text if len(text) <= n else text[:n] + "…"
+
+
+def _plain(e: Exception) -> str:
+    return f"**{html.escape(explain(e) if isinstance(e, StudioError) else str(e))}**"
+
+
+# -- callbacks ---------------------------------------------------------------------------------------------
+
+def search(ws, text, source, annotator, label, flagged, sort, page, per_page):
+    """(table rows, count line, page shown)."""
+    try:
+        p = R.query(ws, text, source or "", annotator or "", label, flagged, sort, page, per_page)
+    except (StudioError, ValueError, TypeError) as e:
+        return gr.update(), _plain(e), gr.update()
+    rows = [[r["pair_id"], _cut(r["prompt"]), _cut(r["a"]), _cut(r["b"]), r["source"], r["labels"] or "",
+             r["flag"] or ""] for r in p.rows]
+    return rows, f"{p.total} pair{'s' * (p.total != 1)} match · page {p.page} of {p.pages}", p.page
+
+
+def filter_choices(ws, source, annotator):
+    sources, people = [""] + L.sources(ws), [""] + R.annotators(ws)
+    return (gr.update(choices=sources, value=source if source in sources else ""),
+            gr.update(choices=people, value=annotator if annotator in people else ""))
+
+
+def pair_html(ws, pid) -> str:
+    r = ws.query("SELECT pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag FROM pairs p "
+                 "JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
+                 "JOIN responses rb ON rb.id = p.response_b WHERE p.id = ?", (int(pid),))
+    if not r:
+        return ""
+    r = r[0]
+    now = R.current_labels(ws, int(pid))
+    lab = ", ".join(f"{html.escape(k)}: {html.escape(CHOICE_NAMES[v])}" for k, v in now.items()) or "none yet"
+    flag = f" · flagged: {html.escape(r['flag'])}" if r["flag"] else ""
+
+    def box(title, text):
+        return (f"<div style='flex:1'><b>{title}</b><pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
+                "</div>")
+
+    return (f"<div><b>Pair {int(pid)}</b> · source {html.escape(r['source'])} · labels: {lab}{flag}</div>"
+            f"<div><b>Prompt</b><pre style='white-space:pre-wrap'>{html.escape(r['prompt'])}</pre></div>"
+            f"<div style='display:flex;gap:1em'>{box('Response A', r['a'])}{box('Response B', r['b'])}</div>")
+
+
+def pick(ws, evt: gr.SelectData):
+    """A click on a table row chooses its pair."""
+    try:
+        pid = int((evt.row_value or [None])[0])
+    except (TypeError, ValueError, IndexError, AttributeError):
+        return gr.update(), gr.update()
+    return str(pid), pair_html(ws, pid)
+
+
+def show(ws, pid):
+    try:
+        return pair_html(ws, int(str(pid).strip())) or "No such pair."
+    except (TypeError, ValueError):
+        return ""
+
+
+def give(ws, choice, pid, name, comment):
+    """Store the label; (message, pair view)."""
+    try:
+        R.relabel(ws, pid, name, choice, comment or "")
+    except (StudioError, ValueError, TypeError) as e:
+        return _plain(e), gr.update()
+    return (f"Saved: {html.escape(name.strip())} labeled pair {int(pid)} “{CHOICE_NAMES[choice]}”.",
+            pair_html(ws, int(pid)))
+
+
+def rloo_runs(ws, current):
+    ids = [r["id"] for r in ws.runs("rloo") if (ws.run_dir(r["id"]) / "samples.jsonl").exists()]
+    return gr.update(choices=ids, value=current if current in ids else (ids[0] if ids else None))
+
+
+def rloo_groups(ws, run_id):
+    if not run_id:
+        return gr.update(choices=[], value=None), ""
+    try:
+        gs = RL.groups(ws, run_id)
+    except (StudioError, ValueError) as e:
+        return gr.update(choices=[], value=None), _plain(e)
+    choices = [(f"step {g['step']} · {_cut(g['prompt'], 60)} · {g['n']} completions, rewards "
+                f"{g['worst']:.3g} to {g['best']:.3g}" if g["best"] is not None else
+                f"step {g['step']} · {_cut(g['prompt'], 60)}", f"{g['step']}|{g['prompt']}") for g in gs]
+    spread = next((c[1] for c, g in zip(choices, gs) if g["spread"]), choices[0][1] if choices else None)
+    return gr.update(choices=choices, value=spread), ""
+
+
+def send(ws, run_id, group, how):
+    """(message, source filter value)."""
+    step, sep, prompt = str(group or "").partition("|")
+    if not run_id or not sep:
+        return "**Choose a run and one of its groups first.**", gr.update()
+    try:
+        res = RL.send_group(ws, run_id, int(step), prompt, how)
+    except (StudioError, ValueError) as e:
+        return _plain(e), gr.update()
+    return html.escape(res.summary()), gr.update(choices=[""] + L.sources(ws), value=res.source)
+
+
+def build(studio: Studio):
+    ws = studio.ws
+    with gr.Row():
+        text = gr.Textbox(label="Search prompts and responses", scale=3, elem_id="records-search")
+        source = gr.Dropdown([""] + L.sources(ws), value="", label="Source", scale=2, elem_id="records-source")
+        annotator = gr.Dropdown([""] + R.annotators(ws), value="", label="Annotator", scale=1,
+                                elem_id="records-annotator")
+        label = gr.Dropdown(list(R.LABELS), value="any", label="Label", scale=1, elem_id="records-label")
+        flagged = gr.Dropdown(list(R.FLAGGED), value="any", label="Flagged", scale=1, elem_id="records-flagged")
+        sort = gr.Dropdown(list(R.SORTS), value="newest", label="Order", scale=1, elem_id="records-sort")
+    with gr.Row(equal_height=True):
+        page = gr.Number(1, label="Page", precision=0, scale=1, min_width=100, elem_id="records-page")
+        per_page = gr.Number(20, label="Rows per page", precision=0, scale=1, min_width=100, elem_id="records-per-page")
+        go = gr.Button("Search", variant="primary", scale=1, elem_id="records-go")
+        count = gr.Markdown(elem_id="records-count")
+    table = gr.Dataframe(headers=HEADERS, interactive=False, wrap=True, elem_id="records-table")
+    gr.Markdown("Click a row to see the pair whole and label it (response A is shown on the left).")
+    pid = gr.Textbox(label="Pair", max_lines=1, elem_id="records-pair")
+    detail = gr.HTML(elem_id="records-detail")
+    with gr.Row():
+        name = gr.Textbox(label="Your name", max_lines=1, scale=1, elem_id="records-name")
+        comment = gr.Textbox(label="Comment (optional)", max_lines=1, scale=2, elem_id="records-comment")
+    with gr.Row():
+        buttons = {c: gr.Button(CHOICE_NAMES[c], elem_id=f"records-{c}") for c in L.CHOICES}
+    msg = gr.Markdown(elem_id="records-msg")
+    with gr.Accordion("Send RLOO completions to labeling", open=False):
+        gr.Markdown("A prompt's group of completions from an RLOO run becomes a pair in the Label queue "
+                    "(source rloo:RUN), so the next reward model learns where the current rewards were wrong.")
+        with gr.Row():
+            run = gr.Dropdown([], label="RLOO run", scale=1, elem_id="records-rloo-run")
+            group = gr.Dropdown([], label="Group (step · prompt)", scale=3, elem_id="records-rloo-group")
+        how = gr.Radio([("highest vs lowest reward", "extremes"),
+                        ("the pair the reward model ranks against the rule rewards", "disagreement")],
+                       value="extremes", label="Pair", elem_id="records-rloo-how")
+        b_send = gr.Button("Send to Label", elem_id="records-rloo-send")
+        send_msg = gr.Markdown(elem_id="records-rloo-msg")
+
+    filters = [text, source, annotator, label, flagged, sort, page, per_page]
+    do_search = partial(search, ws)
+    refresh = dict(fn=do_search, inputs=filters, outputs=[table, count, page], show_progress="hidden")
+    go.click(**refresh)
+    text.submit(**refresh)
+    for f in (source, annotator, label, flagged, sort):
+        f.input(lambda: 1, None, page, queue=False).then(**refresh)
+    def on_pick(evt: gr.SelectData):  # Gradio passes the event only to a plain function, not a partial
+        return pick(ws, evt)
+
+    table.select(on_pick, None, [pid, detail])
+    pid.submit(partial(show, ws), pid, detail)
+    for c, b in buttons.items():
+        b.click(partial(give, ws, c), [pid, name, comment], [msg, detail]).then(**refresh).then(
+            partial(filter_choices, ws), [source, annotator], [source, annotator])
+    run.change(partial(rloo_groups, ws), run, [group, send_msg])
+    b_send.click(partial(send, ws), [run, group, how], [send_msg, source]).then(**refresh)
+
+    def hooks(demo, tab):
+        tab.select(partial(filter_choices, ws), [source, annotator], [source, annotator], queue=False).then(
+            **refresh).then(partial(rloo_runs, ws), run, run)
+
+    return hooks

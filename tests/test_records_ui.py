@@ -1,0 +1,91 @@
+"""Records tab in the real app, driven in Chromium: a search finds a pair and relabeling it from its row
+changes its label in the store; an RLOO run's group sent to labeling appears as a new pair with its source."""
+import shutil
+
+import pytest
+from playwright.sync_api import expect
+
+from browser import App, fill, open_page, screenshot
+from rloo_run_fixture import trained_run
+from rloo_studio import labels
+from rloo_studio.records import current_labels, query
+from rloo_studio.workspace import Workspace
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
+    mine = tmp_path_factory.mktemp("records") / "ws"
+    shutil.copytree(ws_dir, mine)
+    a = App(mine)
+    a.wait_ready()
+    a.ws, a.run_id = Workspace(mine), rid
+    yield a
+    a.stop()
+
+
+def _rows(page):
+    return page.locator("#records-table").get_by_role("row").filter(visible=True)
+
+
+def _row(page, pid):
+    rows = _rows(page)
+    for i in range(rows.count()):
+        cells = rows.nth(i).get_by_role("gridcell")
+        if cells.count() and cells.first.inner_text().strip() == str(pid):
+            return rows.nth(i)
+    raise AssertionError(f"pair {pid} is not in the table: {[rows.nth(i).inner_text()[:40] for i in range(rows.count())]}")
+
+
+def test_search_finds_a_pair_and_relabel_from_the_row_changes_the_store(app):
+    target = query(app.ws, label="unlabeled", sort="oldest").rows[0]
+    pid = target["pair_id"]
+    with open_page(app.url) as page:
+        page.get_by_role("tab", name="Records").click()
+        expect(page.locator("#records-count")).to_contain_text(f"{labels.progress(app.ws)['total']} pairs match",
+                                                               timeout=30_000)
+        fill(page, "records-search", target["prompt"])
+        page.locator("#records-go").click()
+        n = query(app.ws, search=target["prompt"]).total
+        expect(page.locator("#records-count")).to_contain_text(f"{n} pair{'s' * (n != 1)} match", timeout=30_000)
+        _row(page, pid).get_by_role("gridcell").nth(1).click()
+        expect(page.locator("#records-pair input, #records-pair textarea").first).to_have_value(str(pid),
+                                                                                             timeout=30_000)
+        expect(page.locator("#records-detail")).to_contain_text(f"Pair {pid}")
+        fill(page, "records-name", "ann")
+        page.locator("#records-b").click()
+        expect(page.locator("#records-msg")).to_contain_text(f"ann labeled pair {pid}", timeout=30_000)
+        assert current_labels(app.ws, pid) == {"ann": "b"}
+        expect(_row(page, pid)).to_contain_text("ann: b", timeout=30_000)
+        page.locator("#records-a").click()  # changing one's mind from the same row
+        expect(page.locator("#records-msg")).to_contain_text("A is better", timeout=30_000)
+        assert current_labels(app.ws, pid) == {"ann": "a"}
+        screenshot(page, "records-relabel")
+        # no name: a plain message, nothing saved
+        fill(page, "records-name", " ")
+        page.locator("#records-tie").click()
+        expect(page.locator("#records-msg")).to_contain_text("enter your name first", timeout=30_000)
+        assert current_labels(app.ws, pid) == {"ann": "a"}
+
+
+def test_an_rloo_group_sent_to_labeling_appears_as_new_pairs_with_their_source(app):
+    source = f"rloo:{app.run_id}"
+    before = labels.progress(app.ws)["total"]
+    with open_page(app.url) as page:
+        page.get_by_role("tab", name="Records").click()
+        page.get_by_text("Send RLOO completions to labeling").click()
+        expect(page.locator("#records-rloo-run input")).to_have_value(app.run_id, timeout=30_000)
+        expect(page.locator("#records-rloo-group input")).to_have_value(
+            __import__("re").compile(r"step \d · .+ completions, rewards"), timeout=30_000)
+        page.locator("#records-rloo-send").click()
+        expect(page.locator("#records-rloo-msg")).to_contain_text(f"1 pair sent to the Label queue as source {source}",
+                                                                  timeout=30_000)
+        expect(page.locator("#records-count")).to_contain_text("1 pair match", timeout=30_000)
+        expect(_rows(page).nth(1)).to_contain_text(source)
+        rows = query(app.ws, source=source).rows
+        assert len(rows) == 1 and labels.progress(app.ws)["total"] == before + 1
+        assert rows[0]["labels"] is None  # for people to label
+        screenshot(page, "records-rloo-sent")
+        page.locator("#records-rloo-send").click()  # the same group again: nothing new
+        expect(page.locator("#records-rloo-msg")).to_contain_text("already in the Label queue", timeout=30_000)
+        assert labels.progress(app.ws)["total"] == before + 1
