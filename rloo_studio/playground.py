@@ -57,6 +57,7 @@ class Side:
 
 
 _LOCK = threading.Lock()
+LOCK_WAIT_S = 120  # a second page waits this long for the first one's answer, then is told to try again
 _LOADED: dict = {}  # {"key": ..., "model": PeftModel | model, "tok": ..., "rewards": {...}}
 
 
@@ -182,7 +183,9 @@ def play(ws: Workspace, prompt: str, run_id: str | None, settings: PlaySettings 
     prompt = (prompt or "").strip()
     if not prompt:
         raise DataError("Type a prompt first.")
-    with _LOCK:
+    if not _LOCK.acquire(timeout=LOCK_WAIT_S):
+        raise DataError("The playground is still answering another prompt (in another tab?): try again in a moment.")
+    try:
         model, tok, cfg = _load(ws, run_id, base)
         think = cfg.enable_thinking if cfg else s.enable_thinking
         tpl = template_info(tok, think)
@@ -201,6 +204,8 @@ def play(ws: Workspace, prompt: str, run_id: str | None, settings: PlaySettings 
             if cfg:
                 side.rewards, side.notes = _rewards(ws, run_id, cfg, tok, prompt, ids, side, answer)
             yield out
+    finally:
+        _LOCK.release()
 
 
 def _rewards(ws, run_id, cfg, tok, prompt, ids, side: Side, answer) -> tuple[dict, list[str]]:

@@ -104,18 +104,23 @@ def relabel(ws: Workspace, pair_id, annotator: str, choice: str, comment: str = 
         pid = int(str(pair_id).strip())
     except (TypeError, ValueError):
         raise DataError("Pick a pair from the table first.") from None
-    r = ws.query("SELECT p.id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag FROM pairs p "
-                 "JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
-                 "JOIN responses rb ON rb.id = p.response_b WHERE p.id = ?", (pid,))
-    if not r:
+    r = pair(ws, pid)
+    if r is None:
         raise DataError(f"There is no pair {pid} in this workspace: pick one from the table.")
-    r = r[0]
     shown = L.Shown(pid, r["prompt"], r["a"], r["b"], True, r["source"], r["flag"], None)
     side = {"a": "left", "b": "right"}.get(choice, choice)
     try:
         return L.save_label(ws, shown, annotator, "records-view", side, comment)
     except ValueError as exc:  # no name, or the reserved one
         raise DataError(str(exc)) from None
+
+
+def pair(ws: Workspace, pair_id: int) -> dict | None:
+    """One pair whole: id, prompt, a, b, source, flag (None when there is no such pair)."""
+    r = ws.query("SELECT p.id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag FROM pairs p "
+                 "JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
+                 "JOIN responses rb ON rb.id = p.response_b WHERE p.id = ?", (int(pair_id),))
+    return dict(r[0]) if r else None
 
 
 def current_labels(ws: Workspace, pair_id: int) -> dict[str, str]:

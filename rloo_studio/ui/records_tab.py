@@ -46,12 +46,9 @@ def filter_choices(ws, source, annotator):
 
 
 def pair_html(ws, pid) -> str:
-    r = ws.query("SELECT pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag FROM pairs p "
-                 "JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
-                 "JOIN responses rb ON rb.id = p.response_b WHERE p.id = ?", (int(pid),))
-    if not r:
+    r = R.pair(ws, int(pid))
+    if r is None:
         return ""
-    r = r[0]
     now = R.current_labels(ws, int(pid))
     lab = ", ".join(f"{html.escape(k)}: {html.escape(CHOICE_NAMES[v])}" for k, v in now.items()) or "none yet"
     flag = f" · flagged: {html.escape(r['flag'])}" if r["flag"] else ""
