@@ -145,7 +145,8 @@ def cmd_score(a) -> int:
 
     ws = Workspace(a.workspace) if a.reward_run else None
     response = sys.stdin.read() if a.response == "-" else a.response
-    out = score_json(ws, a.reward_run, a.reward_model, a.prompt, response, a.split, a.trust_remote_code)
+    think = None if a.enable_thinking is None else a.enable_thinking == "true"
+    out = score_json(ws, a.reward_run, a.reward_model, a.prompt, response, a.split, a.trust_remote_code, think)
     if a.json:
         print(json.dumps(out))
     else:
@@ -244,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--response", required=True, help="the response text ('-' reads it from stdin)")
     p.add_argument("--split", choices=["blank", "line", "sentence"], default="blank", help="step split (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--enable-thinking", choices=["true", "false"], default=None,
+                   help="hybrid chat templates (Qwen3): reasoning on or off (default: as the reward run was trained)")
     _trust_arg(p, " (a --reward-run uses what its run was told)")
     p.set_defaults(fn=cmd_score)
     p = sub.add_parser("runs", help="list runs, show one, or compare final metrics")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+from .answers import last_number  # noqa: F401  (the demo's answer format; grade() and the demo reward use it)
 from .thinking import parse
 
 NAMES = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun"]
@@ -47,18 +48,14 @@ def _operands(prompt: str) -> list[str]:
     return [w.strip(".?") for w in prompt.split() if w.strip(".?").isdigit()][:2]
 
 
-def last_number(text: str) -> str | None:
-    digits = "".join(c if c.isdigit() else " " for c in text).split()
-    return digits[-1] if digits else None
-
-
-def grade(response: str, answer: str | None, stopped: bool = True) -> dict:
-    """Format and correctness of one sampled response.
+def grade(response: str, answer: str | None, stopped: bool = True, start: str = "answer") -> dict:
+    """Format and correctness of one sampled response (`start`: where the chat prompt left it,
+    thinking.Template.start).
 
     formatted: reasoning closed with </think> and generation stopped at EOS (not cut off).
     correct: the last number after </think> equals `answer`.
     """
-    p = parse(response)
+    p = parse(response, start=start)
     formatted = p.closed and stopped and bool(p.answer)
     correct = answer is not None and p.closed and last_number(p.answer) == str(answer)
     return {"formatted": formatted, "correct": correct, "thinking": p.has_thinking}

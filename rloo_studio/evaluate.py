@@ -5,8 +5,9 @@ import json
 from typing import Callable
 
 from . import bootstrap  # noqa: F401
-from .demo import grade
+from .answers import EXTRACTORS, matches
 from .paths import DEMO_DATA, DEMO_MODEL
+from .thinking import parse
 
 
 def heldout_prompts(n: int | None = None) -> list[dict]:
@@ -14,8 +15,18 @@ def heldout_prompts(n: int | None = None) -> list[dict]:
     return rows[:n] if n else rows
 
 
-def score_samples(samples, problems: list[dict]) -> dict:
-    grades = [grade(s.text, p.get("answer"), s.stopped) for s, p in zip(samples, problems)]
+def grade(response: str, answer, stopped: bool = True, answer_format: str = "last_number") -> dict:
+    """Format and correctness of one whole response (sampling.Sample.response: the <think> that the
+    chat template opened is written out). formatted: reasoning closed and generation stopped at EOS;
+    correct: the answer after </think>, read in `answer_format` (answers.ANSWER_FORMATS), equals `answer`."""
+    p = parse(response)
+    correct = answer is not None and p.closed and matches(EXTRACTORS[answer_format](p.answer), answer)
+    return {"formatted": p.closed and stopped and bool(p.answer), "correct": correct, "thinking": p.has_thinking}
+
+
+def score_samples(samples, problems: list[dict], answer_format: str = "last_number") -> dict:
+    grades = [grade(s.response or s.text, p.get("answer"), s.stopped, answer_format)
+              for s, p in zip(samples, problems)]
     n = max(len(grades), 1)
     return {
         "n": len(grades),

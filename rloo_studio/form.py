@@ -41,6 +41,8 @@ def fields(cls, choices: dict, prefix: str = "", obj=None) -> list[FormField]:
     obj = obj if obj is not None else cls()
     hints, docs, out = typing.get_type_hints(cls), field_docs(cls), []
     for f in dataclasses.fields(cls):
+        if f.metadata.get("form") is False:  # a setting for YAML / --set only (the tab has no widget for it yet)
+            continue
         tp, value, key = hints[f.name], getattr(obj, f.name), prefix + f.name
         if dataclasses.is_dataclass(tp):
             out += fields(tp, choices, key + ".", value)

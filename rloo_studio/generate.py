@@ -34,6 +34,9 @@ class GenerateConfig:
     max_new_tokens: int = 128
     temperature: float = 1.0
     seed: int = 0
+    enable_thinking: bool = True
+    """Hybrid chat templates (Qwen3): reason before answering (False: the template closes an empty
+    <think> block and the model answers directly). Templates without the switch ignore it."""
 
     def validate(self) -> None:
         if not 2 <= self.k <= 8:
@@ -78,11 +81,13 @@ def generate_candidates(cfg: GenerateConfig, ctx) -> str:
             break
         chunk = prompts[i : i + batch]
         outs = sample(model, tok, chunk, n=cfg.k, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-                      seed=cfg.seed + i)
+                      seed=cfg.seed + i, enable_thinking=cfg.enable_thinking)
         with ctx.ws.transaction() as con:
             sid = get_or_create_set(con, set_name, "typed" if cfg.prompts else f"set:{set_name}")
             for j, p in enumerate(chunk):
-                texts = list(dict.fromkeys(o.text for o in outs[j * cfg.k : (j + 1) * cfg.k] if o.text.strip()))
+                # whole responses: a <think> the chat template opened in the prompt is written out, so that
+                # labeling, scoring and training read the reasoning as reasoning (and never double the tag)
+                texts = list(dict.fromkeys(o.response for o in outs[j * cfg.k : (j + 1) * cfg.k] if o.text.strip()))
                 if len(texts) < 2:
                     continue  # identical samples: nothing to compare
                 pid = add_prompt(con, sid, p, extras[i + j])

@@ -224,12 +224,18 @@ def run_trusts_code(adapter_dir: str | Path) -> bool:
     """Whether the user ticked trust_remote_code for the run that saved this adapter (its config.yaml).
 
     Only for adapters found by run id: a typed folder never grants trust by what lies beside it."""
+    return bool(run_setting(adapter_dir, "trust_remote_code", False))
+
+
+def run_setting(adapter_dir: str | Path, key: str, default=None):
+    """A setting of the run that saved this adapter (its config.yaml beside adapter/), or `default`."""
     import yaml
 
     try:
-        return bool((yaml.safe_load((Path(adapter_dir).parent / "config.yaml").read_text()) or {}).get("trust_remote_code"))
+        value = (yaml.safe_load((Path(adapter_dir).parent / "config.yaml").read_text()) or {}).get(key, default)
     except (OSError, ValueError, AttributeError):
-        return False
+        return default
+    return default if value is None else value
 
 
 def load_reward_adapter(adapter_dir: str | Path, base: str | None = None, trust_remote_code: bool = False):

@@ -4,8 +4,13 @@ TRL calls each as f(prompts=, completions=, completion_ids=, **kwargs); kwargs c
 prompt set's extra columns (e.g. `answer`) and trainer_state. Thinking is found on token
 ids, with the </think> id read from the tokenizer.
 
-Three kinds: rule rewards (think format, answer present, correctness), a trained reward
+Four kinds: rule rewards (think format, answer present, correctness), TRL's reward library
+(accuracy with math-verify, soft overlong punishment, repetition penalty), a trained reward
 model scored in batches, and custom functions from Python files in the workspace.
+
+Every reward reads a completion from where the chat template's generation prompt leaves it
+(thinking.Template): after Qwen3-Thinking's `...assistant\n<think>\n` a completion begins inside
+the reasoning, and one cut before </think> is all reasoning.
 """
 from __future__ import annotations
 
@@ -19,10 +24,10 @@ import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .demo import last_number
+from .answers import EXTRACTORS, last_number, matches
 from .errors import ConfigError, StudioError
 from .models import think_token_ids
-from .thinking import parse, split_ids
+from .thinking import chat_prompt, continuation, parse, split_ids, template_info
 
 SELF_QUESTION = re.compile(r"\?|\b(wait|let me check|double[- ]check|is that right)\b", re.I)
 CUSTOM_DIR = "rewards"  # custom reward files live in <workspace>/rewards/
@@ -39,16 +44,17 @@ def _text(completion) -> str:
     return completion
 
 
-def make_think_format_reward(tokenizer) -> Callable:
+def make_think_format_reward(tokenizer, enable_thinking: bool = True) -> Callable:
     """Seed recipe bands: no </think> -1.0; thinking <10 tokens 0.3, 10-29 0.7, >=30 1.0; +0.1 self-questioning."""
     open_id, close_id = think_token_ids(tokenizer)
     if close_id is None:
         raise ConfigError("the tokenizer has no </think> token; the think_format reward needs one")
+    start = template_info(tokenizer, enable_thinking).start
 
     def think_format(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
         out = []
         for ids in completion_ids:
-            s = split_ids(ids, open_id, close_id)
+            s = split_ids(ids, open_id, close_id, start)
             if not s.closed:
                 out.append(-1.0)
                 continue
@@ -62,15 +68,16 @@ def make_think_format_reward(tokenizer) -> Callable:
     return think_format
 
 
-def make_answer_present_reward(tokenizer) -> Callable:
+def make_answer_present_reward(tokenizer, enable_thinking: bool = True) -> Callable:
     """1.0 when some non-blank answer text follows </think>, else 0.0."""
     open_id, close_id = think_token_ids(tokenizer)
     eos = {tokenizer.eos_token_id, tokenizer.pad_token_id}
+    start = template_info(tokenizer, enable_thinking).start
 
     def answer_present(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
         out = []
         for ids in completion_ids:
-            s = split_ids(ids, open_id, close_id) if close_id is not None else None
+            s = split_ids(ids, open_id, close_id, start) if close_id is not None else None
             ans = [t for t in (s.answer if s and s.closed else []) if t not in eos]
             out.append(1.0 if tokenizer.decode(ans, skip_special_tokens=True).strip() else 0.0)
         return out
@@ -89,6 +96,70 @@ def correctness(prompts=None, completions=None, answer=None, **kwargs) -> list[f
     return out
 
 
+def make_correctness_reward(tokenizer=None, answer_format: str = "last_number", enable_thinking: bool = True) -> Callable:
+    """1.0 when the answer (after </think>) in `answer_format` (answers.ANSWER_FORMATS: the last number,
+    the last \\boxed{}, or '#### N') equals the `answer` column; reasoning must be closed."""
+    if answer_format not in EXTRACTORS:
+        raise ConfigError(f"unknown answer_format {answer_format!r}; choose one of {', '.join(EXTRACTORS)}")
+    extract = EXTRACTORS[answer_format]
+    start = template_info(tokenizer, enable_thinking).start if tokenizer is not None else "answer"
+
+    def correctness(prompts=None, completions=None, answer=None, **kwargs) -> list[float]:
+        if answer is None:
+            raise ValueError("the correctness reward needs an `answer` column in the prompt set")
+        out = []
+        for c, a in zip(completions, answer):
+            p = parse(_text(c), start=start)
+            out.append(1.0 if p.closed and matches(extract(p.answer), a) else 0.0)
+        return out
+
+    return correctness
+
+
+# -- TRL's reward library ----------------------------------------------------------------------
+
+def trl_reward(name: str, tokenizer=None, enable_thinking: bool = True, max_completion_length: int = 256,
+               overlong_cache: int = 0, ngram: int = 3) -> Callable:
+    """One of TRL's rewards (trl.rewards), named as the studio logs it:
+
+    accuracy             accuracy_reward: math-verify compares the completion with the `solution` column
+    reasoning_accuracy   reasoning_accuracy_reward: the same, on the text after </think> only
+    soft_overlong        get_soft_overlong_punishment(max_completion_length, cache): 0 up to
+                         max - cache tokens, then down to -1 at the limit (DAPO)
+    repetition_penalty   get_repetition_penalty_reward(ngram): -1 x the share of repeated n-grams
+
+    reasoning_accuracy gets each completion written out whole (thinking.full_response), so that the
+    </think> a template put into the prompt (enable_thinking=False) is there to split on.
+    """
+    from trl import rewards as T
+
+    from .thinking import full_response
+
+    if name == "accuracy":
+        fn = T.accuracy_reward
+    elif name == "reasoning_accuracy":
+        tpl = template_info(tokenizer, enable_thinking) if tokenizer is not None else None
+
+        def fn(prompts=None, completions=None, completion_ids=None, **kwargs):
+            whole = [[{"role": "assistant", "content": full_response(tpl, _text(c)) if tpl else _text(c)}]
+                     for c in completions]
+            return T.reasoning_accuracy_reward(whole, **kwargs)
+    elif name == "soft_overlong":
+        cache = overlong_cache or max(1, max_completion_length // 4)
+        fn = T.get_soft_overlong_punishment(max_completion_len=max_completion_length, soft_punish_cache=cache)
+    elif name == "repetition_penalty":
+        fn = T.get_repetition_penalty_reward(ngram_size=ngram, max_penalty=-1.0)
+    else:
+        raise ConfigError(f"unknown TRL reward {name!r}; choose accuracy, reasoning_accuracy, soft_overlong or "
+                          "repetition_penalty")
+    if name == "accuracy":
+        def call(prompts=None, completions=None, completion_ids=None, **kwargs):
+            msgs = [c if isinstance(c, list) else [{"role": "assistant", "content": c}] for c in completions]
+            return T.accuracy_reward(msgs, **kwargs)
+        return guarded(call, name)
+    return guarded(fn, name)
+
+
 # -- reward model ------------------------------------------------------------------------------
 
 def shares_tokenizer(a, b) -> bool:
@@ -96,24 +167,36 @@ def shares_tokenizer(a, b) -> bool:
     return a is b or (a.get_vocab() == b.get_vocab() and a.eos_token_id == b.eos_token_id)
 
 
-def prompt_text(tok, prompt) -> str:
+def prompt_text(tok, prompt, enable_thinking: bool = True) -> str:
     """The prompt as the reward model was trained on it: chat template with the generation prompt."""
-    if isinstance(prompt, str):
-        prompt = [{"role": "user", "content": prompt}]
-    if tok.chat_template:
-        return tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-    return "".join(m["content"] for m in prompt)
+    return chat_prompt(tok, prompt, enable_thinking)
 
 
-def ids_from_text(tok, prompt, completion) -> list[int]:
-    """Decode + re-tokenize path: chat prompt + completion text + EOS (as RewardTrainer trains)."""
-    return tok(prompt_text(tok, prompt) + _text(completion) + tok.eos_token, add_special_tokens=False)["input_ids"]
+def ids_from_text(tok, prompt, completion, enable_thinking: bool = True) -> list[int]:
+    """Decode + re-tokenize path: chat prompt + completion text (no <think> the prompt already opened)
+    + EOS (as RewardTrainer trains)."""
+    body = continuation(template_info(tok, enable_thinking), _text(completion))
+    return tok(prompt_text(tok, prompt, enable_thinking) + body + tok.eos_token, add_special_tokens=False)["input_ids"]
 
 
-def ids_from_tokens(tok, prompt, completion_ids: Sequence[int]) -> list[int]:
+def ids_from_tokens(tok, prompt, completion_ids: Sequence[int], enable_thinking: bool = True) -> list[int]:
     """Token-id path: chat prompt ids + the completion's own ids, ending in exactly one EOS."""
-    return tok(prompt_text(tok, prompt), add_special_tokens=False)["input_ids"] + _strip_end(tok, completion_ids) + [
-        tok.eos_token_id]
+    return (tok(prompt_text(tok, prompt, enable_thinking), add_special_tokens=False)["input_ids"]
+            + _body_ids(tok, completion_ids, enable_thinking) + [tok.eos_token_id])
+
+
+def _body_ids(tok, completion_ids: Sequence[int], enable_thinking: bool = True) -> list[int]:
+    """The completion's ids without trailing EOS / padding, and without a leading <think> (and the
+    white space after it) when the generation prompt already opened one."""
+    ids = _strip_end(tok, completion_ids)
+    tpl = template_info(tok, enable_thinking)
+    open_id = think_token_ids(tok)[0]
+    if tpl.opens and ids and ids[0] == open_id:
+        ids = ids[1:]
+        after = tpl.open_text[len("<think>"):]
+        if after and ids and tok.decode(ids[:1]) == after:
+            ids = ids[1:]
+    return ids
 
 
 def _strip_end(tok, completion_ids: Sequence[int]) -> list[int]:
@@ -142,11 +225,13 @@ def score_ids(model, tok, id_lists: list[list[int]], batch_size: int = 16) -> li
 
 
 def make_reward_model_reward(model, rm_tok, policy_tok, batch_size: int = 16, use_ids: bool | None = None,
-                             name: str = "reward_model") -> Callable:
+                             name: str = "reward_model", enable_thinking: bool = True) -> Callable:
     """Score completions with a trained reward model (a sequence classifier).
 
     When the reward model shares the policy's tokenizer, the completion ids go in as they are
-    (no decode / re-tokenize round trip); otherwise the decoded text is re-tokenized.
+    (no decode / re-tokenize round trip); otherwise the decoded text is re-tokenized. Either way the
+    text is the one the reward model trained on: its chat prompt (enable_thinking as the policy's)
+    and the completion, with no second <think> when the prompt opened one.
     """
     use_ids = shares_tokenizer(rm_tok, policy_tok) if use_ids is None else use_ids
 
@@ -155,15 +240,15 @@ def make_reward_model_reward(model, rm_tok, policy_tok, batch_size: int = 16, us
 
     def inputs(prompts, completions, completion_ids) -> list[list[int]]:
         if not use_ids:
-            return [ids_from_text(rm_tok, p, c) for p, c in zip(prompts, completions)]
+            return [ids_from_text(rm_tok, p, c, enable_thinking) for p, c in zip(prompts, completions)]
         # each prompt comes k times in a generation batch: tokenize it once
         cache: dict[str, list[int]] = {}
         out = []
         for p, c in zip(prompts, completion_ids):
             key = repr(p)
             if key not in cache:
-                cache[key] = ids_from_tokens(rm_tok, p, [])[:-1]
-            out.append(cache[key] + _strip_end(rm_tok, c) + [rm_tok.eos_token_id])
+                cache[key] = ids_from_tokens(rm_tok, p, [], enable_thinking)[:-1]
+            out.append(cache[key] + _body_ids(rm_tok, c, enable_thinking) + [rm_tok.eos_token_id])
         return out
 
     reward_model.inputs = inputs  # for tests and benchmarks: the exact ids that get scored

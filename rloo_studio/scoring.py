@@ -10,6 +10,7 @@ Text format equals training (TRL RewardTrainer, explicit prompt): chat prompt + 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from . import bootstrap  # noqa: F401  (unsloth before transformers)
 import torch  # noqa: E402
 
 from .errors import DataError, ModelLoadError  # noqa: E402
-from .thinking import parse, token_span  # noqa: E402
+from .thinking import answer_alone as alone_text, body_start, chat_prompt, parse, template_info, token_span  # noqa: E402
 
 UNTRAINED = "base model, untrained head"
 LENGTH_BIAS_WARN = 0.5
@@ -32,6 +33,12 @@ class Scorer:
     tok: object
     label: str  # what the UI and the CLI show
     trained: bool  # False: a fresh, seeded, untrained score head (numbers mean nothing yet)
+    enable_thinking: bool = True  # the chat template's switch, as the reward model was trained
+
+    @property
+    def template(self):
+        """What the chat template puts into the prompt (thinking.Template): opened <think>, ..."""
+        return template_info(self.tok, self.enable_thinking)
 
 
 @dataclass(frozen=True)
@@ -73,14 +80,15 @@ _LOCK = threading.Lock()
 
 
 def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None = None,
-                trust_remote_code: bool = False) -> Scorer:
+                trust_remote_code: bool = False, enable_thinking: bool | None = None) -> Scorer:
     """A trained reward run's adapter (by run id), or a model folder / hub id.
 
     A folder holding a PEFT adapter is a trained reward model; any other model gets a fresh
     score head, seeded so that its (meaningless) numbers repeat, and is labelled untrained.
-    The last load is cached (keyed by path and modification time).
+    The last load is cached (keyed by path and modification time). enable_thinking (hybrid chat
+    templates): None takes a reward run's own setting (True for a model folder).
     """
-    from .models import load_reward_adapter, load_seq_cls, resolve, run_trusts_code
+    from .models import load_reward_adapter, load_seq_cls, resolve, run_setting, run_trusts_code
 
     if bool(reward_run) == bool(reward_model):
         raise DataError("Choose one reward model: a trained reward run, or a base model (untrained head).")
@@ -97,6 +105,8 @@ def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None
     if reward_model and trained:
         label = f"reward adapter {reward_model}"
     trust = run_trusts_code(path) if reward_run else trust_remote_code  # a run: as its user ticked it
+    if enable_thinking is None:
+        enable_thinking = bool(run_setting(path, "enable_thinking", True)) if reward_run else True
     key = (str(path), _mtime(path), trust)
     with _LOCK:
         if key not in _CACHE:
@@ -112,7 +122,7 @@ def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None
                 model.to("cuda")  # from_pretrained loads onto the CPU; 4-bit weights are placed by bitsandbytes
             model.eval()
             _CACHE[key] = Scorer(model, tok, label, trained)
-        return _CACHE[key]
+        return dataclasses.replace(_CACHE[key], enable_thinking=bool(enable_thinking))
 
 
 def _mtime(path: Path) -> float:
@@ -136,20 +146,21 @@ def _parts(model):
 
 # ---------------------------------------------------------------- text and tokens
 
-def format_text(tok, prompt: str, response: str) -> str:
-    """Exactly what the reward model was trained on: chat prompt + response + EOS."""
-    from .sampling import chat_prompt
-
-    text = chat_prompt(tok, prompt) + response
+def format_text(tok, prompt: str, response: str, enable_thinking: bool = True) -> str:
+    """Exactly what the reward model was trained on: chat prompt + response (without a <think> the
+    prompt already opened) + EOS."""
+    tpl = template_info(tok, enable_thinking)
+    text = chat_prompt(tok, prompt, enable_thinking) + response[body_start(tpl, response):]
     return text if text.endswith(tok.eos_token) else text + tok.eos_token
 
 
-def _encode(tok, prompt: str, response: str):
-    from .sampling import chat_prompt
-
-    base = len(chat_prompt(tok, prompt))
-    enc = tok(format_text(tok, prompt, response), return_offsets_mapping=True)
-    return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]], base
+def _encode(tok, prompt: str, response: str, enable_thinking: bool = True):
+    """(ids, offsets, base, k): text[base + i] == response[i] for every i >= k, where response[k:] is
+    the part that follows the chat prompt (k > 0 when a leading <think> is already in the prompt)."""
+    k = body_start(template_info(tok, enable_thinking), response)
+    base = len(chat_prompt(tok, prompt, enable_thinking)) - k
+    enc = tok(format_text(tok, prompt, response, enable_thinking), return_offsets_mapping=True)
+    return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]], base, k
 
 
 @torch.no_grad()
@@ -192,7 +203,7 @@ def position_scores(scorer: Scorer, id_lists: list[list[int]], batch_size: int =
 
 def score_texts(scorer: Scorer, prompts: list[str], responses: list[str], batch_size: int = 8) -> list[float]:
     """Total score of each prompt + response (the head at EOS), batched."""
-    ids = [_encode(scorer.tok, p, r)[0] for p, r in zip(prompts, responses)]
+    ids = [_encode(scorer.tok, p, r, scorer.enable_thinking)[0] for p, r in zip(prompts, responses)]
     return [s[-1] for s in position_scores(scorer, ids, batch_size)]
 
 
@@ -200,12 +211,16 @@ def score_responses(scorer: Scorer, items: list[tuple[str, str]], split: str = "
                     padding_side: str = "right", answer_alone: bool = True) -> list[Scored]:
     """Totals, per-token and per-step scores, thinking and answer-alone scores; one pass per batch.
 
-    The answer alone is a second text (thinking removed) scored in the same batches;
-    answer_alone=False skips it (Scored.answer is then None).
+    The answer alone is a second text (thinking removed, rendered as the chat template renders an
+    answer without reasoning) scored in the same batches; answer_alone=False skips it (Scored.answer
+    is then None). A response reads as the template leaves it: after Qwen3-Thinking's generation prompt
+    it begins inside <think> (with or without the tag), and one cut before </think> is all reasoning.
     """
-    encs = [_encode(scorer.tok, p, r) for p, r in items]
-    parsed = [parse(r, split) for _, r in items]
-    alone = [_encode(scorer.tok, p, pr.answer)[0] for (p, _), pr in zip(items, parsed)] if answer_alone else []
+    tpl, think = scorer.template, scorer.enable_thinking
+    encs = [_encode(scorer.tok, p, r, think) for p, r in items]
+    parsed = [_parse(tpl, r, split) for _, r in items]
+    alone = ([_encode(scorer.tok, p, alone_text(tpl, pr.answer), think)[0] for (p, _), pr in zip(items, parsed)]
+             if answer_alone else [])
     scores = position_scores(scorer, [e[0] for e in encs] + alone, batch_size, padding_side)
     answers = [a[-1] for a in scores[len(items) :]] if answer_alone else [None] * len(items)
     return [
@@ -218,10 +233,24 @@ def score_response(scorer: Scorer, prompt: str, response: str, split: str = "bla
     return score_responses(scorer, [(prompt, response)], split)[0]
 
 
+def _parse(tpl, response: str, split: str):
+    """The response parsed from where the prompt leaves it; a leading <think> the prompt already opened
+    is skipped (its offsets stay those of the whole response)."""
+    k = body_start(tpl, response)
+    pr = parse(response[k:], split, tpl.start)
+    if not k:
+        return pr
+    shift = lambda spans: [(a + k, b + k) for a, b in spans]  # noqa: E731
+    return dataclasses.replace(
+        pr, text=response, think_spans=shift(pr.think_spans), answer_spans=shift(pr.answer_spans),
+        steps=[dataclasses.replace(st, start=st.start + k, end=st.end + k) for st in pr.steps], has_open=True)
+
+
 def _assemble(tok, prompt, response, pr, enc, s, answer_score) -> Scored:
-    ids, offsets, base = enc
-    first = token_span(offsets, base, base + len(response))[0] if response else len(ids) - 1
-    if not response or first == 0 and offsets[0][1] <= base:
+    ids, offsets, base, k = enc
+    body = response[k:]
+    first = token_span(offsets, base + k, base + len(response))[0] if body else len(ids) - 1
+    if not body or first == 0 and offsets[0][1] <= base + k:
         first = len(ids) - 1  # empty response: only the EOS
     steps, prev = [], None
     for st in pr.steps:
@@ -250,7 +279,7 @@ def naive_step_scores(scorer: Scorer, prompt: str, response: str, split: str = "
 
     Returns {"total", "steps": [score per step]} for comparison with the one-pass numbers.
     """
-    ids, offsets, base = _encode(scorer.tok, prompt, response)
+    ids, offsets, base, _ = _encode(scorer.tok, prompt, response, scorer.enable_thinking)
     device = next(scorer.model.parameters()).device
 
     def run(n: int) -> float:
@@ -258,7 +287,7 @@ def naive_step_scores(scorer: Scorer, prompt: str, response: str, split: str = "
         return float(scorer.model(input_ids=x).logits[0, 0])
 
     steps = []
-    for st in parse(response, split).steps:
+    for st in _parse(scorer.template, response, split).steps:
         i, j = token_span(offsets, base + st.start, base + st.end)
         if j > i:
             steps.append(run(j))
@@ -399,8 +428,9 @@ def pair_texts(ws, pair_id: int) -> dict:
 # ---------------------------------------------------------------- CLI
 
 def score_json(ws=None, reward_run: str | None = None, reward_model: str | None = None, prompt: str = "",
-               response: str = "", split: str = "blank", trust_remote_code: bool = False) -> dict:
+               response: str = "", split: str = "blank", trust_remote_code: bool = False,
+               enable_thinking: bool | None = None) -> dict:
     """What `python -m rloo_studio score --json` prints."""
-    scorer = load_scorer(ws, reward_run, reward_model, trust_remote_code)
+    scorer = load_scorer(ws, reward_run, reward_model, trust_remote_code, enable_thinking)
     out = score_response(scorer, prompt, response, split).as_json()
     return {"reward_model": scorer.label, "trained": scorer.trained, "split": split, **out}

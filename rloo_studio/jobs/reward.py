@@ -72,6 +72,9 @@ class RewardJobConfig:
     """Measure held-out accuracy and margin every this many steps."""
     save_steps: int = 20
     """Checkpoint every this many steps (Stop also writes one): what Resume continues from."""
+    enable_thinking: bool = field(default=True, metadata={"form": False})
+    """Hybrid chat templates (Qwen3): responses reason in <think> (False: the template's generation prompt
+    closes an empty block and responses are answers). Inspect scores and the RLOO reward read it from the run."""
 
     def validate(self) -> None:
         if self.learning_rate <= 0:
@@ -118,12 +121,18 @@ def preset(name: str) -> RewardJobConfig:
     return dataclasses.replace(RewardJobConfig(), **PRESETS[name])
 
 
-def pair_rows(tok, pairs: list[dict]) -> list[dict]:
-    """Explicit-prompt rows in the exact text format used for scoring: chat prompt + response (+ EOS by TRL)."""
-    from ..sampling import chat_prompt
+def pair_rows(tok, pairs: list[dict], enable_thinking: bool = True) -> list[dict]:
+    """Explicit-prompt rows in the exact text format used for scoring: chat prompt + response (+ EOS by TRL).
 
-    return [{"prompt": chat_prompt(tok, p["prompt"]), "chosen": p["chosen"], "rejected": p["rejected"],
-             "pair_id": p.get("pair_id")} for p in pairs]
+    Each response is rendered as it follows the generation prompt: when the template opened <think>
+    there (Qwen3-Thinking), a leading <think> of the response is dropped, so the tag appears once. The
+    prompt is rendered alone, so a template that drops the reasoning of earlier assistant turns never
+    touches the response's own reasoning."""
+    from ..thinking import chat_prompt, continuation, template_info
+
+    tpl = template_info(tok, enable_thinking)
+    return [{"prompt": chat_prompt(tok, p["prompt"], enable_thinking), "chosen": continuation(tpl, p["chosen"]),
+             "rejected": continuation(tpl, p["rejected"]), "pair_id": p.get("pair_id")} for p in pairs]
 
 
 # -- pre-flight ------------------------------------------------------------------------------
@@ -136,13 +145,14 @@ def token_length(tok, prompt: str, response: str) -> int:
     return len(tok(text=text)["input_ids"])
 
 
-def truncate_thinking(tok, prompt: str, response: str, max_length: int) -> str:
-    """Drop <think> steps from the end (the answer stays) until the text fits; unchanged if it cannot."""
+def truncate_thinking(tok, prompt: str, response: str, max_length: int, start: str = "answer") -> str:
+    """Drop <think> steps from the end (the answer stays) until the text fits; unchanged if it cannot.
+    `start`: where the prompt leaves the response (thinking.Template.start)."""
     from ..thinking import parse
 
     if token_length(tok, prompt, response) <= max_length:
         return response
-    steps = parse(response).steps
+    steps = parse(response, start=start).steps
     if not steps:
         return response
     tail = response[steps[-1].end:]  # "\n</think>\n\nThe answer is ..." after the last step
@@ -186,7 +196,7 @@ def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = Non
 
     tok = tok or load_tokenizer(resolve(cfg.model), cfg.trust_remote_code)
     pairs = preference_pairs(ws) if pairs is None else pairs
-    rows = pair_rows(tok, pairs)
+    rows = pair_rows(tok, pairs, cfg.enable_thinking)
     lens = [_pair_length(tok, r) for r in rows]
     over = [r["pair_id"] for r, n in zip(rows, lens) if n > cfg.max_length]
     fit = -(-max(lens, default=0) // 64) * 64  # the longest pair, rounded up to a multiple of 64
@@ -194,7 +204,7 @@ def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = Non
     if cfg.over_length == "fit":
         after = len(rows)
     elif cfg.over_length == "truncate_thinking" and over:
-        after = len(_fitting(tok, _truncate_rows(tok, rows, cfg.max_length), cfg.max_length))
+        after = len(_fitting(tok, _truncate_rows(tok, rows, cfg.max_length, _start(tok, cfg)), cfg.max_length))
     n_eval = int(len(rows) * cfg.eval_fraction)  # the job splits first, then handles lengths
     return {
         **_label_breakdown(ws), "pairs": len(rows), "lengths": _percentiles(lens), "max_length": cfg.max_length,
@@ -212,9 +222,15 @@ def _fitting(tok, rows: list[dict], max_length: int) -> list[dict]:
     return [r for r in rows if _pair_length(tok, r) <= max_length]
 
 
-def _truncate_rows(tok, rows: list[dict], max_length: int) -> list[dict]:
-    return [{**r, "chosen": truncate_thinking(tok, r["prompt"], r["chosen"], max_length),
-             "rejected": truncate_thinking(tok, r["prompt"], r["rejected"], max_length)} for r in rows]
+def _truncate_rows(tok, rows: list[dict], max_length: int, start: str = "answer") -> list[dict]:
+    return [{**r, "chosen": truncate_thinking(tok, r["prompt"], r["chosen"], max_length, start),
+             "rejected": truncate_thinking(tok, r["prompt"], r["rejected"], max_length, start)} for r in rows]
+
+
+def _start(tok, cfg: RewardJobConfig) -> str:
+    from ..thinking import template_info
+
+    return template_info(tok, cfg.enable_thinking).start
 
 
 def format_preflight(pf: dict) -> str:
@@ -277,7 +293,7 @@ def _split(ctx: RunContext, tok, pairs: list[dict], cfg: RewardJobConfig) -> tup
     if saved.exists():
         rows = [json.loads(x) for x in saved.read_text().splitlines() if x.strip()]
         return [r for r in rows if r["split"] == "train"], [r for r in rows if r["split"] == "held_out"]
-    rows = pair_rows(tok, pairs)
+    rows = pair_rows(tok, pairs, cfg.enable_thinking)
     random.Random(cfg.seed).shuffle(rows)
     n_eval = int(len(rows) * cfg.eval_fraction)
     held, train = rows[:n_eval], rows[n_eval:]
@@ -313,7 +329,8 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     if cfg.over_length == "fit":
         max_length = max(max_length, max(_pair_length(tok, r) for r in train + held))
     elif cfg.over_length == "truncate_thinking":  # pairs that still do not fit are dropped by TRL (and counted)
-        train, held = _truncate_rows(tok, train, max_length), _truncate_rows(tok, held, max_length)
+        start = _start(tok, cfg)
+        train, held = _truncate_rows(tok, train, max_length, start), _truncate_rows(tok, held, max_length, start)
     ctx.log(f"{len(train)} training pairs, {len(held)} held out, max_length {max_length}")
     cuda = torch.cuda.is_available()
     resume = resume_point(ctx)

@@ -18,7 +18,11 @@ from .rloo_eval import evaluate_into
 from .rloo_samples import SamplesCallback
 from .runner import RunContext, resume_point
 
-RULE_REWARDS = ("correctness", "think_format", "answer_present")
+TRL_REWARDS = ("accuracy", "reasoning_accuracy", "soft_overlong", "repetition_penalty")
+"""From TRL's reward library (trl.rewards): accuracy_reward and reasoning_accuracy_reward (math-verify,
+need a `solution` column), get_soft_overlong_punishment, get_repetition_penalty_reward."""
+RULE_REWARDS = ("correctness", "think_format", "answer_present", *TRL_REWARDS)
+SOLUTION_REWARDS = ("accuracy", "reasoning_accuracy")
 REWARD_MODEL = "reward_model"
 CUSTOM_PREFIX = "custom:"
 LABELED_PAIRS = "labeled-pairs"  # prompt_set value: the prompts of the labeled preference pairs
@@ -40,7 +44,8 @@ class RlooJobConfig:
     prompt_set: str = "demo-train"
     """A prompt set in the workspace, or 'labeled-pairs'; extra columns (answer, ...) reach the rewards."""
     rewards: list[str] = field(default_factory=lambda: ["correctness", "think_format"])
-    """Reward functions: correctness, think_format, answer_present, reward_model, custom:FILE.py[:FUNCTION]."""
+    """Reward functions: correctness, think_format, answer_present, TRL's accuracy, reasoning_accuracy (math-verify,
+    needs a solution column), soft_overlong, repetition_penalty; reward_model, custom:FILE.py[:FUNCTION]."""
     reward_weights: list[float] = field(default_factory=lambda: [1.0, 0.2])
     """One weight per reward function (RLOOConfig.reward_weights)."""
     reward_model_run: str = ""
@@ -77,6 +82,19 @@ class RlooJobConfig:
     """Before/after: answer this many prompts of eval_prompt_set before and after training (0: skip)."""
     eval_prompt_set: str = "demo-heldout"
     eval_seed: int = 1234
+    enable_thinking: bool = field(default=True, metadata={"form": False})
+    """Hybrid chat templates (Qwen3): the policy reasons in <think> before answering (False: the template closes an
+    empty block and completions are answers). Goes to TRL as chat_template_kwargs; the rewards, the reward model
+    and the before/after read completions the same way. Templates without the switch ignore it."""
+    answer_format: str = field(default="last_number", metadata={"form": False})
+    """How the correctness reward and the before/after read the answer after </think>: last_number (the last number),
+    boxed (the last \\boxed{}), or hash ('#### N', GSM8K)."""
+    repetition_ngram: int = field(default=3, metadata={"form": False})
+    """repetition_penalty: n-gram size of TRL's get_repetition_penalty_reward (a reward of -1 x the share of
+    repeated n-grams)."""
+    overlong_cache: int = field(default=0, metadata={"form": False})
+    """soft_overlong: completions longer than max_completion_length - overlong_cache tokens lose up to 1 (TRL's
+    get_soft_overlong_punishment, DAPO); 0 takes a quarter of max_completion_length."""
 
     def validate(self) -> None:
         if not 2 <= self.num_generations <= 16:
@@ -101,6 +119,15 @@ class RlooJobConfig:
             raise ConfigError("gradient_accumulation_steps must be at least 1.")
         if not self.rewards:
             raise ConfigError("choose at least one reward function")
+        from ..answers import ANSWER_FORMATS
+
+        if self.answer_format not in ANSWER_FORMATS:
+            raise ConfigError(f"answer_format must be one of {', '.join(ANSWER_FORMATS)}, got {self.answer_format!r}")
+        if self.repetition_ngram < 1:
+            raise ConfigError(f"repetition_ngram must be at least 1, got {self.repetition_ngram}")
+        if not 0 <= self.overlong_cache < self.max_completion_length:
+            raise ConfigError(f"overlong_cache must be 0 (a quarter of max_completion_length) or less than "
+                              f"max_completion_length ({self.max_completion_length}), got {self.overlong_cache}")
         for r in self.rewards:
             if r not in RULE_REWARDS and r != REWARD_MODEL and not r.startswith(CUSTOM_PREFIX):
                 raise ConfigError(f"unknown reward {r!r}; choose from {', '.join(RULE_REWARDS)}, {REWARD_MODEL}, "
@@ -185,6 +212,16 @@ def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
     rows = load_prompts(ws, cfg.prompt_set)
     if "correctness" in cfg.rewards and "answer" not in rows[0]:
         raise ConfigError(f"prompt set {cfg.prompt_set!r} has no answer column; drop the correctness reward")
+    needs_solution = [r for r in cfg.rewards if r in SOLUTION_REWARDS]
+    if needs_solution and "solution" not in rows[0]:
+        raise ConfigError(f"prompt set {cfg.prompt_set!r} has no solution column; the {needs_solution[0]} reward "
+                          "compares the answer with it (import prompts with a solution column, or drop it)")
+    if needs_solution:
+        import importlib.util
+
+        if importlib.util.find_spec("math_verify") is None:
+            raise ConfigError(f"the {needs_solution[0]} reward needs the math-verify package: "
+                              "pip install -r requirements.txt")
     if REWARD_MODEL in cfg.rewards:
         try:
             ok = (adapter_dir(ws, cfg.reward_model_run) / "adapter_config.json").exists()
@@ -206,19 +243,23 @@ def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
     from ..runs import adapter_dir
 
     out = []
+    think = cfg.enable_thinking
     for r in cfg.rewards:
         if r == "correctness":
-            out.append(R.correctness)
+            out.append(R.make_correctness_reward(tok, cfg.answer_format, think))
         elif r == "think_format":
-            out.append(R.make_think_format_reward(tok))
+            out.append(R.make_think_format_reward(tok, think))
         elif r == "answer_present":
-            out.append(R.make_answer_present_reward(tok))
+            out.append(R.make_answer_present_reward(tok, think))
+        elif r in TRL_REWARDS:
+            out.append(R.trl_reward(r, tok, think, max_completion_length=cfg.max_completion_length,
+                                    overlong_cache=cfg.overlong_cache, ngram=cfg.repetition_ngram))
         elif r == REWARD_MODEL:
             ad = adapter_dir(ws, cfg.reward_model_run)
             rm, rm_tok = load_reward_adapter(ad, trust_remote_code=run_trusts_code(ad))
             if device is not None:
                 rm.to(device)
-            fn = R.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size)
+            fn = R.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size, enable_thinking=think)
             out.append(R.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip))
         else:
             out.append(R.load_custom_reward(ws.root, r[len(CUSTOM_PREFIX):]))
@@ -249,6 +290,7 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     from trl import RLOOConfig, RLOOTrainer
 
     from ..models import add_lora, load_causal_lm
+    from ..thinking import template_kwargs
     from .callback import StudioCallback
 
     rows = preflight(cfg, ctx.ws)
@@ -282,6 +324,7 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
         reward_weights=cfg.reward_weights, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
         save_strategy="steps", disable_tqdm=True, remove_unused_columns=False,
         report_to=["tensorboard"],  # event files under checkpoints/runs/, beside metrics.jsonl
+        chat_template_kwargs=template_kwargs(cfg.enable_thinking),  # TRL renders the prompts with it
     )
     trainer = RLOOTrainer(
         model=model, reward_funcs=funcs, args=args, train_dataset=data,

@@ -27,7 +27,8 @@ def answer_prompts(model, tok, problems: list[dict], cfg: RlooJobConfig, should_
     model.eval()
     try:
         return sample(model, tok, [p["prompt"] for p in problems], max_new_tokens=cfg.max_completion_length,
-                      temperature=cfg.temperature, seed=cfg.eval_seed, should_stop=should_stop)
+                      temperature=cfg.temperature, seed=cfg.eval_seed, should_stop=should_stop,
+                      enable_thinking=cfg.enable_thinking)
     finally:
         model.train(was_training)
 
@@ -47,7 +48,7 @@ def evaluate_into(ctx: RunContext, cfg: RlooJobConfig, model, tok, when: str) ->
     ctx.log(f"answering {cfg.eval_prompts} held-out prompts ({when})")
     problems = eval_problems(ctx.ws, cfg)
     outs = answer_prompts(model, tok, problems, cfg)
-    m = score_samples(outs, problems)
+    m = score_samples(outs, problems, cfg.answer_format)
     m["summary"] = summary(m)
     data[when] = m
     path.write_text(json.dumps(data, indent=1))
@@ -80,9 +81,10 @@ def compare(ws, run_id: str, n: int = 50) -> dict:
     trained = answer_prompts(model, tok, problems, cfg)
     with model.disable_adapter():
         before = answer_prompts(model, tok, problems, cfg)
-    rows = [{"prompt": p["prompt"], "answer": p.get("answer"), "base": b.text, "trained": t.text}
+    rows = [{"prompt": p["prompt"], "answer": p.get("answer"), "base": b.response, "trained": t.response}
             for p, b, t in zip(problems, before, trained)]
-    return {"base": score_samples(before, problems), "trained": score_samples(trained, problems), "rows": rows}
+    return {"base": score_samples(before, problems, cfg.answer_format),
+            "trained": score_samples(trained, problems, cfg.answer_format), "rows": rows}
 
 
 

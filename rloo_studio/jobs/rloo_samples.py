@@ -1,11 +1,14 @@
 """samples.jsonl of an RLOO run: every completion of each logged step, with each reward, the
-weighted total, the leave-one-out advantage, its length and a truncated flag."""
+weighted total, the leave-one-out advantage, its length and a truncated flag. `response` is the
+completion written out whole (the <think> the chat template opened in the prompt put back), so that
+views split reasoning from answer the same under any template."""
 from __future__ import annotations
 
 import json
 
 from transformers import TrainerCallback
 
+from ..thinking import full_response
 from .runner import RunContext, read_jsonl
 
 
@@ -20,6 +23,9 @@ class SamplesCallback(TrainerCallback):
     def __init__(self, ctx: RunContext, trainer, cfg):
         self.path, self.trainer, self.cfg = ctx.dir / "samples.jsonl", trainer, cfg
         self.last_step = max((r["step"] for r in read_samples(ctx.dir)), default=0)  # a resumed run appends
+        from ..thinking import template_info
+
+        self.template = template_info(trainer.processing_class, getattr(cfg, "enable_thinking", True))
 
     def on_log(self, args, state, control, logs=None, **kw):
         if "reward" not in (logs or {}) or state.global_step <= self.last_step:
@@ -37,7 +43,8 @@ class SamplesCallback(TrainerCallback):
                 total = sum(wt * v for wt, v in zip(w, vals.values()) if v is not None)
                 f.write(json.dumps({
                     "step": state.global_step, "prompt": _content(L["prompt"][i]),
-                    "completion": _content(L["completion"][i]), "rewards": vals,
+                    "completion": _content(L["completion"][i]),
+                    "response": full_response(self.template, _content(L["completion"][i])), "rewards": vals,
                     "total": min(max(total, lo), hi), "advantage": _num(L["advantages"][i]),
                     "length": _at(extra.get("length"), i), "truncated": _at(extra.get("truncated"), i),
                 }) + "\n")
