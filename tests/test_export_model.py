@@ -99,3 +99,22 @@ def test_cli_export_model(run, tmp_path):
     assert p.returncode == 2 and "There is no RLOO run nope" in p.stderr and "Traceback" not in p.stderr
     p = cli(rid, "--out", str(tmp_path / "m"))
     assert p.returncode == 2 and "already exists and is not empty" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_run_on_a_4bit_base_is_merged_into_the_full_precision_base_and_says_so(tmp_path):
+    from rloo_run_fixture import TRAIN
+    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
+    from rloo_studio.jobs.runner import JobRunner
+
+    ws = Workspace(tmp_path / "ws", seed_demo=True)
+    r = JobRunner(ws)
+    rid = r.submit("rloo", RlooJobConfig(**{**TRAIN, "max_steps": 1, "load_in_4bit": True}), train_rloo)
+    assert r.wait(rid, 1800) == "completed", r.status(rid)
+    res = export_model(ws, rid, tmp_path / "merged", merged=True)
+    assert res.base_4bit and res.dtype == "float32"
+    assert "merged into the full-precision base weights" in res.summary()
+    config = json.loads((tmp_path / "merged" / "config.json").read_text())
+    assert "quantization_config" not in config  # a plain full-precision model
+    ad = export_model(ws, rid, tmp_path / "adapter")
+    assert ad.base_4bit and "4-bit" in ad.summary()
+    _same_as_adapter_on_base(tmp_path / "merged", Path(ad.out))
