@@ -75,3 +75,11 @@ def qwen3_random_model(tmp_path_factory):
     from qwen3_fixture import save_model
 
     return save_model(tmp_path_factory.mktemp("qwen3-random"), "qwen3-thinking")
+
+
+@pytest.fixture(scope="session")
+def qwen3_hybrid_model(tmp_path_factory):
+    """A tiny random Qwen3 with the hybrid qwen3 template (enable_thinking switches reasoning off)."""
+    from qwen3_fixture import save_model
+
+    return save_model(tmp_path_factory.mktemp("qwen3-hybrid"), "qwen3")

@@ -132,3 +132,43 @@ def test_sampled_candidates_write_the_templates_think_out(qwen3_model):
     assert closed, "the biased model closes its reasoning"
     for o in cut:
         assert parse(o.response).truncated and parse(o.text, start="think").truncated
+
+
+# -- enable_thinking=False on the hybrid template: the template's empty think block, alike everywhere
+
+EMPTY_BLOCK = "<think>\n\n</think>\n\n"
+
+
+def test_enable_thinking_false_generates_after_the_empty_think_block(workspace, qwen3_hybrid_model):
+    from rloo_studio.generate import GenerateConfig, generate_candidates
+    from rloo_studio.jobs.runner import JobRunner
+
+    r = JobRunner(workspace)
+    rid = r.submit("generate", GenerateConfig(model=str(qwen3_hybrid_model), prompts=[PROMPT], k=3, max_new_tokens=4,
+                                              enable_thinking=False), generate_candidates)
+    assert r.wait(rid, 300) == "completed", r.status(rid)
+    texts = [t for (t,) in workspace.query("SELECT text FROM responses WHERE source=?",
+                                           (f"model:{qwen3_hybrid_model}",))]
+    assert len(texts) == 3 and all(t.startswith(EMPTY_BLOCK) for t in texts)
+    assert all(parse(t).closed and not parse(t).has_thinking for t in texts)
+
+
+def test_enable_thinking_false_in_reward_training_and_scoring(qwen3_hybrid_tokenizer, qwen3_hybrid_model):
+    from rloo_studio.jobs.reward import pair_rows
+    from rloo_studio.scoring import load_scorer, score_responses
+
+    tok = qwen3_hybrid_tokenizer
+    pairs = [{"prompt": PROMPT, "chosen": EMPTY_BLOCK + "The answer is 42.", "rejected": "The answer is 41."}]
+    row = pair_rows(tok, pairs, enable_thinking=False)[0]
+    assert row["prompt"].endswith("<|im_start|>assistant\n" + EMPTY_BLOCK)
+    assert row["chosen"] == "The answer is 42." and row["rejected"] == "The answer is 41."
+    for side in ("chosen", "rejected"):
+        assert tok(row["prompt"] + row[side])["input_ids"].count(OPEN_ID) == 1
+    on = pair_rows(tok, pairs)[0]  # thinking on: the prompt stops at the assistant's turn, the response carries its block
+    assert on["prompt"].endswith("<|im_start|>assistant\n") and on["chosen"].startswith(EMPTY_BLOCK)
+
+    scorer = load_scorer(reward_model=str(qwen3_hybrid_model), enable_thinking=False)
+    plain, with_block = score_responses(scorer, [(PROMPT, "The answer is 42."), (PROMPT, EMPTY_BLOCK + "The answer is 42.")])
+    assert plain.closed and not plain.truncated and plain.steps == []
+    assert plain.answer == pytest.approx(plain.total, abs=1e-5)  # the answer alone is the whole response here
+    assert with_block.total == pytest.approx(plain.total, abs=1e-5)

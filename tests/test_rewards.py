@@ -170,3 +170,51 @@ def test_custom_reward_that_raises_names_itself_and_the_line(tmp_path):
     _write(tmp_path, "few.py", "def reward(completions, **kwargs):\n    return [1.0]\n")
     with pytest.raises(RewardError, match="returned 1 values for 2 completions"):
         load_custom_reward(tmp_path, "few.py")(prompts=["p", "q"], completions=["a", "b"], completion_ids=[[1], [2]])
+
+
+# -- answer formats and TRL's reward library ---------------------------------------------------
+
+def test_answer_formats():
+    from rloo_studio.answers import after_hashes, boxed, last_number, matches
+
+    assert last_number("so 12 and then 1326.") == "1326" and last_number("no digits") is None
+    assert boxed(r"first \boxed{1} then \boxed{\frac{1}{3}} done") == r"\frac{1}{3}"
+    assert boxed(r"\boxed{unclosed") is None and boxed("none") is None
+    assert after_hashes("work\n#### 1,234") == "1234" and after_hashes("no hashes") is None
+    assert matches("42", " 42 ") and matches("4200", "4,200") and matches("3", "3.0") and not matches(None, "3")
+
+
+def test_trl_rewards_in_the_mix():
+    from rloo_studio.rewards import RewardError, trl_reward
+
+    comps = [[{"role": "assistant", "content": r"r</think>The answer is \boxed{\frac{1}{3}}"}],
+             [{"role": "assistant", "content": r"r</think>\boxed{2}"}],
+             [{"role": "assistant", "content": r"still thinking \boxed{\frac{1}{3}}"}]]
+    sol = [r"\frac{1}{3}"] * 3
+    assert trl_reward("accuracy")(completions=comps, solution=sol, completion_ids=[[1]] * 3) == [1.0, 0.0, 1.0]
+    # reasoning_accuracy reads only what follows </think>: the cut one earns nothing
+    assert trl_reward("reasoning_accuracy")(completions=comps, solution=sol, completion_ids=[[1]] * 3) == [1.0, 0.0, 0.0]
+    assert trl_reward("soft_overlong", max_completion_length=8)(
+        completions=comps, completion_ids=[[1] * 5, [1] * 7, [1] * 9]) == [0.0, -0.5, -1.0]
+    assert trl_reward("repetition_penalty")(completions=comps, completion_ids=[[1, 2, 3, 4], [5] * 6, [1]]) == [
+        0.0, -0.75, 0.0]
+    assert trl_reward("soft_overlong").__name__ == "soft_overlong"
+    with pytest.raises(RewardError, match="accuracy"):
+        trl_reward("accuracy")(completions=comps, completion_ids=[[1]] * 3)  # no solution column
+
+
+def test_rloo_config_checks_the_new_rewards(workspace):
+    from rloo_studio.config import build
+    from rloo_studio.errors import ConfigError
+    from rloo_studio.jobs.rloo import RlooJobConfig, preflight
+    from rloo_studio.rloo_view import form_fields
+
+    cfg = build(RlooJobConfig, None, ["enable_thinking=false", "answer_format=boxed",
+                                      "rewards=reasoning_accuracy", "reward_weights=1.0"])
+    assert cfg.enable_thinking is False and cfg.answer_format == "boxed"
+    with pytest.raises(ConfigError, match="no solution column"):
+        preflight(cfg, workspace)  # demo-train has an answer column, not a solution
+    with pytest.raises(ConfigError, match="answer_format must be one of last_number, boxed, hash"):
+        build(RlooJobConfig, None, ["answer_format=latex"]).validate()
+    # settings without a widget yet stay out of the tab's form (set them in YAML or with --set)
+    assert "enable_thinking" not in {f.key for f in form_fields()}
