@@ -18,7 +18,6 @@ import os
 import signal
 import sys
 
-from . import bootstrap  # noqa: F401  (first: unsloth before transformers)
 from .errors import StudioError
 from .paths import DEFAULT_WORKSPACE
 
@@ -197,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
                    help="also let the app load models from this folder (default: workspace, assets, HF cache)")
     p.add_argument("--max-upload-mb", type=int, default=500, help="largest file the app accepts (default %(default)s)")
-    p.set_defaults(fn=cmd_serve)
+    p.set_defaults(fn=cmd_serve, loads_model=True)
     for kind in ("rloo", "reward"):
         p = sub.add_parser(f"train-{kind}", help=f"train a{'n' if kind == 'rloo' else ''} {kind} run headless")
         _workspace_arg(p)
@@ -205,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", help="YAML file with config keys")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
         p.add_argument("--resume", metavar="RUN_ID", help="continue this run from its last checkpoint")
-        p.set_defaults(fn=lambda a, k=kind: _train(a, k))
+        p.set_defaults(fn=lambda a, k=kind: _train(a, k), loads_model=True)
     p = sub.add_parser("eval-demo", help="format rate and accuracy of a policy on the demo held-out prompts")
     p.add_argument("--model", default=None, help="base model (default: the bundled demo model)")
     p.add_argument("--adapter", default=None, help="a trained LoRA adapter folder (e.g. runs/<id>/adapter)")
@@ -213,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=500)
     p.add_argument("--seed", type=int, default=1234)
     _trust_arg(p)
-    p.set_defaults(fn=cmd_eval_demo)
+    p.set_defaults(fn=cmd_eval_demo, loads_model=True)
     p = sub.add_parser("import", help="import preference pairs, candidates or a prompt set (all or nothing)")
     p.add_argument("file", help="JSONL, CSV, Parquet, or a datasets folder")
     _workspace_arg(p)
@@ -235,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--merged", action="store_true",
                    help="merge the adapter into its full-precision base (a safetensors model folder with its tokenizer)")
     _workspace_arg(p)
-    p.set_defaults(fn=cmd_export_model)
+    p.set_defaults(fn=cmd_export_model, loads_model=True)
     p = sub.add_parser("score", help="score a prompt + response with a reward model, per <think> step")
     _workspace_arg(p)
     g = p.add_mutually_exclusive_group(required=True)
@@ -248,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-thinking", choices=["true", "false"], default=None,
                    help="hybrid chat templates (Qwen3): reasoning on or off (default: as the reward run was trained)")
     _trust_arg(p, " (a --reward-run uses what its run was told)")
-    p.set_defaults(fn=cmd_score)
+    p.set_defaults(fn=cmd_score, loads_model=True)
     p = sub.add_parser("runs", help="list runs, show one, or compare final metrics")
     p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare"])
     p.add_argument("run_ids", nargs="*")
@@ -260,6 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
+    if getattr(a, "loads_model", False):
+        # Only commands that load a model pay for torch / Unsloth (and its banner): Unsloth must
+        # patch TRL before transformers / trl / peft are imported. runs, import, export start fast.
+        from . import bootstrap  # noqa: F401
     try:
         return a.fn(a)
     except StudioError as exc:

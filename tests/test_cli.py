@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "RLOO_STUDIO_NO_UNSLOTH": "1"}
 
@@ -67,3 +69,32 @@ def test_score_a_model_with_its_own_code_only_with_the_flag(tmp_path):
     ok = cli(*args, "--trust-remote-code")
     assert ok.returncode == 0, ok.stderr[-1500:]
     assert json.loads(ok.stdout)["steps"] and marker.exists()
+
+
+LIGHT = """
+import sys
+from rloo_studio.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as e:  # --help
+    code = e.code
+heavy = sorted(m for m in ("torch", "transformers", "trl", "peft", "unsloth", "gradio") if m in sys.modules)
+print("HEAVY:" + ",".join(heavy))
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("args", [["runs", "list"], ["import", "{file}"], ["export", "--out", "{out}"], ["--help"]])
+def test_commands_that_load_no_model_import_no_torch_and_print_no_banner(tmp_path, args):
+    src = tmp_path / "pairs.jsonl"
+    src.write_text('{"prompt": "p", "chosen": "good", "rejected": "bad"}\n')
+    args = [a.format(file=src, out=tmp_path / "out.jsonl") for a in args]
+    if args != ["--help"]:
+        args += ["--workspace", str(tmp_path / "ws")]
+        if args[0] == "export":
+            subprocess.run([sys.executable, "-m", "rloo_studio", "import", str(src), "--workspace", str(tmp_path / "ws")],
+                           cwd=ROOT, check=True, capture_output=True)
+    p = subprocess.run([sys.executable, "-c", LIGHT, *args], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "HEAVY:\n" in p.stdout, p.stdout  # nothing heavy was imported
+    assert "Unsloth" not in p.stdout + p.stderr
