@@ -68,3 +68,45 @@ def test_bad_input_says_so_and_changes_nothing(workspace):
     with pytest.raises(DataError, match="Rows per page"):
         query(ws, per_page=0)
     assert ws.query("SELECT COUNT(*) FROM labels")[0][0] == before
+
+
+def _reward_run(ws, rid="reward-seeded"):
+    """A reward run folder with a real SEQ_CLS LoRA adapter (seeded, untrained), as the reward job saves it."""
+    import torch
+    from peft import get_peft_model
+
+    from rloo_studio.models import LoraSpec, load_seq_cls, lora_config
+    from rloo_studio.paths import DEMO_MODEL
+
+    torch.manual_seed(0)
+    model, tok = load_seq_cls(str(DEMO_MODEL))
+    model = get_peft_model(model, lora_config(LoraSpec(r=4, alpha=8), "SEQ_CLS"))
+    d = ws.run_dir(rid)
+    model.save_pretrained(str(d / "adapter"))
+    tok.save_pretrained(str(d / "adapter"))
+    ws.upsert_run(rid, kind="reward", name=rid, status="completed")
+    return rid
+
+
+def test_filter_pairs_the_reward_model_disagrees_with(workspace):
+    from rloo_studio.records import disagreements
+    from rloo_studio.scoring import dataset_view, load_scorer
+
+    ws = workspace
+    rid = _reward_run(ws)
+    view = dataset_view(load_scorer(ws, reward_run=rid), ws, top=10_000)
+    expected = {p.pair_id for p in view.pairs if p.margin < 0}
+    assert 0 < len(expected) < len(view.pairs)
+    ids = disagreements(ws, rid)
+    assert set(ids) == expected
+    page = query(ws, pair_ids=ids, per_page=200)
+    assert page.total == len(expected) and {r["pair_id"] for r in page.rows} == expected
+    assert query(ws, pair_ids=ids, source="demo-candidates").total == 0  # combined with other filters
+    # relabeling one of them the other way: it no longer disagrees
+    pid = ids[0]
+    pref = next(p for p in view.pairs if p.pair_id == pid)
+    row = query(ws, pair_ids=[pid]).rows[0]
+    relabel(ws, pid, "ann", "a" if row["a"] == pref.rejected else "b")
+    assert pid not in disagreements(ws, rid)
+    with pytest.raises(DataError, match="There is no reward-model run nope"):
+        disagreements(ws, "nope")

@@ -28,10 +28,11 @@ def _plain(e: Exception) -> str:
 
 # -- callbacks ---------------------------------------------------------------------------------------------
 
-def search(ws, text, source, annotator, label, flagged, sort, page, per_page):
+def search(ws, text, source, annotator, label, flagged, sort, page, per_page, reward_run=None):
     """(table rows, count line, page shown)."""
     try:
-        p = R.query(ws, text, source or "", annotator or "", label, flagged, sort, page, per_page)
+        ids = R.disagreements(ws, reward_run) if reward_run else None
+        p = R.query(ws, text, source or "", annotator or "", label, flagged, sort, page, per_page, pair_ids=ids)
     except (StudioError, ValueError, TypeError) as e:
         return gr.update(), _plain(e), gr.update()
     rows = [[r["pair_id"], _cut(r["prompt"]), _cut(r["a"]), _cut(r["b"]), r["source"], r["labels"] or "",
@@ -39,10 +40,17 @@ def search(ws, text, source, annotator, label, flagged, sort, page, per_page):
     return rows, f"{p.total} pair{'s' * (p.total != 1)} match · page {p.page} of {p.pages}", p.page
 
 
-def filter_choices(ws, source, annotator):
-    sources, people = [""] + L.sources(ws), [""] + R.annotators(ws)
+def _reward_runs(ws) -> list[tuple[str, str]]:
+    from ..runs import trained_adapters
+
+    return [("", "")] + trained_adapters(ws, "reward")
+
+
+def filter_choices(ws, source, annotator, reward_run):
+    sources, people, rms = [""] + L.sources(ws), [""] + R.annotators(ws), _reward_runs(ws)
     return (gr.update(choices=sources, value=source if source in sources else ""),
-            gr.update(choices=people, value=annotator if annotator in people else ""))
+            gr.update(choices=people, value=annotator if annotator in people else ""),
+            gr.update(choices=rms, value=reward_run if reward_run in [v for _, v in rms] else ""))
 
 
 def pair_html(ws, pid) -> str:
@@ -129,6 +137,8 @@ def build(studio: Studio):
         label = gr.Dropdown(list(R.LABELS), value="any", label="Label", scale=1, elem_id="records-label")
         flagged = gr.Dropdown(list(R.FLAGGED), value="any", label="Flagged", scale=1, elem_id="records-flagged")
         sort = gr.Dropdown(list(R.SORTS), value="newest", label="Order", scale=1, elem_id="records-sort")
+        disagree = gr.Dropdown(_reward_runs(ws), value="", label="Reward model disagrees", scale=1,
+                               elem_id="records-disagree")
     with gr.Row(equal_height=True):
         page = gr.Number(1, label="Page", precision=0, scale=1, min_width=100, elem_id="records-page")
         per_page = gr.Number(20, label="Rows per page", precision=0, scale=1, min_width=100, elem_id="records-per-page")
@@ -156,12 +166,12 @@ def build(studio: Studio):
         b_send = gr.Button("Send to Label", elem_id="records-rloo-send")
         send_msg = gr.Markdown(elem_id="records-rloo-msg")
 
-    filters = [text, source, annotator, label, flagged, sort, page, per_page]
+    filters = [text, source, annotator, label, flagged, sort, page, per_page, disagree]
     do_search = partial(search, ws)
-    refresh = dict(fn=do_search, inputs=filters, outputs=[table, count, page], show_progress="hidden")
+    refresh = dict(fn=do_search, inputs=filters, outputs=[table, count, page], show_progress="minimal")
     go.click(**refresh)
     text.submit(**refresh)
-    for f in (source, annotator, label, flagged, sort):
+    for f in (source, annotator, label, flagged, sort, disagree):
         f.input(lambda: 1, None, page, queue=False).then(**refresh)
     def on_pick(evt: gr.SelectData):  # Gradio passes the event only to a plain function, not a partial
         return pick(ws, evt)
@@ -170,12 +180,13 @@ def build(studio: Studio):
     pid.submit(partial(show, ws), pid, detail)
     for c, b in buttons.items():
         b.click(partial(give, ws, c), [pid, name, comment], [msg, detail]).then(**refresh).then(
-            partial(filter_choices, ws), [source, annotator], [source, annotator])
+            partial(filter_choices, ws), [source, annotator, disagree], [source, annotator, disagree])
     run.change(partial(rloo_groups, ws), run, [group, send_msg])
     b_send.click(partial(send, ws), [run, group, how], [send_msg, source]).then(**refresh)
 
     def hooks(demo, tab):
-        tab.select(partial(filter_choices, ws), [source, annotator], [source, annotator], queue=False).then(
+        tab.select(partial(filter_choices, ws), [source, annotator, disagree], [source, annotator, disagree],
+                   queue=False).then(
             **refresh).then(partial(rloo_runs, ws), run, run)
 
     return hooks
