@@ -125,13 +125,14 @@ def _write_merged(ad: Path, base: str, trust_remote_code: bool, to: Path) -> str
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from .models import check_remote_code, load_tokenizer, resolve
+    from .models import LOAD_LOCK, check_remote_code, load_tokenizer, resolve
 
     path = resolve(base)
     check_remote_code(path, trust_remote_code)
     tok = load_tokenizer(str(ad)) if (ad / "tokenizer_config.json").exists() else load_tokenizer(path, trust_remote_code)
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype="auto", trust_remote_code=trust_remote_code)
+        with LOAD_LOCK:  # never beside another load in this process (from_pretrained is not thread-safe)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype="auto", trust_remote_code=trust_remote_code)
     except torch.OutOfMemoryError:
         raise
     except Exception as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,9 +150,16 @@ def _bnb_config(load_in_4bit: bool):
     )
 
 
+# from_pretrained is not thread-safe: it builds the model under process-wide init contexts (meta device,
+# skipped weight init), so two loads at once in two threads (a training job and the Playground or Inspect
+# tab) can give a model with parameters left on the meta device or an untied, random lm_head. One at a time.
+LOAD_LOCK = threading.RLock()
+
+
 def _load(loader, path: str, **kw):
     try:
-        return loader(path, **kw)
+        with LOAD_LOCK:
+            return loader(path, **kw)
     except torch.OutOfMemoryError:
         raise
     except Exception as exc:

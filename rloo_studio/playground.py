@@ -84,6 +84,10 @@ def _load(ws: Workspace, run_id: str | None, base: str | None):
         _LOADED.clear()
         trust = bool(cfg and cfg.trust_remote_code)
         model, tok, _ = load_causal_lm(path, "transformers", bool(cfg and cfg.load_in_4bit), trust_remote_code=trust)
+        import torch
+
+        if torch.cuda.is_available() and not getattr(model, "is_loaded_in_4bit", False):
+            model.to("cuda")  # from_pretrained loads onto the CPU; 4-bit weights are placed by bitsandbytes
         if ad:
             from peft import PeftModel
 

@@ -64,12 +64,14 @@ def test_answers_while_a_training_job_runs(run):
 
     ws, rid = run
     r = JobRunner(ws)
-    job = r.submit("rloo", RlooJobConfig(**{**TRAIN, "max_steps": 3}), train_rloo)
+    job = r.submit("rloo", RlooJobConfig(**{**TRAIN, "max_steps": 500}), train_rloo)  # stopped below
     import time
 
     while r.status(job)["status"] != "running":
-        time.sleep(0.2)
+        time.sleep(0.1)
+    # while the job loads its model and trains, the playground loads its own and answers
     *_, last = play(ws, PROMPT, rid, PlaySettings(max_new_tokens=48))
     assert last["adapter"].done and r.status(job)["status"] == "running"  # answered without waiting for the job
+    assert last["base"].closed and last["adapter"].closed  # real answers (a model loaded beside the job's is whole)
     r.stop(job)
     assert r.wait(job, 900) in ("stopped", "completed")
