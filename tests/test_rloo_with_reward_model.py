@@ -1,0 +1,80 @@
+"""An RLOO run rewarded by a reward model and a rule reward: the Playground shows the reward model's raw score
+beside the rule reward, and a group the reward model ranks against the rule is sent to labeling."""
+import pytest
+
+from rloo_run_fixture import TRAIN
+from rloo_studio import labels
+from rloo_studio.errors import DataError
+from rloo_studio.jobs.rloo_samples import read_samples
+from rloo_studio.playground import PlaySettings, play
+from rloo_studio.rloo_label import groups, send_group
+
+
+def _reward_run(ws, rid="reward-seeded"):
+    """A reward run folder with a real SEQ_CLS LoRA adapter (seeded, untrained), as the reward job saves it."""
+    import torch
+    from peft import get_peft_model
+
+    from rloo_studio.models import LoraSpec, load_seq_cls, lora_config
+    from rloo_studio.paths import DEMO_MODEL
+
+    torch.manual_seed(0)
+    model, tok = load_seq_cls(str(DEMO_MODEL))
+    model = get_peft_model(model, lora_config(LoraSpec(r=4, alpha=8), "SEQ_CLS"))
+    d = ws.run_dir(rid)
+    model.save_pretrained(str(d / "adapter"))
+    tok.save_pretrained(str(d / "adapter"))
+    ws.upsert_run(rid, kind="reward", name=rid, status="completed")
+    return rid
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
+    from rloo_studio.jobs.runner import JobRunner
+    from rloo_studio.workspace import Workspace
+
+    ws = Workspace(tmp_path_factory.mktemp("rm-run") / "ws", seed_demo=True)
+    rm = _reward_run(ws)
+    cfg = RlooJobConfig(**{**TRAIN, "max_steps": 2, "rewards": ["correctness", "reward_model"],
+                           "reward_weights": [1.0, 0.5], "reward_model_run": rm})
+    r = JobRunner(ws)
+    rid = r.submit("rloo", cfg, train_rloo)
+    assert r.wait(rid, 1800) == "completed", r.status(rid)
+    return ws, rid
+
+
+def test_playground_shows_the_reward_models_raw_score(run):
+    ws, rid = run
+    *_, last = play(ws, "Compute 529 + 417.", rid, PlaySettings(max_new_tokens=48))
+    for side in last.values():
+        assert set(side.rewards) == {"correctness", "reward_model"}
+        rm = side.rewards["reward_model"]
+        assert isinstance(rm, float) and abs(rm) not in (0.0, 1.0)  # raw, not standardized over the two answers
+    assert last["base"].rewards["reward_model"] != last["adapter"].rewards["reward_model"]
+
+
+def test_the_pair_the_reward_model_ranks_against_the_rule_goes_to_labeling(run):
+    ws, rid = run
+    rows = read_samples(ws.run_dir(rid))
+
+    def against(g):
+        rs = [r for r in rows if r["step"] == g["step"] and r["prompt"] == g["prompt"]]
+        return any((a["rewards"]["reward_model"] - b["rewards"]["reward_model"])
+                   * (a["rewards"]["correctness"] - b["rewards"]["correctness"]) < 0
+                   and (a.get("response") or a["completion"]) != (b.get("response") or b["completion"])
+                   for a in rs for b in rs)
+
+    gs = groups(ws, rid)
+    with_disagreement = [g for g in gs if against(g)]
+    assert with_disagreement, "no group where the reward model and correctness disagree"
+    g = with_disagreement[0]
+    res = send_group(ws, rid, g["step"], g["prompt"], "disagreement")
+    assert res.added == 1
+    shown = labels.next_pair(ws, "ann", "s", source=f"rloo:{rid}")
+    assert shown is not None and shown.prompt == g["prompt"]
+    for g in gs:
+        if not against(g):
+            with pytest.raises(DataError, match="agree on every pair"):
+                send_group(ws, rid, g["step"], g["prompt"], "disagreement")
+            break
