@@ -121,11 +121,11 @@ def _write_adapter(ad: Path, to: Path) -> str:
 
 def _write_merged(ad: Path, base: str, trust_remote_code: bool, to: Path) -> str:
     """Base in its stored precision (never 4-bit) + adapter, merged and saved as safetensors."""
+    from .models import LOAD_LOCK, check_remote_code, load_tokenizer, resolve  # first: unsloth before transformers
+
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
-
-    from .models import LOAD_LOCK, check_remote_code, load_tokenizer, resolve
 
     path = resolve(base)
     check_remote_code(path, trust_remote_code)
