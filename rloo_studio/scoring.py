@@ -346,13 +346,15 @@ def histogram(values: list[float], bins: int = 20) -> list[tuple[float, float, i
     return [(lo + k * width, lo + (k + 1) * width, c) for k, c in enumerate(counts)]
 
 
-def summarize(pairs: list[PairScore], bins: int = 20, top: int = 10, warn_r: float = LENGTH_BIAS_WARN) -> DatasetView:
+def summarize(pairs: list[PairScore], bins: int = 20, top: int = 10, warn_r: float = LENGTH_BIAS_WARN,
+              template=None) -> DatasetView:
     """Accuracy, margins, disagreements and length bias of scored pairs (no model needed)."""
     margins = [p.margin for p in pairs]
     texts = [t for p in pairs for t in (p.chosen, p.rejected)]
     scores = [s for p in pairs for s in (p.chosen_score, p.rejected_score)]
     length_r = _pearson([float(len(t)) for t in texts], scores)
-    thinking_r = _pearson([float(len(parse(t).thinking)) for t in texts], scores)
+    thinking_r = _pearson([float(len(_parse(template, t, "blank").thinking if template else parse(t).thinking))
+                           for t in texts], scores)  # template: read as the chat prompt leaves each response
     warnings = [
         f"Scores correlate with {what} (r = {r:+.2f}): the model may reward length rather than quality."
         for what, r in (("response length", length_r), ("thinking length", thinking_r))
@@ -380,7 +382,7 @@ def dataset_view(scorer: Scorer, ws, batch_size: int = 16, top: int = 10) -> Dat
     s = score_texts(scorer, prompts, texts, batch_size)
     pairs = [PairScore(r["pair_id"], r["prompt"], r["chosen"], r["rejected"], s[2 * k], s[2 * k + 1])
              for k, r in enumerate(rows)]
-    return summarize(pairs, top=top)
+    return summarize(pairs, top=top, template=scorer.template)
 
 
 MAX_TEXT_CHARS = 100_000  # a typed prompt or response longer than this is a paste gone wrong

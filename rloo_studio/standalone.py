@@ -136,12 +136,15 @@ def main():
     unsupported = [r for r in c["rewards"] if r not in ("correctness", "think_format", "answer_present")]
     if unsupported:
         sys.exit(f"this script repeats rule rewards only; the run also used {{unsupported}}")
+    if c.get("answer_format", "last_number") != "last_number":
+        sys.exit("this script's correctness reward reads the last number only; the run used " + c["answer_format"])
+    think = bool(c.get("enable_thinking", True))  # hybrid chat templates: reasoning on or off
     rows = read_jsonl(HERE / "prompts.jsonl")  # the run's prompt set, as it was
     model, tok = load_policy(c)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    make = {{"correctness": lambda: correctness, "think_format": lambda: make_think_format_reward(tok),
-            "answer_present": lambda: make_answer_present_reward(tok)}}
+    make = {{"correctness": lambda: correctness, "think_format": lambda: make_think_format_reward(tok, think),
+            "answer_present": lambda: make_answer_present_reward(tok, think)}}
     funcs = [make[r]() for r in c["rewards"]]
     data = Dataset.from_list([{{**r, "prompt": [{{"role": "user", "content": r["prompt"]}}]}} for r in rows])
     args = RLOOConfig(
@@ -154,6 +157,7 @@ def main():
         reward_clip_range=tuple(c["reward_clip_range"]) if c["reward_clip_range"] else None,
         reward_weights=c["reward_weights"], logging_steps=c["logging_steps"], save_steps=c["save_steps"],
         save_strategy="steps", report_to=[], disable_tqdm=True, remove_unused_columns=False,
+        chat_template_kwargs={{"enable_thinking": think}},
     )
     trainer = RLOOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=data, processing_class=tok,
                           callbacks=[WriteMetrics()])
