@@ -70,34 +70,43 @@ def annotator_id(con, name: str) -> int:
 
 _FILTER_SQL = {
     # Pairs that still need a human label from someone (imported labels and skips do not count as done).
-    "unlabeled": "COALESCE(lab.human, 0) < :overlap",
-    "labeled": "COALESCE(lab.anyl, 0) > 0",
-    "skipped": "COALESCE(lab.skips, 0) > 0",
-    "ties": "COALESCE(lab.ties, 0) > 0",
+    "unlabeled": "+p.n_human < :overlap",  # '+': walk pairs_queue in its order, not a range of n_human
+    "labeled": "p.n_human + p.n_import + p.n_skip > 0",
+    "skipped": "p.n_skip > 0",
+    "ties": "p.n_tie > 0",
     "flagged": "p.flag IS NOT NULL",
     "all": "1",
 }
 
-# One pass over the current labels and open claims (aggregated joins, not per-pair subqueries:
-# this runs on every click).
+# Runs on every key press. Each pair carries the counts of its current labels (pairs.n_*, kept by
+# triggers), and the ORDER BY is the pairs_queue index, so the scan stops at the first pair that
+# this annotator may take: flagged first, then pairs nobody skipped, fewer people's labels, no
+# imported label, oldest. A pair is left out when this annotator labeled it (unless re-labeling),
+# when their other session holds it, or when labels + other annotators' open claims fill the overlap.
 _CANDIDATES = """
-WITH lab AS (
-  SELECT l.pair_id, COUNT(DISTINCT CASE WHEN an.name != 'import' AND l.choice != 'skip' THEN l.annotator_id END) AS human,
-         COUNT(*) AS anyl, MAX(l.annotator_id = :ann) AS mine,
-         SUM(l.choice = 'skip') AS skips, SUM(l.choice = 'tie') AS ties
-  FROM labels l JOIN annotators an ON an.id = l.annotator_id WHERE l.superseded = 0 GROUP BY l.pair_id),
-cl AS (
-  SELECT pair_id, SUM(annotator_id != :ann) AS others, MAX(annotator_id = :ann) AS mine_open
-  FROM claims WHERE session != :session AND expires > :now GROUP BY pair_id)
-SELECT p.id FROM pairs p LEFT JOIN lab ON lab.pair_id = p.id LEFT JOIN cl ON cl.pair_id = p.id {prefer_join}
-WHERE {filter}
+SELECT p.id FROM pairs p {index} {prefer_join}
+WHERE {filter} {tier}
   AND (:source = '' OR p.source = :source)
-  AND COALESCE(cl.mine_open, 0) = 0
-  AND ({relabel} OR COALESCE(lab.mine, 0) = 0)
-  AND COALESCE(lab.human, 0) + COALESCE(cl.others, 0) < :overlap_or_any
-ORDER BY p.flag IS NULL, {prefer_order} COALESCE(lab.skips, 0) > 0, COALESCE(lab.human, 0) = 0, COALESCE(lab.anyl, 0) > COALESCE(lab.human, 0), p.id
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.pair_id = p.id AND c.annotator_id = :ann
+                  AND c.session != :session AND c.expires > :now)
+  AND ({relabel} OR NOT EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0
+                                AND +l.annotator_id = :ann))
+  AND p.n_human + (SELECT COUNT(*) FROM claims c WHERE c.pair_id = p.id AND c.annotator_id != :ann
+                   AND c.session != :session AND c.expires > :now) < :overlap_or_any
+ORDER BY p.flag IS NULL, {prefer_order} p.n_skip > 0, p.n_human, p.n_import > 0, p.id
 LIMIT 1
 """
+
+
+def _candidate(con, filter: str, args: dict, prefer: bool, partial: bool):
+    sql = _CANDIDATES.format(
+        filter=_FILTER_SQL[filter], relabel="0" if filter == "unlabeled" else "1",
+        # overlap > 1: pairs that some, not enough, people labeled come before new ones (a small set)
+        tier="AND p.n_human BETWEEN 1 AND :overlap - 1" if partial else "",
+        index="" if prefer else "INDEXED BY pairs_counts" if partial else "INDEXED BY pairs_queue",
+        prefer_join="JOIN json_each(:prefer) AS pj ON pj.value = p.id" if prefer else "",
+        prefer_order="pj.key," if prefer else "")
+    return con.execute(sql, args).fetchone()
 
 
 def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabeled", source: str = "",
@@ -125,15 +134,9 @@ def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabe
             args = {"session": session, "now": now, "ann": ann, "overlap": n, "source": source,
                     "overlap_or_any": n if not relabel else 1 << 30, "prefer": json.dumps(prefer or [])}
             found = None
-            if prefer:  # the preferred pairs first, in their order; then the usual order
-                sql = _CANDIDATES.format(filter=_FILTER_SQL[filter], relabel="1" if relabel else "0",
-                                         prefer_join="JOIN json_each(:prefer) AS pj ON pj.value = p.id",
-                                         prefer_order="pj.key,")
-                found = con.execute(sql, args).fetchone()
-            if found is None:
-                sql = _CANDIDATES.format(filter=_FILTER_SQL[filter], relabel="1" if relabel else "0",
-                                         prefer_join="", prefer_order="")
-                found = con.execute(sql, args).fetchone()
+            for pref in ([True, False] if prefer else [False]):  # the preferred pairs first, in their order
+                for partial in ([True, False] if n > 1 and not relabel else [False]):
+                    found = found or _candidate(con, filter, args, pref, partial)
             if found is None:
                 return None
             left = _order(con, found[0], ann, rng)
@@ -262,25 +265,23 @@ def progress(ws: Workspace, annotator: str | None = None, window_s: float = 600)
     skipped: pairs that people skipped and nobody labeled. mine / my_skips: this annotator's current
     labels / skips; per_minute: their pace over the last `window_s` seconds (skips included).
     """
-    r = ws.query(
-        """WITH per AS (
-             SELECT l.pair_id, MAX(an.name != 'import' AND l.choice != 'skip') AS hum,
-                    MAX(an.name = 'import' AND l.choice != 'skip') AS imp, MAX(l.choice = 'skip') AS sk
-             FROM labels l JOIN annotators an ON an.id = l.annotator_id WHERE l.superseded = 0 GROUP BY l.pair_id)
-           SELECT (SELECT COUNT(*) FROM pairs) AS total, SUM(hum) AS human, SUM(imp AND NOT hum) AS imported,
-                  SUM(sk AND NOT hum AND NOT imp) AS skipped FROM per"""
-    )[0]
+    r = ws.query(  # each count is a range of the pairs_counts index (about a millisecond at 100k pairs)
+        "SELECT (SELECT COUNT(*) FROM pairs) AS total, (SELECT COUNT(*) FROM pairs WHERE n_human > 0) AS human, "
+        "(SELECT COUNT(*) FROM pairs WHERE n_human = 0 AND n_import > 0) AS imported, "
+        "(SELECT COUNT(*) FROM pairs WHERE n_human = 0 AND n_import = 0 AND n_skip > 0) AS skipped")[0]
     human, imported = r["human"] or 0, r["imported"] or 0
     out = {"total": r["total"] or 0, "labeled": human + imported, "human_labeled": human, "imported_only": imported,
            "skipped": r["skipped"] or 0, "mine": 0, "my_skips": 0, "per_minute": 0.0}
     if annotator:
-        now = time.time()
-        rows = ws.query(
-            "SELECT l.created, l.choice FROM labels l JOIN annotators a ON a.id = l.annotator_id "
-            "WHERE a.name=? AND l.superseded=0 ORDER BY l.created", (annotator,))
-        out["my_skips"] = sum(x[1] == "skip" for x in rows)
-        out["mine"] = len(rows) - out["my_skips"]
-        recent = [x[0] for x in rows if x[0] > now - window_s]
+        row = ws.query("SELECT id FROM annotators WHERE name=?", (annotator,))
+        if not row:
+            return out
+        ann = row[0][0]
+        for choice, k in ws.query("SELECT choice, COUNT(*) FROM labels WHERE annotator_id=? AND superseded=0 "
+                                  "GROUP BY choice", (ann,)):  # the labels_mine index
+            out["my_skips" if choice == "skip" else "mine"] += k
+        recent = [x[0] for x in ws.query("SELECT created FROM labels WHERE annotator_id=? AND created > ? "
+                                         "AND superseded=0 ORDER BY created", (ann, time.time() - window_s))]
         if len(recent) >= 2:
             out["per_minute"] = 60 * (len(recent) - 1) / max(recent[-1] - recent[0], 1e-9)
     return out

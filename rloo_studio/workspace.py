@@ -79,7 +79,59 @@ SCHEMA = [
     ALTER TABLE pairs ADD COLUMN dedup_key TEXT;
     CREATE INDEX IF NOT EXISTS pairs_dedup_key ON pairs(dedup_key);
     """,
+    # 4: each pair counts its current labels (kept by triggers, whoever writes a label), so that the
+    # labeling queue and the progress line read one row per pair instead of grouping every label
+    """
+    ALTER TABLE pairs ADD COLUMN n_human INTEGER NOT NULL DEFAULT 0;  -- people's current A / B / tie labels
+    ALTER TABLE pairs ADD COLUMN n_import INTEGER NOT NULL DEFAULT 0; -- imported current labels (not skips)
+    ALTER TABLE pairs ADD COLUMN n_skip INTEGER NOT NULL DEFAULT 0;   -- current skips
+    ALTER TABLE pairs ADD COLUMN n_tie INTEGER NOT NULL DEFAULT 0;    -- current ties
+    UPDATE pairs SET
+        n_human = (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id
+                   WHERE l.pair_id = pairs.id AND l.superseded = 0 AND l.choice != 'skip' AND a.name != 'import'),
+        n_import = (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id
+                    WHERE l.pair_id = pairs.id AND l.superseded = 0 AND l.choice != 'skip' AND a.name = 'import'),
+        n_skip = (SELECT COUNT(*) FROM labels l WHERE l.pair_id = pairs.id AND l.superseded = 0 AND l.choice = 'skip'),
+        n_tie = (SELECT COUNT(*) FROM labels l WHERE l.pair_id = pairs.id AND l.superseded = 0 AND l.choice = 'tie');
+    CREATE TRIGGER label_counts_add AFTER INSERT ON labels WHEN NEW.superseded = 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human + (NEW.choice != 'skip' AND NEW.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import + (NEW.choice != 'skip' AND NEW.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip + (NEW.choice = 'skip'), n_tie = n_tie + (NEW.choice = 'tie')
+        WHERE id = NEW.pair_id;
+    END;
+    CREATE TRIGGER label_counts_supersede AFTER UPDATE OF superseded ON labels
+    WHEN OLD.superseded = 0 AND NEW.superseded != 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human - (OLD.choice != 'skip' AND OLD.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import - (OLD.choice != 'skip' AND OLD.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip - (OLD.choice = 'skip'), n_tie = n_tie - (OLD.choice = 'tie')
+        WHERE id = OLD.pair_id;
+    END;
+    CREATE TRIGGER label_counts_delete AFTER DELETE ON labels WHEN OLD.superseded = 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human - (OLD.choice != 'skip' AND OLD.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import - (OLD.choice != 'skip' AND OLD.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip - (OLD.choice = 'skip'), n_tie = n_tie - (OLD.choice = 'tie')
+        WHERE id = OLD.pair_id;
+    END;
+    CREATE INDEX pairs_queue ON pairs(flag IS NULL, n_skip > 0, n_human, n_import > 0, id);
+    CREATE INDEX pairs_counts ON pairs(n_human, n_import, n_skip);
+    CREATE INDEX labels_mine ON labels(annotator_id, superseded, choice);
+    """,
 ]
+
+
+def statements(script: str):
+    """The SQL statements of a migration, one by one (a trigger's body keeps its own semicolons)."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            yield buf
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in a migration: {buf.strip()[:80]}")
 
 
 class Workspace:
@@ -167,9 +219,8 @@ class Workspace:
                     f"{self.db_path} has schema version {v}, newer than this RLOO Studio ({len(SCHEMA)}); upgrade the app"
                 )
             for i in range(v, len(SCHEMA)):
-                for stmt in SCHEMA[i].split(";"):
-                    if stmt.strip():
-                        con.execute(stmt)
+                for stmt in statements(SCHEMA[i]):
+                    con.execute(stmt)
                 con.execute(f"PRAGMA user_version={i + 1}")
 
     # -- runs ---------------------------------------------------------------
