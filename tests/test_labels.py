@@ -236,3 +236,44 @@ def test_flag_sends_a_pair_back_and_moves_on(workspace):
     t = L.next_pair(workspace, "cy", "c")
     L.flag_pair(workspace, t, "cy", "c")
     assert workspace.query("SELECT flag FROM pairs WHERE id=?", (t.pair_id,))[0][0] == "flagged by cy"
+
+
+RECOUNT = """SELECT p.id, p.n_human, p.n_import, p.n_skip, p.n_tie,
+  (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE l.pair_id = p.id
+     AND l.superseded = 0 AND l.choice != 'skip' AND a.name != 'import') AS human,
+  (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE l.pair_id = p.id
+     AND l.superseded = 0 AND l.choice != 'skip' AND a.name = 'import') AS import_,
+  (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'skip') AS skip,
+  (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'tie') AS tie
+  FROM pairs p"""
+
+
+def test_per_pair_label_counts_follow_every_write(workspace):
+    rng = random.Random(3)
+    L.set_overlap(workspace, 3)
+    for k in range(60):
+        name = rng.choice(["ann", "bob", "cy"])
+        s = L.next_pair(workspace, name, name, filter=rng.choice(["unlabeled", "unlabeled", "labeled", "all"]))
+        if s is None:
+            continue
+        op = rng.random()
+        if op < 0.15:
+            L.flag_pair(workspace, s, name, name, "check")
+        else:
+            L.save_label(workspace, s, name, name, rng.choice(["left", "right", "tie", "skip"]))
+        if op > 0.85:
+            L.undo(workspace, name, name)
+        L.release(workspace, name)
+    rows = workspace.query(RECOUNT)
+    assert all((r["n_human"], r["n_import"], r["n_skip"], r["n_tie"]) == (r["human"], r["import_"], r["skip"], r["tie"])
+               for r in rows)
+    assert sum(r["n_human"] for r in rows) > 10 and sum(r["n_import"] for r in rows) == 237
+
+
+def test_overlap_finishes_started_pairs_before_new_ones(workspace):
+    L.set_overlap(workspace, 2)
+    first = L.next_pair(workspace, "ann", "s1")
+    second = L.next_pair(workspace, "ann", "s2")
+    L.save_label(workspace, second, "ann", "s2", "left")
+    L.release(workspace, "s1")
+    assert L.next_pair(workspace, "bob", "b").pair_id == second.pair_id != first.pair_id

@@ -105,3 +105,32 @@ def test_cli_import_into_a_new_workspace_exports_only_the_users_rows(tmp_path):
     assert len(out.read_text().splitlines()) == 75
     cli("import", str(src), "--workspace", str(tmp_path / "demo"), "--demo")  # asked for: the demo comes too
     assert counts(Workspace(tmp_path / "demo"))["pairs"] == 317 + 75
+
+
+def test_an_older_workspace_gets_its_label_counts_and_orders_on_upgrade(tmp_path, demo_data, monkeypatch):
+    from rloo_studio.seed import seed_demo
+    from rloo_studio.workspace import statements
+
+    root = tmp_path / "old"
+    root.mkdir()
+    con = sqlite3.connect(root / "studio.db")
+    for script in SCHEMA[:1]:  # a workspace from before pair_order and the per-pair counts
+        for stmt in statements(script):
+            con.execute(stmt)
+    con.execute("PRAGMA user_version=1")
+    con.execute("INSERT INTO annotators (id, name, created) VALUES (9, 'ann', 0)")
+    con.commit()
+    con.close()
+    with monkeypatch.context() as m:
+        m.setattr(Workspace, "migrate", lambda self: None)  # open it without upgrading, to write old data
+        old = Workspace(root)
+        seed_demo(old, demo_data)
+        with old.transaction() as c:
+            c.execute("INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, created) VALUES (300, 9, 'b', 0, 1)")
+            c.execute("INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, created) VALUES (301, 9, 'skip', 1, 1)")
+        old.connect().close()
+    ws = Workspace(root)
+    assert ws.schema_version() == len(SCHEMA)
+    got = {r[0]: tuple(r[1:]) for r in ws.query("SELECT id, n_human, n_import, n_skip FROM pairs WHERE id IN (1, 300, 301)")}
+    assert got == {1: (0, 1, 0), 300: (1, 0, 0), 301: (0, 0, 1)}
+    assert [tuple(r) for r in ws.query("SELECT pair_id, a_shown_left FROM pair_order ORDER BY pair_id")] == [(300, 0), (301, 1)]
