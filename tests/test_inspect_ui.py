@@ -44,6 +44,13 @@ def test_paste_a_response_and_see_colored_steps_and_plot(page):
     expect(plot).to_be_visible()
     expect(plot.locator(".rs-boundary")).to_have_count(4)
     assert plot.locator("circle").count() > 20  # one point per response token
+    tip = plot.locator("circle title").nth(5).text_content()
+    assert tip.startswith("token 5: '") and "score " in tip  # the token's own text on hover
+    assert plot.locator("text[text-anchor=end]").count() >= 5  # labelled y ticks, not just min and max
+    answer = page.locator("#inspect-steps .rs-answer")  # the answer coloured like the steps
+    expect(answer).to_contain_text("The answer is 277.")
+    assert "background" in answer.get_attribute("style") and "adds" in answer.get_attribute("title")
+    expect(page.locator("[data-testid=score-meaning]")).to_contain_text("answer alone: the answer scored")
     screenshot(page, "inspect-single")
 
     # The line split makes the same 4 steps here; the sentence split keeps them too.
@@ -95,6 +102,9 @@ def test_dataset_view_opens_a_disagreement(page):
     expect(page.locator("#inspect-margin")).to_contain_text("disagrees with the label")
     expect(page.locator("#inspect-chosen")).to_contain_text("Chosen")
     expect(page.locator("#inspect-rejected [data-testid=score-plot]")).to_be_visible()
+    ticks = [page.locator(f"#inspect-{side} [data-testid=score-plot] text[text-anchor=end]").all_text_contents()
+             for side in ("chosen", "rejected")]
+    assert ticks[0] and ticks[0] == ticks[1]  # one y scale for chosen and rejected
     screenshot(page, "inspect-pair")
 
     # Send it back to the Label tab.

@@ -16,12 +16,11 @@ def app(tmp_path_factory):
 
 
 def _loss_points(page) -> int:
-    """Points on the loss plot's train line, read from the SVG path vega drew (M x,y L x,y ...)."""
-    path = page.locator('#reward-plot-loss path[aria-roledescription="line mark"]')
-    for i in range(path.count()):
-        if "series: train" in (path.nth(i).get_attribute("aria-label") or ""):
-            return len(re.findall(r"[ML]", path.nth(i).get_attribute("d") or ""))
-    return 0
+    """Points on the loss chart's training line, read from the SVG path Plotly drew (M x,y L x,y ...)."""
+    return page.locator("#reward-plot-loss").evaluate(
+        """el => Math.max(0, ...[...el.querySelectorAll('g.scatterlayer g.trace')]
+             .filter(g => ((g.__data__ || [])[0]?.trace?.name || '').startsWith('training batches'))
+             .map(g => (g.querySelector('path.js-line')?.getAttribute('d') || '').split(/[ML]/).length - 1))""")
 
 
 def _wait(cond, timeout, what):

@@ -10,8 +10,8 @@ from rloo_studio.workspace import Workspace
 
 LONG = 900_000  # ms: a shared 2-core machine can be slow; the test waits for behaviour, not for time
 
-POINTS_JS = """el => Math.max(0, ...[...el.querySelectorAll('g.mark-line path')]
-                  .map(p => (p.getAttribute('d') || '').split('L').length))"""
+POINTS_JS = """el => Math.max(0, ...[...el.querySelectorAll('g.scatterlayer g.trace path.js-line')]
+                  .map(p => (p.getAttribute('d') || '').split('L').length))"""  # Plotly: M x,y L x,y ...
 
 
 @pytest.fixture(scope="module")

@@ -40,8 +40,15 @@ CSS = """
 .rs-legend .bar {width:180px; height:12px; border-radius:3px;
   background:linear-gradient(90deg, rgb(220,60,60), rgb(245,245,245), rgb(40,170,80))}
 .rs-plot svg, .rs-hist svg {width:100%; height:auto; max-width:900px}
+.rs-explain {font-size:.85em; color:var(--body-text-color-subdued); margin:.2em 0 .4em}
+.rs-steps .rs-answer {border-radius:3px; padding:1px 2px; color:#111; outline:1px dashed #7c3aed}
+.rs-plot circle:hover {r: 5}
 """
 
+
+MEANING = ("<b>total</b>: the score of the whole response, read at its end (what training compares) · "
+           "<b>answer alone</b>: the answer scored with the thinking removed · <b>after thinking</b>: the score "
+           "read right after &lt;/think&gt;, before the answer. total − after thinking is what the answer adds.")
 
 # ---------------------------------------------------------------- formatting (pure)
 
@@ -70,12 +77,14 @@ def summary_html(s: scoring.Scored, scorer: scoring.Scorer) -> str:
         f"<span>answer alone <span class='num'>{_num(s.answer)}</span></span>"
         f"<span>after thinking <span class='num'>{_num(s.thinking)}</span></span>"
         f"<span>{len(s.steps)} steps · {shape} · {html.escape(scorer.label)}</span></div>"
+        f"<div class='rs-explain' data-testid='score-meaning'>{MEANING}</div>"
     )
 
 
 def steps_html(s: scoring.Scored) -> str:
     """The response with each step colored by its delta; exact numbers on hover."""
-    scale = max((abs(st.delta) for st in s.steps), default=0.0)
+    ans_delta = s.total - s.thinking if (s.thinking is not None and s.closed) else None
+    scale = max([abs(st.delta) for st in s.steps] + ([abs(ans_delta)] if ans_delta is not None else []), default=0.0)
     parts, pos = [], 0
     for k, st in enumerate(s.steps, 1):
         parts.append(f"<span class='rs-other'>{html.escape(s.response[pos:st.start])}</span>")
@@ -83,20 +92,28 @@ def steps_html(s: scoring.Scored) -> str:
         parts.append(f"<span class='rs-step' data-step='{k}' style='background:{_color(st.delta, scale)}' "
                      f"title='{tip}'>{html.escape(st.text)}</span>")
         pos = st.end
-    parts.append(f"<span class='rs-other'>{html.escape(s.response[pos:])}</span>")
+    rest = s.response[pos:]
+    cut = rest.find("</think>") + len("</think>") if ans_delta is not None and "</think>" in rest else -1
+    if cut >= 0 and rest[cut:].strip():  # the answer: coloured by what it adds to the score after thinking
+        tip = f"answer: adds {ans_delta:+.6f} (total {s.total:+.6f} − after thinking {s.thinking:+.6f})"
+        parts.append(f"<span class='rs-other'>{html.escape(rest[:cut])}</span><span class='rs-answer' "
+                     f"style='background:{_color(ans_delta, scale)}' title='{tip}'>{html.escape(rest[cut:])}</span>")
+    else:
+        parts.append(f"<span class='rs-other'>{html.escape(rest)}</span>")
     legend = (f"<div class='rs-legend'><span>step delta</span><span>{-scale:+.4f}</span><span class='bar'></span>"
-              f"<span>{scale:+.4f}</span><span>(hover a step for exact numbers)</span></div>")
+              f"<span>{scale:+.4f}</span><span>(hover a step or the answer for exact numbers)</span></div>")
     if not s.steps:
         legend = "<div class='rs-legend'>No &lt;think&gt; steps in this response: only the totals apply.</div>"
     return f"{legend}<div class='rs-steps'>{''.join(parts)}</div>"
 
 
-def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240) -> str:
-    """Score over response token positions; dashed lines at step boundaries."""
+def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240, span: tuple[float, float] | None = None) -> str:
+    """Score over response token positions; dashed lines at step boundaries; the token's text on hover.
+    span: (low, high) of the y axis, shared by charts that are compared side by side."""
     ys = s.token_scores
     if not ys:
         return ""
-    lo, hi = min(ys), max(ys)
+    lo, hi = span if span else (min(ys), max(ys))
     pad = (hi - lo) * 0.08 or 0.05
     lo, hi = lo - pad, hi + pad
     L, R, T, B = 60, 15, 15, 35
@@ -118,10 +135,12 @@ def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240) -> str:
     pts = " ".join(f"{X(i):.1f},{Y(v):.1f}" for i, v in enumerate(ys))
     out.append(f"<polyline points='{pts}' fill='none' stroke='#2563eb' stroke-width='1.8'/>")
     for i, (t, v) in enumerate(zip(s.tokens, ys)):
-        out.append(f"<circle cx='{X(i):.1f}' cy='{Y(v):.1f}' r='2.2' fill='#2563eb'>"
-                   f"<title>token {i} {html.escape(repr(t))}: {v:+.6f}</title></circle>")
-    for v in (lo + pad, hi - pad):
-        out.append(f"<text x='{L - 4}' y='{Y(v) + 4:.1f}' text-anchor='end'>{v:+.3f}</text>")
+        out.append(f"<circle cx='{X(i):.1f}' cy='{Y(v):.1f}' r='2.6' fill='#2563eb'>"
+                   f"<title>token {i}: {html.escape(repr(t))}\nscore {v:+.6f}</title></circle>")
+    for j in range(5):  # five labelled y ticks with light grid lines
+        v = lo + pad + (hi - lo - 2 * pad) * j / 4
+        out.append(f"<line x1='{L}' x2='{w - R}' y1='{Y(v):.1f}' y2='{Y(v):.1f}' stroke='#eee'/>"
+                   f"<text x='{L - 4}' y='{Y(v) + 4:.1f}' text-anchor='end'>{v:+.3f}</text>")
     out.append(f"<text x='{L}' y='{h - 18}'>0</text><text x='{w - R}' y='{h - 18}' text-anchor='end'>{len(ys) - 1}</text>"
                f"<text x='{(L + w - R) / 2}' y='{h - 4}' text-anchor='middle'>response token position "
                f"(dashed: end of step k; last point: EOS = total)</text></svg>")
@@ -208,8 +227,14 @@ def do_score(ws, choice, base_model, trust_code, p, r, sp):
     return summary_html(s, sc), steps_html(s), plot_svg(s)
 
 
-def _side(s, title):
-    return f"<h4>{title}: {s.total:+.4f}</h4>{steps_html(s)}{plot_svg(s, 420, 200)}"
+def _side(s, title, span=None):
+    return f"<h4>{title}: {s.total:+.4f}</h4>{steps_html(s)}{plot_svg(s, 420, 200, span)}"
+
+
+def shared_span(*scored) -> tuple[float, float]:
+    """One y range for charts shown side by side (chosen and rejected), so heights compare."""
+    ys = [v for s in scored for v in s.token_scores] or [0.0]
+    return min(ys), max(ys)
 
 
 def do_pair(ws, choice, base_model, trust_code, p, c, r, sp):
@@ -224,7 +249,7 @@ def do_pair(ws, choice, base_model, trust_code, p, c, r, sp):
     verdict = "agrees with the label" if m > 0 else "disagrees with the label"
     return (f"{untrained_banner(sc)}<div class='rs-summary'><span>margin "
             f"<span class='num' data-testid='margin'>{m:+.4f}</span></span><span>the model {verdict}</span></div>",
-            _side(a, "Chosen"), _side(b, "Rejected"))
+            _side(a, "Chosen", shared_span(a, b)), _side(b, "Rejected", shared_span(a, b)))
 
 
 def do_load(ws, pid, choice, base_model, trust_code, sp):

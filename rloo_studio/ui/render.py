@@ -59,4 +59,8 @@ details.traceback pre {white-space: pre-wrap; max-height: 20em; overflow: auto}
 .think-none {font-size: .85em; color: var(--body-text-color-subdued); font-style: italic; margin-bottom: .4em}
 .answer {font-size: 1.05em; padding: .2em 0}
 .raw-response {white-space: pre-wrap; font-size: .9em}
+/* every table of the app: a header never breaks mid-word (a column is as wide as its header) */
+table th, table th *, .table-wrap th .header-text {white-space: nowrap !important; word-break: keep-all !important;
+    overflow-wrap: normal !important; hyphens: none}
+.studio-chart {min-width: 0}
 """

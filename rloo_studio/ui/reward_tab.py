@@ -17,7 +17,8 @@ from ..errors import StudioError, explain
 from ..jobs.reward import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
 from ..models import TRUST_WARNING
 from ..studio import Studio
-from . import launch_panel, messages, render
+from .. import series as S
+from . import charts, launch_panel, messages, render
 
 CSS = """
 #reward-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
@@ -26,7 +27,6 @@ CSS = """
 #reward-plots .plot-caption, #reward-plots [data-testid="block-info"] {font-size:.85em}
 """
 
-COLORS = {"train": "#4c78a8", "held-out": "#f58518"}
 GROUPS = [  # (accordion, keys in it, open at start)
     ("Model", ("model", "load_in_4bit", "use_unsloth", "trust_remote_code"), True),
     ("LoRA", ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules"), False),
@@ -159,13 +159,7 @@ def on_tick(studio: Studio, n_plots: int, rid, last):
 
 
 def _plots(records: list[dict]) -> list:
-    out = []
-    for title, df in rv.plot_frames(records).items():
-        n = int((df["series"] == "train").sum())
-        last = df[df["series"] == "train"]["value"].iloc[-1] if n else None
-        caption = f"{title}: {n} points" + (f", last {last:.3f}" if last is not None else "")
-        out.append(gr.LinePlot(value=df, caption=caption))
-    return out
+    return [charts.figure(c) for c in S.reward_charts(records)]
 
 
 def build(studio: Studio):
@@ -196,17 +190,15 @@ def build(studio: Studio):
             notice = gr.HTML(elem_id="reward-notice")  # what the buttons answer (the timer never overwrites it)
             status = gr.HTML(_status_html(studio, rv.latest_run(studio.ws)), elem_id="reward-status")
             failure = gr.HTML(elem_id="reward-failure")  # a failed run: its message, the traceback folded
-            gr.HTML(f"<div class='legend'><b style='color:{COLORS['train']}'>━ training batches</b> &nbsp; "
-                    f"<b style='color:{COLORS['held-out']}'>━ held-out pairs</b> (at each evaluation; step 0 is the "
-                    "untrained model)</div>")
+            gr.HTML("<div class='legend'>Held-out pairs are measured at each evaluation; step 0 is the "
+                    "untrained model.</div>")
             plots = []
             with gr.Column(elem_id="reward-plots"):
                 titles = list(rv.PLOTS)
                 for pair in (titles[:2], titles[2:]):
-                    with gr.Row():
-                        plots += [gr.LinePlot(x="step", y="value", color="series", label=t, height=260, y_title=t,
-                                              color_map=COLORS, color_title="",
-                                              elem_id=f"reward-plot-{t.replace(' ', '-')}") for t in pair]
+                    with gr.Row(equal_height=True):
+                        plots += [charts.plot(S.REWARD_TITLES.get(t, t), f"reward-plot-{t.replace(' ', '-')}",
+                                              height=270) for t in pair]
             log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log")
     gr.Markdown("### Reward-model runs\nClick a run to see its plots, its config and the command that repeats it.")
     runs_table = gr.Dataframe(headers=rv.RUN_HEADERS, value=rv.runs_rows(studio.ws), interactive=False, wrap=True,
@@ -239,5 +231,7 @@ def build(studio: Studio):
         demo.load(check, inputs, preflight_md)
         demo.load(tick, [watched, seen], tick_out)
         tab.select(check, inputs, preflight_md)  # labels may have changed since
+        # charts first drawn while the tab was hidden have no size: forget what was drawn, the next tick redraws
+        tab.select(lambda: None, None, seen, queue=False, show_progress="hidden")
 
     return hooks

@@ -11,7 +11,6 @@ import re
 from functools import partial
 
 import gradio as gr
-import pandas as pd
 
 from .. import rloo_view as rv
 from ..errors import StudioError, explain
@@ -20,16 +19,20 @@ from .uploads import discard_upload
 from ..jobs import rloo as job
 from ..jobs import rloo_eval, rloo_samples
 from .. import memory
+from .. import series as S
 from ..models import TRUST_WARNING
 from ..runs import failure, find_run, trained_adapters
 from ..studio import Studio
-from . import launch_panel, messages, render
+from . import charts, launch_panel, messages, render
 
 CSS = """
 #rloo-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
 #rloo-status .failed {color:var(--error-text-color, #c00); font-weight:600}
 #rloo-check .bad, #rloo-status .bad {color:var(--error-text-color, #c00); font-weight:600}
 #rloo-check .ok {color:#15803d}
+#rloo-completions th, #rloo-completions th * {white-space: nowrap; word-break: keep-all; overflow-wrap: normal}
+#rloo-completions td {font-size: .88em; vertical-align: top}
+#rloo-table-note {font-size: .85em; color: var(--body-text-color-subdued)}
 #rloo-warnings .warn {background:#fef3c7; color:#78350f; border-left:4px solid #f59e0b; padding:.4em .8em;
                       margin:.3em 0; border-radius:4px}
 """
@@ -46,7 +49,6 @@ GROUPS = [  # (accordion, rows of keys, open at start)
     ("Checkpoints and before/after", (("save_steps", "logging_steps", "eval_prompts", "eval_prompt_set", "eval_seed"),),
      False),
 ]
-EMPTY = pd.DataFrame({"step": pd.Series(dtype=float), "value": pd.Series(dtype=float), "series": pd.Series(dtype=str)})
 
 
 def _widget_value(key: str, value):
@@ -100,9 +102,9 @@ def _status_html(studio: Studio, rid: str | None, records: list[dict]) -> str:
 
 
 def _widths(cols: list[str]) -> list[str]:
-    fixed = {"step": "60px", "prompt": "260px", "thinking": "240px", "answer": "170px", "advantage": "95px",
-             "truncated": "90px"}
-    return [fixed.get(c, "85px") for c in cols]
+    fixed = {"group": "90px", "step": "56px", "#": "40px", "prompt": "220px", "thinking": "300px", "answer": "160px",
+             "total": "70px", "advantage": "90px", "tokens": "66px", "cut": "50px"}
+    return [fixed.get(c, f"{max(80, 9 * len(c) + 24)}px") for c in cols]
 
 
 def _warnings_html(items: list[str]) -> str:
@@ -215,15 +217,6 @@ def on_upload(studio: Studio, path):
             gr.Dropdown(choices=rv.prompt_set_choices(ws), value=res.name))
 
 
-def _plot_update(frame: pd.DataFrame, ylab: str, fresh: bool = False):
-    own = frame[~frame["series"].str.startswith("earlier: ")] if len(frame) else frame
-    last = own.groupby("series")["value"].last() if len(own) else {}
-    caption = " · ".join(f"{k} {v:.3g}" for k, v in list(last.items())[:3]) if len(own) else "no points yet"
-    # A changed axis title makes the plot rebuild its spec, colour scale included; new data alone does not,
-    # and a plot first drawn in a hidden tab keeps an empty colour scale (invisible lines) until rebuilt.
-    return gr.LinePlot(value=frame, y_title=ylab, x_title=f"step · {caption}" + ("\u2009" if fresh else ""))
-
-
 def _failure(studio: Studio, rid: str, state: str, shown):
     """The failure box: redrawn only when the run or its state changed (a traceback unfolded stays open)."""
     key = [rid, state]
@@ -235,14 +228,14 @@ def _failure(studio: Studio, rid: str, state: str, shown):
     return render.failure_html(studio.runner.status(rid).get("message") or logged, tb), key
 
 
-def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, seen, shown, fresh=False):
+def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, order, seen, shown, drawn, fresh=False):
     ws, runner = studio.ws, studio.runner
     typed = str(rid or "").strip()
     rid, err = _run(ws, typed) if typed else (rv.latest_run(ws), None)
     if err:  # a run id typed into the Run box that names no run: say so where the run would be shown
-        return [_check_html(False, err), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None]
+        return [_check_html(False, err), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None, drawn]
     if not rid:
-        return [_status_html(studio, None, []), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None]
+        return [_status_html(studio, None, []), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None, drawn]
     other, _ = _run(ws, other) if other else (None, None)
     records = runner.feed(rid)
     earlier = runner.feed(other) if other and other != rid else None
@@ -254,15 +247,20 @@ def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, seen, shown, 
         pass
     fail, shown = _failure(studio, rid, runner.status(rid).get("status"), shown)
     head = [_status_html(studio, rid, records), fail, _warnings_html(rv.warnings(records, cfg_len, samples))]
-    pts = rv.plot_points(records, earlier, float(weight or 0), bool(log))
-    ylab = "log10(value)" if log else "value"
-    figs = [_plot_update(pd.DataFrame(p) if p else EMPTY, ylab, fresh) for p in pts]  # always re-sent (see above)
-    sig = [rid, len(samples), samples[-1]["step"] if samples else None]
+    # Charts are redrawn only when what they show changed (a hover stays put), and always on tab select
+    # (fresh): a chart first drawn in a hidden tab has no size until it is drawn again.
+    plot_sig = [rid, len(records), other if earlier else None, len(earlier or []), float(weight or 0), bool(log)]
+    if plot_sig == drawn and not fresh:
+        figs = [gr.skip()] * n_plots
+    else:
+        cs = S.rloo_charts(records, rid, earlier, other or "", float(weight or 0), bool(log))
+        figs = [charts.figure(c) for c in cs]
+    sig = [rid, len(samples), samples[-1]["step"] if samples else None, order]
     if sig == seen:  # no new completions: leave the table (and the user's scroll position) alone
-        return [*head, *figs, gr.skip(), seen, shown]
-    cols, rows = rv.completion_rows(samples)
+        return [*head, *figs, gr.skip(), seen, shown, plot_sig]
+    cols, rows = S.completion_groups(samples, order or S.ORDERS[0])
     table_update = gr.Dataframe(value=rows, headers=cols, column_widths=_widths(cols)) if rows else gr.skip()
-    return [*head, *figs, table_update, sig, shown]
+    return [*head, *figs, table_update, sig, shown, plot_sig]
 
 
 def on_compare(studio: Studio, rid, n):
@@ -336,12 +334,18 @@ def build(studio: Studio):
     warn = gr.HTML(elem_id="rloo-warnings")
     plots = []
     for i in range(0, len(rv.PLOTS), 3):
-        with gr.Row():
+        with gr.Row(equal_height=True):
             for title, _ in rv.PLOTS[i:i + 3]:
-                plots.append(gr.LinePlot(EMPTY, x="step", y="value", color="series", label=title, height=240,
-                                         elem_id="rloo-plot-" + _slug(title)))
-    table = gr.Dataframe(headers=rv.completion_columns([]), label="Completions (newest first)", interactive=False,
-                         wrap=True, max_height=420, elem_id="rloo-completions")
+                plots.append(charts.plot(S.CHART_TITLES.get(title, title), "rloo-plot-" + _slug(title)))
+    with gr.Row():
+        order_dd = gr.Radio(list(S.ORDERS), value=S.ORDERS[0], label="Within each prompt's group, order by",
+                            scale=2, elem_id="rloo-order")
+        gr.HTML("<div id='rloo-table-note'>Each group is one prompt's k completions. <b>advantage</b> = this "
+                "completion's reward minus the mean reward of the other k−1 (leave-one-out): it is what the "
+                "update pushes up or down. Click a header to sort the whole table by it.</div>")
+    table = gr.Dataframe(headers=S.completion_groups([])[0], label="Completions (newest groups first)",
+                         interactive=False, wrap=True, max_height=720, elem_id="rloo-completions",
+                         column_widths=_widths(S.completion_groups([])[0]))
     with gr.Accordion("Before / after: the same held-out prompts, base vs trained policy", open=False):
         with gr.Row():
             n_cmp = gr.Number(value=50, precision=None, label="Held-out prompts", scale=1, elem_id="rloo-compare-n")
@@ -353,6 +357,7 @@ def build(studio: Studio):
     ticked = gr.State(_widget_value("rewards", values["rewards"]))  # the rewards ticked, to keep weights aligned
     shown = gr.State(None)  # which run and state the failure box shows
     seen = gr.State(None)  # which completions the table shows, to skip redrawing it unchanged
+    drawn = gr.State(None)  # what the charts show, to skip redrawing them unchanged
 
     run_dd.focus(partial(run_choices, studio, False), None, run_dd)
     overlay_dd.focus(partial(run_choices, studio, True), None, overlay_dd)
@@ -371,15 +376,15 @@ def build(studio: Studio):
                        (cmp_btn.click, [cmp_md]), (launch_btn_write.click, [launch_out])],
                       [check, cmp_md, launch_out])
     tick = partial(on_tick, studio, len(plots))
-    tick_in, tick_out = [run_dd, overlay_dd, smooth, log_scale, seen, shown], [status, fail_box, warn, *plots, table,
-                                                                               seen, shown]
+    tick_in = [run_dd, overlay_dd, smooth, log_scale, order_dd, seen, shown, drawn]
+    tick_out = [status, fail_box, warn, *plots, table, seen, shown, drawn]
     gr.Timer(2.0).tick(tick, tick_in, tick_out, show_progress="hidden")
-    for w in (run_dd, overlay_dd, smooth, log_scale):
+    for w in (run_dd, overlay_dd, smooth, log_scale, order_dd):
         w.change(tick, tick_in, tick_out, show_progress="hidden")
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Plots drawn while the tab was hidden have no size: redraw them whenever the tab is opened.
-        tab.select(lambda *a: tick(*a[:-2], None, None, fresh=True), tick_in, tick_out, show_progress="hidden")
+        tab.select(lambda *a: tick(*a[:-3], None, None, None, fresh=True), tick_in, tick_out, show_progress="hidden")
         tab.select(partial(fresh_choices, studio), None,
                    [widgets["reward_model_run"], widgets["rewards"], widgets["prompt_set"]])
 

@@ -5,13 +5,13 @@ import html
 from functools import partial
 
 import gradio as gr
-import pandas as pd
 
 from .. import runs as R
+from .. import series as S
 from ..errors import StudioError
 from ..launch import launch_files, launch_text
 from ..studio import Studio
-from . import launch_panel, messages, render
+from . import charts, launch_panel, messages, render
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
 
@@ -51,9 +51,13 @@ def choose(ws, selected, current):
     return gr.update(choices=keys, value=value), "".join(_details(ws, r) for r in selected)
 
 
-def draw(ws, selected, m):
-    rows = R.overlay(ws, _known(ws, selected), m) if m else []
-    return pd.DataFrame(rows or {"step": [], "value": [], "run": []})
+def draw(ws, selected, m, weight=0.0, log=False):
+    """The overlay chart: the metric's line for each selected run, named by the run, in the run's colour."""
+    runs = [(rid, R.read_metrics(ws.run_dir(rid))) for rid in _known(ws, selected)] if m else []
+    chart = S.overlay_chart(runs, m or "", float(weight or 0), bool(log))
+    if not m:
+        chart.title, chart.note = "Overlay", "pick runs and a metric"
+    return charts.figure(chart, height=360)
 
 
 def remove(ws, selected, sure):
@@ -88,15 +92,16 @@ def export_launch(ws, selected, strat, n, m):
     return launch_text(path, cmd)
 
 
-def build(studio: Studio) -> None:
+def build(studio: Studio):
     ws = studio.ws
     table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, elem_id="runs-table")
     with gr.Row():
         pick = gr.Dropdown([r["id"] for r in ws.runs()], multiselect=True, label="Runs to compare", scale=3,
                            elem_id="runs-pick")
         metric = gr.Dropdown([], label="Metric", scale=1, elem_id="runs-metric")
-    plot = gr.LinePlot(pd.DataFrame({"step": [], "value": [], "run": []}), x="step", y="value", color="run",
-                       label="Overlay", height=320)
+        smooth = gr.Slider(0, 0.95, value=0.0, step=0.05, label="Smoothing", scale=1, elem_id="runs-smoothing")
+        log_scale = gr.Checkbox(label="Log scale", value=False, scale=1, elem_id="runs-log")
+    plot = charts.plot("Overlay of the selected runs", "runs-overlay", height=360)
     details = gr.HTML(elem_id="runs-details")
     with gr.Row():
         confirm = gr.Checkbox(label="Yes, delete the selected run(s) and their files", value=False)
@@ -107,8 +112,15 @@ def build(studio: Studio) -> None:
 
     b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
     gr.Timer(2.0).tick(partial(refresh, ws), pick, [table, pick], show_progress="hidden")
-    pick.change(partial(choose, ws), [pick, metric], [metric, details]).then(partial(draw, ws), [pick, metric], plot)
-    metric.change(partial(draw, ws), [pick, metric], plot)
+    draw_in = [pick, metric, smooth, log_scale]
+    pick.change(partial(choose, ws), [pick, metric], [metric, details]).then(partial(draw, ws), draw_in, plot)
+    for w in (metric, smooth, log_scale):
+        w.change(partial(draw, ws), draw_in, plot)
     delete.click(partial(remove, ws), [pick, confirm], msg).then(partial(refresh, ws), pick, [table, pick]).then(
         lambda: False, None, confirm)
     messages.clear_on([(pick.input, []), (delete.click, [msg]), (b_launch.click, [launch_out])], [msg, launch_out])
+
+    def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
+        tab.select(partial(draw, ws), draw_in, plot)  # a chart drawn while the tab was hidden gets its size
+
+    return hooks
