@@ -165,7 +165,7 @@ def _shown(con, pair_id: int, a_left: bool, ann: int) -> Shown:
            JOIN responses rb ON rb.id = p.response_b WHERE p.id = ?""", (pair_id,),
     ).fetchone()
     cur = con.execute(
-        "SELECT choice FROM labels WHERE pair_id=? AND annotator_id=? AND superseded=0", (pair_id, ann)
+        "SELECT choice FROM labels WHERE pair_id=? AND +annotator_id=? AND superseded=0", (pair_id, ann)
     ).fetchone()
     left, right = (r["a"], r["b"]) if a_left else (r["b"], r["a"])
     return Shown(r["id"], r["prompt"], left, right, a_left, r["source"], r["flag"], cur[0] if cur else None)
@@ -193,7 +193,7 @@ def _save(con, shown: Shown, annotator: str, session: str, choice: str, comment:
     ann = annotator_id(con, annotator)
     if con.execute("SELECT 1 FROM pairs WHERE id=?", (shown.pair_id,)).fetchone() is None:
         raise KeyError(f"pair {shown.pair_id} no longer exists")
-    con.execute("UPDATE labels SET superseded=1 WHERE pair_id=? AND annotator_id=? AND superseded=0",
+    con.execute("UPDATE labels SET superseded=1 WHERE pair_id=? AND +annotator_id=? AND superseded=0",
                 (shown.pair_id, ann))
     lid = con.execute(
         "INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, comment, created) "
