@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import bootstrap, memory  # noqa: F401  (unsloth before trl)
+from .. import blind
 from ..errors import ConfigError, DataError
 from ..models import LoraSpec
 from ..paths import DEMO_MODEL
@@ -370,6 +371,12 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     evaluated = any(m.get("step") == step and "eval_accuracy" in m for m in ctx.feed)
     if held and not ctx.should_stop() and not evaluated:
         ctx.metric({"step": step, **trainer.evaluate()})
+    if held and not ctx.should_stop():  # held-out accuracy per kind of pair and per source (blind.py)
+        from . import reward_breakdown
+
+        b = reward_breakdown.held_out_breakdown(ctx.ws, trainer.model, tok, held, max_length)
+        reward_breakdown.write(ctx.dir, b)
+        ctx.metric({"step": step, **blind.metric_record(b)})
     trainer.save_model(str(ctx.dir / "adapter"))
     tok.save_pretrained(str(ctx.dir / "adapter"))
     acc = next((m["eval_accuracy"] for m in reversed(ctx.feed) if "eval_accuracy" in m), None)
