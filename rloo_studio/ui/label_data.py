@@ -10,7 +10,6 @@ from functools import partial
 
 import gradio as gr
 
-from .. import labels as L
 from ..errors import explain
 from ..exporting import FORMATS, export
 from ..generate import GenerateConfig, generate_candidates
