@@ -91,6 +91,15 @@ def breakdown_text(b: dict | None) -> str:
     return "\n".join(lines)
 
 
+def breakdown_cell(b: dict | None) -> str:
+    """Compact, for a table cell: 'only chosen reasons 37/37 · both reason 9/10 | source demo 46/47'."""
+    if not b or not b.get("pairs"):
+        return ""
+    kinds = " · ".join(f"{g} {s['correct']}/{s['pairs']}" for g, s in b["by_kind"].items())
+    srcs = " · ".join(f"{g} {s['correct']}/{s['pairs']}" for g, s in b["by_source"].items())
+    return f"{kinds} | source: {srcs}"
+
+
 # -- live RLOO completions -----------------------------------------------------------------------
 
 
@@ -180,3 +189,32 @@ def correlation_text(samples: list[dict], reward_model: str = REWARD_MODEL) -> s
         if c["r"] is not None:
             by_rule[c["rule"]].append(f"{c['r']:.2f} {short[c['slice']]} (n={c['n']})")
     return "\n".join(f"reward model vs {rule}: r = " + ", ".join(v) for rule, v in by_rule.items())
+
+
+# -- a run folder, for `runs show` -----------------------------------------------------------------
+
+def run_figures(run_dir, last_steps: int = 5) -> dict:
+    """What a run folder says about blindness: a reward run's held-out accuracy by kind and source
+    (held_out_breakdown.json, without the per-pair rows), an RLOO run's reward-model-vs-rule correlations
+    over the completions of its latest `last_steps` steps (samples.jsonl). {} when it has neither."""
+    import json
+    from pathlib import Path
+
+    d, out = Path(run_dir), {}
+    try:
+        b = json.loads((d / "held_out_breakdown.json").read_text())
+        out["held_out_accuracy_by"] = {k: b[k] for k in ("by_kind", "by_source") if k in b}
+    except (OSError, ValueError):
+        pass
+    try:
+        rows = [json.loads(x) for x in (d / "samples.jsonl").read_text().splitlines() if x.strip()]
+    except (OSError, ValueError):
+        rows = []
+    if rows:
+        keep = set(sorted({r.get("step", 0) for r in rows})[-last_steps:])
+        rows = [r for r in rows if r.get("step", 0) in keep]
+        cs = [c for c in correlations(rows) if c["r"] is not None]
+        if cs:
+            out["reward_model_vs_rules"] = [{**c, "r": round(c["r"], 3)} for c in cs]
+            out["blind_warnings"] = blind_warnings(rows)
+    return out

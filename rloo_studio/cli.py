@@ -171,11 +171,13 @@ def cmd_runs(a) -> int:
         if ws.run(rid) is None:
             raise StudioError(f"no run {rid} in {ws.root}")
     if a.action == "show":
+        from .blind import run_figures  # held-out accuracy by kind; reward model vs rule rewards
+
         for rid in a.run_ids:
             d = ws.run_dir(rid)
             print(json.dumps({**read_status(d), "folder": str(d),
                               "config": (d / "config.yaml").read_text() if (d / "config.yaml").exists() else None,
-                              "last": R.last_values(R.read_metrics(d))}, indent=1))
+                              "last": R.last_values(R.read_metrics(d)), **run_figures(d)}, indent=1))
         return 0
     keys = a.metric or ["loss"]
     print("run".ljust(34) + "".join(k[:18].rjust(20) for k in keys))

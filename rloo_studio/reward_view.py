@@ -10,8 +10,10 @@ import time
 import yaml
 
 from . import form
+from .blind import breakdown_cell, breakdown_text
 from .errors import DataError
 from .jobs.reward import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
+from .jobs.reward_breakdown import read as read_breakdown
 from .jobs.runner import read_metrics, read_status
 from .workspace import Workspace
 
@@ -159,7 +161,8 @@ def _duration(r: dict) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
-RUN_HEADERS = ["run", "status", "pairs (train / held-out)", "held-out accuracy", "duration", "message"]
+RUN_HEADERS = ["run", "status", "pairs (train / held-out)", "held-out accuracy", "held-out right, by kind of pair",
+               "duration", "message"]
 
 
 def runs_rows(ws: Workspace) -> list[list]:
@@ -173,8 +176,15 @@ def runs_rows(ws: Workspace) -> list[list]:
         except (OSError, ValueError, KeyError):
             pairs = ""
         acc = final_eval(read_metrics(d)).get("accuracy")
-        rows.append([r["id"], r["status"], pairs, "" if acc is None else f"{acc:.1%}", _duration(r), r["message"]])
+        rows.append([r["id"], r["status"], pairs, "" if acc is None else f"{acc:.1%}", breakdown_cell(read_breakdown(d)),
+                     _duration(r), r["message"]])
     return rows
+
+
+def breakdown(ws: Workspace, run_id: str) -> str:
+    """The run's held-out accuracy by kind of pair and by source, one line each ('' before it finished):
+    a format-only reward model shows 100% on 'only chosen reasons' and chance on 'both reason'."""
+    return breakdown_text(read_breakdown(ws.run_dir(run_id)))
 
 
 def latest_run(ws: Workspace) -> str | None:

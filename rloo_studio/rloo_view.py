@@ -117,7 +117,8 @@ def _corr(a: list[float], b: list[float]) -> float:
 
 def warnings(records: list[dict], max_completion_length: int | None = None, samples: list[dict] | None = None,
              window: int = WINDOW) -> list[str]:
-    """Plain warnings about the latest steps: truncation, zero-variance groups, reward rising with length or KL."""
+    """Plain warnings about the latest steps: truncation, zero-variance groups, reward rising with length or KL,
+    a reward model blind to what a rule reward beside it separates (on `samples`, the latest steps' completions)."""
     recs = step_records(records)
     if not recs:
         return []
@@ -148,6 +149,10 @@ def warnings(records: list[dict], max_completion_length: int | None = None, samp
                 if c > 0.8 and grew:
                     out.append(f"The reward rises together with {what} (correlation {c:.2f}): possible reward "
                                "hacking. Read the completions below; raise beta or fix the reward if they got worse.")
+    if samples:  # a reward model beside rule rewards: does it separate what the rules separate? (blind.py)
+        from .blind import blind_warnings
+
+        out += blind_warnings(samples)
     return out
 
 

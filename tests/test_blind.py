@@ -4,11 +4,13 @@ import json
 import random
 
 from rloo_studio import blind
+from rloo_studio import reward_view as rv
+from rloo_studio import rloo_view
+from rloo_studio.cli import main
 from rloo_studio.jobs import reward_breakdown
 from rloo_studio.jobs.reward import RewardJobConfig, held_out_rows, train_reward
 from rloo_studio.jobs.runner import JobRunner, read_metrics
 from rloo_studio.models import LoraSpec
-from rloo_studio.reward_view import final_eval
 
 THINK = "<think>\n7+5+0=12\n\n3+4+1=8\n</think>\n\nThe answer is {a}."
 PLAIN = "The answer is {a}."
@@ -56,6 +58,18 @@ def test_blind_warning_stays_silent_when_the_reward_model_tracks_correctness():
     assert all(c["r"] > 0.5 for c in blind.correlations(sees_answers) if c["r"] is not None)
 
 
+def test_rloo_warnings_and_runs_show_carry_the_blind_warning(tmp_path):
+    format_only = _samples(lambda thinks, correct, rng: (1.0 if thinks else -1.0) + rng.gauss(0, 0.1))
+    records = [{"step": s, "reward": 0.5, "frac_reward_zero_std": 0.0} for s in (1, 2, 3)]
+    (w,) = rloo_view.warnings(records, 64, format_only)
+    assert w == blind.blind_warnings(format_only)[0]
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in format_only))
+    fig = blind.run_figures(tmp_path)
+    assert fig["blind_warnings"] == [w]
+    assert {(c["rule"], c["slice"]) for c in fig["reward_model_vs_rules"]} >= {
+        ("correctness", "among completions that think"), ("think_format", "over all recent completions")}
+
+
 def test_blind_warning_needs_a_reward_model_and_enough_completions():
     rules_only = [{**s, "rewards": {k: v for k, v in s["rewards"].items() if k != "reward_model"}}
                   for s in _samples(lambda *a: 0.0)]
@@ -64,7 +78,7 @@ def test_blind_warning_needs_a_reward_model_and_enough_completions():
     assert blind.blind_warnings(few) == []
 
 
-def test_short_reward_run_records_held_out_accuracy_per_kind_and_source(workspace):
+def test_short_reward_run_records_held_out_accuracy_per_kind_and_source(workspace, capsys):
     cfg = RewardJobConfig(max_steps=3, per_device_train_batch_size=8, eval_fraction=0.1, lora=LoraSpec(r=8, alpha=8))
     r = JobRunner(workspace)
     rid = r.submit("reward", cfg, train_reward)
@@ -80,11 +94,21 @@ def test_short_reward_run_records_held_out_accuracy_per_kind_and_source(workspac
     # The demo's two kinds: format pairs (only the chosen side reasons) and slip pairs (both reason).
     assert set(b["by_kind"]) <= {"only chosen reasons", "both reason"} and "only chosen reasons" in b["by_kind"]
     # The per-pair scores give the same accuracy TRL logged at the last evaluation.
-    assert round(final_eval(read_metrics(d))["accuracy"] * b["pairs"]) == b["correct"]
+    assert round(rv.final_eval(read_metrics(d))["accuracy"] * b["pairs"]) == b["correct"]
     last = [m for m in read_metrics(d) if any(k.startswith("eval_accuracy/kind:") for k in m)]
     assert len(last) == 1 and last[0]["step"] == 3
     for kind, s in b["by_kind"].items():
         assert last[0][f"eval_accuracy/kind:{kind}"] == s["accuracy"]
         assert last[0][f"eval_pairs/kind:{kind}"] == s["pairs"]
-    text = blind.breakdown_text(b)
+    # Where a person reads it: the Reward tab's runs list and summary text, and `runs show`.
+    text = rv.breakdown(workspace, rid)
     assert "held-out accuracy by kind — " in text and "held-out accuracy by source — " in text
+    s = b["by_kind"]["only chosen reasons"]
+    assert f"only chosen reasons: {s['correct']}/{s['pairs']}" in text
+    (row,) = rv.runs_rows(workspace)
+    assert f"only chosen reasons {s['correct']}/{s['pairs']}" in row[rv.RUN_HEADERS.index("held-out right, by kind of pair")]
+    capsys.readouterr()
+    assert main(["runs", "show", rid, "--workspace", str(workspace.root)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["held_out_accuracy_by"]["by_kind"] == b["by_kind"]
+    assert shown["last"]["eval_pairs/kind:only chosen reasons"] == s["pairs"]
