@@ -167,8 +167,11 @@ def blind_warnings(samples: list[dict], reward_model: str = REWARD_MODEL, blind_
     by_rule: dict[str, list[dict]] = defaultdict(list)
     for c in correlations(samples, reward_model):
         by_rule[c["rule"]].append(c)
+    share = sum(reasons(s.get("response") or s.get("completion", "")) for s in samples) / max(1, len(samples))
     out = []
     for rule, cs in by_rule.items():
+        if rule in FORMAT_RULES and not 0.1 <= share <= 0.9:
+            continue  # (almost) all think, or none do: what is left of a format rule is length bands
         for c in cs:  # SLICES order: most specific first
             if c["r"] is None or c["n"] < min_n or c["r"] >= blind_r:
                 continue

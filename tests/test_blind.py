@@ -56,6 +56,12 @@ def test_blind_warning_stays_silent_when_the_reward_model_tracks_correctness():
     sees_answers = _samples(lambda thinks, correct, rng: 1.0 * correct + 0.5 * thinks + rng.gauss(0, 0.1))
     assert blind.blind_warnings(sees_answers) == []
     assert all(c["r"] > 0.5 for c in blind.correlations(sees_answers) if c["r"] is not None)
+    # Late in a run every completion thinks; think_format then only grades reasoning length, which is no
+    # blindness of the reward model.
+    all_think = [{**s, "response": THINK.format(a=812 if s["rewards"]["correctness"] else 811),
+                  "rewards": {**s["rewards"], "think_format": random.Random(i).choice([0.3, 0.7, 1.0])}}
+                 for i, s in enumerate(sees_answers)]
+    assert blind.blind_warnings(all_think) == []
 
 
 def test_rloo_warnings_and_runs_show_carry_the_blind_warning(tmp_path):
