@@ -32,7 +32,7 @@ CSS = """
 #rloo-check .ok {color:#15803d}
 #rloo-completions th, #rloo-completions th * {white-space: nowrap; word-break: keep-all; overflow-wrap: normal}
 #rloo-completions td {font-size: .88em; vertical-align: top}
-#rloo-table-note {font-size: .85em; color: var(--body-text-color-subdued)}
+#rloo-table-note {font-size: .88em; color: var(--body-text-color)}
 #rloo-warnings .warn {background:#fef3c7; color:#78350f; border-left:4px solid #f59e0b; padding:.4em .8em;
                       margin:.3em 0; border-radius:4px}
 """
@@ -102,9 +102,10 @@ def _status_html(studio: Studio, rid: str | None, records: list[dict]) -> str:
 
 
 def _widths(cols: list[str]) -> list[str]:
-    fixed = {"group": "90px", "step": "56px", "#": "40px", "prompt": "220px", "thinking": "300px", "answer": "160px",
-             "total": "70px", "advantage": "90px", "tokens": "66px", "cut": "50px"}
-    return [fixed.get(c, f"{max(80, 9 * len(c) + 24)}px") for c in cols]
+    # about 1150px in all at the usual reward count, so the right-hand columns fit a 1400px window
+    fixed = {"group": "78px", "step": "52px", "#": "36px", "prompt": "190px", "thinking": "250px", "answer": "140px",
+             "total": "62px", "advantage": "90px", "tokens": "64px", "cut": "46px"}
+    return [fixed.get(c, f"{max(70, 9 * len(c) + 20)}px") for c in cols]
 
 
 def _warnings_html(items: list[str]) -> str:
