@@ -33,6 +33,7 @@ class Shown:
     source: str
     flag: str | None
     current: str | None  # this annotator's current label of the pair, if any
+    turns: list[dict] | None = None  # a multi-turn prompt's conversation ({role, content}); prompt is its last user turn
 
     def choice_for(self, side: str) -> str:
         """Translate 'left'/'right'/'tie'/'skip' into the stored choice ('a' = response_a)."""
@@ -160,7 +161,7 @@ def _order(con, pair_id: int, ann: int, rng: random.Random | None = None) -> boo
 
 def _shown(con, pair_id: int, a_left: bool, ann: int) -> Shown:
     r = con.execute(
-        """SELECT p.id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag FROM pairs p
+        """SELECT p.id, pr.text AS prompt, pr.extra, ra.text AS a, rb.text AS b, p.source, p.flag FROM pairs p
            JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a
            JOIN responses rb ON rb.id = p.response_b WHERE p.id = ?""", (pair_id,),
     ).fetchone()
@@ -168,7 +169,17 @@ def _shown(con, pair_id: int, a_left: bool, ann: int) -> Shown:
         "SELECT choice FROM labels WHERE pair_id=? AND +annotator_id=? AND superseded=0", (pair_id, ann)
     ).fetchone()
     left, right = (r["a"], r["b"]) if a_left else (r["b"], r["a"])
-    return Shown(r["id"], r["prompt"], left, right, a_left, r["source"], r["flag"], cur[0] if cur else None)
+    return Shown(r["id"], r["prompt"], left, right, a_left, r["source"], r["flag"], cur[0] if cur else None,
+                 prompt_turns(r["extra"]))
+
+
+def prompt_turns(extra: str | None) -> list[dict] | None:
+    """The turns of a multi-turn prompt (stored as extra['messages'] by imports), or None."""
+    try:
+        turns = json.loads(extra or "{}").get("messages")
+    except (ValueError, AttributeError):
+        return None
+    return turns if isinstance(turns, list) and len(turns) > 1 else None
 
 
 def release(ws: Workspace, session: str) -> None:

@@ -133,6 +133,12 @@ def test_anthropic_hh_text_becomes_prompt_turns_and_replies(empty_workspace, tmp
     assert json.loads((tmp_path / "c.jsonl").read_text().splitlines()[1])["prompt"] == turns
     res = export(empty_workspace, tmp_path / "s.jsonl")
     assert "1 pairs have a prompt of several messages" in res.summary()
+    # the Label tab is handed the turns of the multi-turn prompt (and none for a single-turn one)
+    seen = {}
+    while (s := L.next_pair(empty_workspace, "reader", "s1")) and s.pair_id not in seen:
+        seen[s.pair_id] = s.turns
+        L.save_label(empty_workspace, s, "reader", "s1", "left")
+    assert sorted(seen.values(), key=bool) == [None, turns]
 
 
 def test_hh_with_a_separate_prompt_column(empty_workspace, tmp_path):

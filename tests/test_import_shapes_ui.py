@@ -68,8 +68,10 @@ def test_ultrafeedback_and_hh_uploads_show_plain_prompts_and_replies(app, tmp_pa
         label_and_wait(page, "capital of France")
         # the multi-turn conversation: its last user turn is the prompt shown, the final replies the responses
         expect(page.locator("#lbl-prompt")).to_contain_text("How long should it rise?", timeout=20000)
-        assert shown(page) == ("Sourdough. How long should it rise?",
-                               {"About 4 to 12 hours, until it has doubled.", "Ten minutes."})
+        prompt, answers = shown(page)  # shown as turns, each named by its role, the last user turn last
+        assert answers == {"About 4 to 12 hours, until it has doubled.", "Ten minutes."}
+        assert prompt.splitlines() == ["user: I want to bake bread.", "assistant: What kind of bread?",
+                                       "user: Sourdough. How long should it rise?"], prompt
         screenshot(page, "import-shapes-hh")
 
         upload(page, hh)  # the same file again adds nothing and says so

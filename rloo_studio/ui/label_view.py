@@ -53,7 +53,7 @@ def view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str 
         status = f"{html.escape(note)} · {status}"
     elif note:
         status = _msg(note, True)
-    prompt = f"<div data-pair='{shown.pair_id}'>{render.esc(shown.prompt)}</div>"
+    prompt = f"<div data-pair='{shown.pair_id}'>{prompt_html(shown)}</div>"
     return (prompt, render.response_html(shown.left, raw), render.response_html(shown.right, raw), status,
             progress_md(studio, name), shown)
 
@@ -76,3 +76,11 @@ def show_next(studio: Studio, nm, sess, f, s, rw, av, note: str = ""):
 
 def sources_update(studio: Studio):
     return gr.update(choices=[("all sources", "")] + [(x, x) for x in L.sources(studio.ws)])
+
+
+def prompt_html(shown) -> str:
+    """The prompt; a multi-turn one as its turns, each named by its role, the last user turn last."""
+    if not shown.turns:
+        return render.esc(shown.prompt)
+    return "".join(f"<div class='turn turn-{html.escape(str(t.get('role', '')))}'><b>{html.escape(str(t.get('role', '')))}</b>: "
+                   f"{render.esc(str(t.get('content', '')))}</div>" for t in shown.turns)
