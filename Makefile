@@ -1,13 +1,14 @@
 # Two commands on a fresh machine (Python 3.11 + the package registries):
 #   make run    set up .venv and start the app on http://127.0.0.1:7860 with the demo workspace
 #   make test   set up .venv (+ Debian's chromium for browser tests) and run every test
+#   (make test-fast: the core tests only, no browser and no training)
 # Both are idempotent: a second run skips what is done.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test setup chromium demo-model bench
+.PHONY: run test test-fast setup chromium demo-model bench
 
 setup: $(STAMP)
 
@@ -28,6 +29,10 @@ run: $(STAMP)
 
 test: $(STAMP) chromium
 	$(PY) -m pytest -q tests
+
+# The core tests only: no browser, no training (markers set in tests/conftest.py).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not browser and not train" tests
 
 # Rebuild the bundled demo model and data from scratch (about 5 minutes on 2 cores).
 demo-model: $(STAMP)

@@ -83,3 +83,33 @@ def qwen3_hybrid_model(tmp_path_factory):
     from qwen3_fixture import save_model
 
     return save_model(tmp_path_factory.mktemp("qwen3-hybrid"), "qwen3")
+
+
+# -- markers: `make test-fast` runs what is neither `browser` nor `train` ------------------------------------
+# browser: the test drives the real app in Chromium (its module uses tests/browser.py).
+# train:   the test trains, samples from or scores with a model (a module listed here, or a test listed here).
+TRAIN_MODULES = {
+    "test_accelerate", "test_blind", "test_concurrent_loads", "test_demo_model", "test_export_model", "test_faults",
+    "test_generate", "test_gpu_check", "test_models", "test_playground", "test_qwen3_cli", "test_qwen3_thinking", "test_repro",
+    "test_reward_job", "test_rewards", "test_rloo_job", "test_rloo_label", "test_rloo_learns",
+    "test_rloo_with_reward_model", "test_runs", "test_scoring", "test_training",
+}
+TRAIN_TESTS = {
+    "test_cli.py::test_score_json_prints_one_json_object", "test_cli.py::test_score_a_model_with_its_own_code_only_with_the_flag",
+    "test_cli.py::test_train_cli_rejects_bad_config_with_a_message", "test_records.py::test_filter_pairs_the_reward_model_disagrees_with",
+    "test_qwen3_fixture.py::test_tiny_models",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "browser: drives the real app in Debian's Chromium")
+    config.addinivalue_line("markers", "train: trains, samples from or scores with a model")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2]
+        if any(getattr(v, "__module__", None) == "browser" for v in vars(item.module).values()):
+            item.add_marker(pytest.mark.browser)
+        if module in TRAIN_MODULES or f"{module}.py::{item.originalname}" in TRAIN_TESTS:
+            item.add_marker(pytest.mark.train)
