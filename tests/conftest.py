@@ -89,7 +89,7 @@ def qwen3_hybrid_model(tmp_path_factory):
 # browser: the test drives the real app in Chromium (its module uses tests/browser.py).
 # train:   the test trains, samples from or scores with a model (a module listed here, or a test listed here).
 TRAIN_MODULES = {
-    "test_accelerate", "test_blind", "test_concurrent_loads", "test_demo_model", "test_export_model", "test_faults",
+    "test_accelerate", "test_concurrent_loads", "test_demo_model", "test_export_model", "test_faults",
     "test_generate", "test_gpu_check", "test_models", "test_playground", "test_qwen3_cli", "test_qwen3_thinking", "test_repro",
     "test_reward_job", "test_rewards", "test_rloo_job", "test_rloo_label", "test_rloo_learns",
     "test_rloo_with_reward_model", "test_runs", "test_scoring", "test_training",
@@ -97,7 +97,7 @@ TRAIN_MODULES = {
 TRAIN_TESTS = {
     "test_cli.py::test_score_json_prints_one_json_object", "test_cli.py::test_score_a_model_with_its_own_code_only_with_the_flag",
     "test_cli.py::test_train_cli_rejects_bad_config_with_a_message", "test_records.py::test_filter_pairs_the_reward_model_disagrees_with",
-    "test_qwen3_fixture.py::test_tiny_models",
+    "test_qwen3_fixture.py::test_tiny_models", "test_blind.py::test_short_reward_run_records_held_out_accuracy_per_kind_and_source",
 }
 
 
