@@ -104,7 +104,7 @@ def test_dataset_view_opens_a_disagreement(page):
     expect(page.locator("#inspect-rejected [data-testid=score-plot]")).to_be_visible()
     ticks = [page.locator(f"#inspect-{side} [data-testid=score-plot] text[text-anchor=end]").all_text_contents()
              for side in ("chosen", "rejected")]
-    assert ticks[0] and ticks[0] == ticks[1]  # one y scale for chosen and rejected
+    assert ticks[0][:5] and ticks[0][:5] == ticks[1][:5]  # one y scale (five y ticks; the last label is the x end)
     screenshot(page, "inspect-pair")
 
     # Send it back to the Label tab.
