@@ -74,6 +74,24 @@ def view(page, name: str, anchor: str):
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+def choose_option(page, box, value, tries=10):
+    """Pick `value` in a Gradio dropdown as a person would: type it, click its option; again if the
+    dropdown was redrawn meanwhile (its choices follow the picked runs)."""
+    for _ in range(tries):
+        box.click()
+        box.fill(value)
+        option = page.get_by_role("option", name=value, exact=True)
+        try:
+            option.first.click(timeout=5000)
+        except Exception:  # noqa: BLE001 — the list was redrawn under the pointer: type again
+            page.keyboard.press("Escape")
+            continue
+        page.keyboard.press("Escape")
+        if box.input_value() == value:
+            return
+    raise AssertionError(f"could not choose {value!r}; the box shows {box.input_value()!r}")
+
+
 def wait_until(cond, timeout_s, what):
     end = time.time() + timeout_s
     while time.time() < end:
@@ -174,9 +192,7 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
         page.keyboard.press("Escape")
         metric = page.locator("#runs-metric input")
         expect(metric).to_have_value("loss", timeout=60000)  # the metric list came with the picked runs
-        metric.fill("reward")
-        page.get_by_role("option", name="reward", exact=True).click()
-        expect(metric).to_have_value("reward")
+        choose_option(page, metric, "reward")
         wait_until(lambda: len(chart_state(page, "runs-overlay")["legend"]) >= 2, 120, "both runs in the overlay")
         check_chart(page, "runs-overlay", [first["id"], second["id"]])
         colors = S.run_colors([first["id"], second["id"]])
