@@ -15,7 +15,9 @@ def by_step(run_dir: Path) -> dict[tuple, dict]:
     """metrics.jsonl as {(step, kind): record}; asserts one record of each kind per step."""
     out = {}
     for m in read_metrics(run_dir):
-        kind = "summary" if "train_runtime" in m else "eval" if any(k.startswith("eval_") for k in m) else "train"
+        kind = ("summary" if "train_runtime" in m
+                else "breakdown" if any(k.startswith("eval_") and "/" in k for k in m)  # per kind / source of pair
+                else "eval" if any(k.startswith("eval_") for k in m) else "train")
         key = (m["step"], kind)
         assert key not in out, f"step {m['step']} ({kind}) recorded twice in {run_dir.name}/metrics.jsonl"
         out[key] = {k: v for k, v in m.items() if k not in TIMING}
