@@ -113,11 +113,16 @@ def build(studio: Studio):
     b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
     gr.Timer(2.0).tick(partial(refresh, ws), pick, [table, pick], show_progress="hidden")
     draw_in = [pick, metric, smooth, log_scale]
-    pick.change(partial(choose, ws), [pick, metric], [metric, details]).then(partial(draw, ws), draw_in, plot)
+    # The user's picks (input, not change): the timer's refresh of the run list must not re-run them
+    # every 2 s, which kept a loading cover over the Metric box.
+    quiet = dict(show_progress="hidden")
+    pick.input(partial(choose, ws), [pick, metric], [metric, details], **quiet).then(
+        partial(draw, ws), draw_in, plot, **quiet)
     for w in (metric, smooth, log_scale):
-        w.change(partial(draw, ws), draw_in, plot)
+        w.input(partial(draw, ws), draw_in, plot, **quiet)
     delete.click(partial(remove, ws), [pick, confirm], msg).then(partial(refresh, ws), pick, [table, pick]).then(
-        lambda: False, None, confirm)
+        lambda: False, None, confirm).then(partial(choose, ws), [pick, metric], [metric, details]).then(
+        partial(draw, ws), draw_in, plot)
     messages.clear_on([(pick.input, []), (delete.click, [msg]), (b_launch.click, [launch_out])], [msg, launch_out])
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
