@@ -118,8 +118,8 @@ def build(studio: Studio):
     quiet = dict(show_progress="hidden")
     pick.input(partial(choose, ws), [pick, metric], [metric, details], **quiet).then(
         partial(draw, ws), draw_in, plot, **quiet)
-    for w in (metric, smooth, log_scale):
-        w.input(partial(draw, ws), draw_in, plot, **quiet)
+    for w in (metric, smooth, log_scale):  # changed by the user, or by choose(): never by the timer
+        w.change(partial(draw, ws), draw_in, plot, **quiet)
     delete.click(partial(remove, ws), [pick, confirm], msg).then(partial(refresh, ws), pick, [table, pick]).then(
         lambda: False, None, confirm).then(partial(choose, ws), [pick, metric], [metric, details]).then(
         partial(draw, ws), draw_in, plot)
