@@ -14,6 +14,7 @@ from rloo_studio.jobs.rloo_eval import compare, read_eval
 from rloo_studio.jobs.rloo_samples import read_samples
 from rloo_studio.jobs.runner import JobRunner, read_metrics
 from rloo_studio.models import LoraSpec
+from reward_run_fixture import seeded_reward_run
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(per_device_train_batch_size=8, num_generations=4, lora=LoraSpec(r=4, alpha=8), max_completion_length=48,
@@ -66,20 +67,7 @@ def test_presets_are_valid_and_follow_the_recipes():
 
 
 def _fake_reward_run(ws, rid="reward-fake"):
-    """A reward run folder with a real (untrained, seeded) SEQ_CLS LoRA adapter, as the reward job saves it."""
-    import torch
-    from peft import get_peft_model
-
-    from rloo_studio.models import load_seq_cls, lora_config
-
-    torch.manual_seed(0)
-    model, tok = load_seq_cls(RlooJobConfig().model)
-    model = get_peft_model(model, lora_config(LoraSpec(r=4, alpha=8), "SEQ_CLS"))
-    d = ws.run_dir(rid)
-    model.save_pretrained(str(d / "adapter"))
-    tok.save_pretrained(str(d / "adapter"))
-    ws.upsert_run(rid, kind="reward", name=rid, status="completed")
-    return rid
+    return seeded_reward_run(ws, rid)
 
 
 def test_run_records_samples_rewards_and_before_after(workspace):

@@ -8,24 +8,11 @@ from rloo_studio.errors import DataError
 from rloo_studio.jobs.rloo_samples import read_samples
 from rloo_studio.playground import PlaySettings, play
 from rloo_studio.rloo_label import groups, send_group
+from reward_run_fixture import seeded_reward_run
 
 
 def _reward_run(ws, rid="reward-seeded"):
-    """A reward run folder with a real SEQ_CLS LoRA adapter (seeded, untrained), as the reward job saves it."""
-    import torch
-    from peft import get_peft_model
-
-    from rloo_studio.models import LoraSpec, load_seq_cls, lora_config
-    from rloo_studio.paths import DEMO_MODEL
-
-    torch.manual_seed(0)
-    model, tok = load_seq_cls(str(DEMO_MODEL))
-    model = get_peft_model(model, lora_config(LoraSpec(r=4, alpha=8), "SEQ_CLS"))
-    d = ws.run_dir(rid)
-    model.save_pretrained(str(d / "adapter"))
-    tok.save_pretrained(str(d / "adapter"))
-    ws.upsert_run(rid, kind="reward", name=rid, status="completed")
-    return rid
+    return seeded_reward_run(ws, rid)
 
 
 @pytest.fixture(scope="module")
