@@ -4,7 +4,7 @@ Without --workspace it opens ./workspace, which starts with the bundled demo dat
 workspace starts empty unless --demo asks for the demo (the Label tab can load it later too)."""
 import sys
 
-from rloo_studio import bootstrap  # noqa: F401  (first: unsloth before transformers)
+from rloo_studio.core import bootstrap  # noqa: F401  (first: unsloth before transformers)
 from rloo_studio.cli import main
 
 if __name__ == "__main__":

@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from rloo_studio import labels as L  # noqa: E402
+from rloo_studio.label import store as L  # noqa: E402
 
 READ_MS = 100  # browser mode: pause after a new pair shows, as a (very fast) person would; not timed
-from rloo_studio.workspace import Workspace  # noqa: E402
+from rloo_studio.core.workspace import Workspace  # noqa: E402
 
 
 def build(ws_dir: Path, n_pairs: int, annotators: int, labeled_share: float = 0.4, imported_share: float = 0.25,

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from rloo_studio import bootstrap  # noqa: E402,F401  (unsloth before transformers / trl)
+from rloo_studio.core import bootstrap  # noqa: E402,F401  (unsloth before transformers / trl)
 
 from transformers import TrainerCallback  # noqa: E402
 
@@ -41,15 +41,15 @@ class StepTimer(TrainerCallback):
 
 
 def config(steps: int):
-    from rloo_studio.jobs.reward import RewardJobConfig
+    from rloo_studio.reward.job import RewardJobConfig
 
     # No evaluation or checkpoint inside the timed window: both variants time pure training steps.
     return RewardJobConfig(max_steps=steps, eval_steps=10_000, save_steps=10_000, eval_fraction=0.2, seed=0)
 
 
 def run_studio(ws, steps: int) -> list[float]:
-    from rloo_studio.jobs.reward import train_reward
-    from rloo_studio.jobs.runner import JobRunner
+    from rloo_studio.reward.job import train_reward
+    from rloo_studio.runs.runner import JobRunner
 
     timer = StepTimer()
     r = JobRunner(ws)
@@ -65,7 +65,7 @@ def run_plain(ws, steps: int, out: Path) -> list[float]:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
     from trl import RewardConfig, RewardTrainer
 
-    from rloo_studio.labels import preference_pairs
+    from rloo_studio.label.store import preference_pairs
 
     cfg = config(steps)
     set_seed(cfg.seed)
@@ -97,9 +97,9 @@ def callback_overhead(n: int = 2000) -> float:
     """Seconds our StudioCallback adds per step (one on_log record + on_step_end), measured alone."""
     from types import SimpleNamespace
 
-    from rloo_studio.jobs.callback import StudioCallback
-    from rloo_studio.jobs.runner import RunContext
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.runs.callback import StudioCallback
+    from rloo_studio.runs.runner import RunContext
+    from rloo_studio.core.workspace import Workspace
 
     d = Path(tempfile.mkdtemp(prefix="bench-cb-"))
     ctx = RunContext(Workspace(d / "ws"), "r", d)
@@ -121,7 +121,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=20)
     a = ap.parse_args()
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.core.workspace import Workspace
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-reward-"))
     ws = Workspace(tmp / "ws", seed_demo=True)

@@ -19,16 +19,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from rloo_studio import bootstrap  # noqa: F401,E402  (unsloth first)
+from rloo_studio.core import bootstrap  # noqa: F401,E402  (unsloth first)
 
 
 def bench_reward_model(calls: int) -> None:
     import torch
 
-    from rloo_studio.models import load_causal_lm, load_seq_cls
-    from rloo_studio.paths import DEMO_MODEL
-    from rloo_studio.rewards import make_reward_model_reward
-    from rloo_studio.sampling import sample
+    from rloo_studio.core.models import load_causal_lm, load_seq_cls
+    from rloo_studio.core.paths import DEMO_MODEL
+    from rloo_studio.rloo.rewards import make_reward_model_reward
+    from rloo_studio.core.sampling import sample
 
     policy, tok, _ = load_causal_lm(str(DEMO_MODEL), "transformers")
     outs = sample(policy, tok, ["What is 123 + 456?", "Add 820 and 634.", "Compute 529 + 417.", "Add 111 and 999."],
@@ -66,8 +66,8 @@ def bench_reward_model(calls: int) -> None:
 
 
 def _cfg(steps: int):
-    from rloo_studio.jobs.rloo import RlooJobConfig
-    from rloo_studio.models import LoraSpec
+    from rloo_studio.rloo.job import RlooJobConfig
+    from rloo_studio.core.models import LoraSpec
 
     return RlooJobConfig(rewards=["correctness"], reward_weights=[1.0], num_generations=4,
                          per_device_train_batch_size=16, max_steps=steps, beta=0.02, save_steps=10_000,
@@ -75,9 +75,9 @@ def _cfg(steps: int):
 
 
 def run_studio(steps: int) -> list[float]:
-    from rloo_studio.jobs.rloo import train_rloo
-    from rloo_studio.jobs.runner import JobRunner, read_metrics
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.rloo.job import train_rloo
+    from rloo_studio.runs.runner import JobRunner, read_metrics
+    from rloo_studio.core.workspace import Workspace
 
     with tempfile.TemporaryDirectory() as d:
         ws = Workspace(Path(d) / "ws", seed_demo=True)
@@ -93,9 +93,9 @@ def run_plain(steps: int) -> list[float]:
     from datasets import Dataset
     from trl import RLOOConfig, RLOOTrainer
 
-    from rloo_studio.models import add_lora, load_causal_lm
-    from rloo_studio.paths import DEMO_DATA
-    from rloo_studio.rewards import correctness
+    from rloo_studio.core.models import add_lora, load_causal_lm
+    from rloo_studio.core.paths import DEMO_DATA
+    from rloo_studio.rloo.rewards import correctness
 
 
     cfg = _cfg(steps)

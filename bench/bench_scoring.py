@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from rloo_studio import bootstrap  # noqa: F401,E402
+from rloo_studio.core import bootstrap  # noqa: F401,E402
 import torch  # noqa: E402
 
-from rloo_studio import scoring  # noqa: E402
-from rloo_studio.paths import DEMO_MODEL  # noqa: E402
+from rloo_studio.reward import scoring  # noqa: E402
+from rloo_studio.core.paths import DEMO_MODEL  # noqa: E402
 
 PROMPT = "Add 4821 and 5937."
 

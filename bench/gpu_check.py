@@ -62,7 +62,7 @@ def build(size: str, variant: str, device: str, tmp: Path):
         Qwen3ForCausalLM(cfg).to(torch.bfloat16).save_pretrained(path)
         from transformers import AutoTokenizer
 
-        from rloo_studio.paths import DEMO_MODEL
+        from rloo_studio.core.paths import DEMO_MODEL
 
         AutoTokenizer.from_pretrained(DEMO_MODEL).save_pretrained(path)  # loaders want a tokenizer beside the weights
     if device == "cuda":
@@ -184,7 +184,7 @@ def main() -> None:
     import torch
     from transformers import Qwen3Config
 
-    from rloo_studio.memory import GiB, ModelShape, estimate
+    from rloo_studio.core.memory import GiB, ModelShape, estimate
 
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
     if args.tiny:

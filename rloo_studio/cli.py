@@ -18,8 +18,8 @@ import os
 import signal
 import sys
 
-from .errors import StudioError
-from .paths import DEFAULT_WORKSPACE
+from rloo_studio.core.errors import StudioError
+from rloo_studio.core.paths import DEFAULT_WORKSPACE
 
 
 def _trust_arg(p, extra: str = "") -> None:
@@ -34,7 +34,7 @@ def _workspace_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _demo(a) -> bool:
-    from .seed import wants_demo
+    from rloo_studio.label.demo_data import wants_demo
 
     return wants_demo(a.workspace, a.demo)
 
@@ -50,11 +50,11 @@ def parse_auth(value: str | None) -> tuple[str, str] | None:
 
 
 def cmd_serve(a) -> int:
-    from .studio import Studio
-    from .ui.app import launch
+    from rloo_studio.core.studio import Studio
+    from rloo_studio.ui.app import launch
 
-    from . import models
-    from .paths import ASSETS
+    from rloo_studio.core import models
+    from rloo_studio.core.paths import ASSETS
 
     auth = parse_auth(a.auth)
     studio = Studio(a.workspace, seed_demo=_demo(a))
@@ -65,14 +65,14 @@ def cmd_serve(a) -> int:
 
 
 def _train(a, kind: str) -> int:
-    from .config import build
-    from .jobs.runner import RunContext, execute, prepare_run
-    from .workspace import Workspace
+    from rloo_studio.core.config import build
+    from rloo_studio.runs.runner import RunContext, execute, prepare_run
+    from rloo_studio.core.workspace import Workspace
 
     if kind == "rloo":
-        from .jobs.rloo import PRESETS, RlooJobConfig as Cfg, preset, train_rloo as fn
+        from rloo_studio.rloo.job import PRESETS, RlooJobConfig as Cfg, preset, train_rloo as fn
     else:
-        from .jobs.reward import PRESETS, RewardJobConfig as Cfg, preset, train_reward as fn
+        from rloo_studio.reward.job import PRESETS, RewardJobConfig as Cfg, preset, train_reward as fn
     if a.preset and a.preset not in PRESETS:
         raise StudioError(f"unknown preset {a.preset!r}; choose one of {', '.join(PRESETS)}")
     cfg = build(Cfg, a.config, a.set, base=preset(a.preset) if a.preset else None)
@@ -103,7 +103,7 @@ def _train(a, kind: str) -> int:
 
 
 def cmd_eval_demo(a) -> int:
-    from .evaluate import evaluate_policy
+    from rloo_studio.rloo.evaluate import evaluate_policy
 
     print(json.dumps(evaluate_policy(a.model, a.adapter, n=a.n, seed=a.seed, backend=a.backend,
                                      trust_remote_code=a.trust_remote_code)))
@@ -111,8 +111,8 @@ def cmd_eval_demo(a) -> int:
 
 
 def cmd_import(a) -> int:
-    from .importing import import_file
-    from .workspace import Workspace
+    from rloo_studio.label.importing import import_file
+    from rloo_studio.core.workspace import Workspace
 
     res = import_file(Workspace(a.workspace, seed_demo=_demo(a)), a.file, name=a.name,
                       keep_duplicates=a.keep_duplicates)
@@ -121,8 +121,8 @@ def cmd_import(a) -> int:
 
 
 def cmd_export(a) -> int:
-    from .exporting import export
-    from .workspace import Workspace
+    from rloo_studio.label.exporting import export
+    from rloo_studio.core.workspace import Workspace
 
     res = export(Workspace(a.workspace, seed_demo=_demo(a)), a.out, a.format, ties_apart=a.ties_apart,
                  test_fraction=a.test_fraction, seed=a.seed)
@@ -131,16 +131,16 @@ def cmd_export(a) -> int:
 
 
 def cmd_export_model(a) -> int:
-    from .export_model import export_model
-    from .workspace import Workspace
+    from rloo_studio.runs.export_model import export_model
+    from rloo_studio.core.workspace import Workspace
 
     print(export_model(Workspace(a.workspace), a.run, a.out, merged=a.merged).summary())
     return 0
 
 
 def cmd_score(a) -> int:
-    from .scoring import score_json
-    from .workspace import Workspace
+    from rloo_studio.reward.scoring import score_json
+    from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(a.workspace) if a.reward_run else None
     response = sys.stdin.read() if a.response == "-" else a.response
@@ -156,9 +156,9 @@ def cmd_score(a) -> int:
 
 
 def cmd_runs(a) -> int:
-    from . import runs as R
-    from .jobs.runner import read_status
-    from .workspace import Workspace
+    from rloo_studio.runs import catalog as R
+    from rloo_studio.runs.runner import read_status
+    from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(a.workspace)
     if a.action == "list":
@@ -171,7 +171,7 @@ def cmd_runs(a) -> int:
         if ws.run(rid) is None:
             raise StudioError(f"no run {rid} in {ws.root}")
     if a.action == "show":
-        from .blind import run_figures  # held-out accuracy by kind; reward model vs rule rewards
+        from rloo_studio.reward.blind import run_figures  # held-out accuracy by kind; reward model vs rule rewards
 
         for rid in a.run_ids:
             d = ws.run_dir(rid)
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(a, "loads_model", False):
         # Only commands that load a model pay for torch / Unsloth (and its banner): Unsloth must
         # patch TRL before transformers / trl / peft are imported. runs, import, export start fast.
-        from . import bootstrap  # noqa: F401
+        from rloo_studio.core import bootstrap  # noqa: F401
     try:
         return a.fn(a)
     except StudioError as exc:

@@ -25,9 +25,9 @@ from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rloo_studio import demo  # noqa: E402
-from rloo_studio.evaluate import score_samples  # noqa: E402
-from rloo_studio.sampling import sample  # noqa: E402
+from rloo_studio.core import demo_task as demo  # noqa: E402
+from rloo_studio.rloo.evaluate import score_samples  # noqa: E402
+from rloo_studio.core.sampling import sample  # noqa: E402
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 THINK = ["<think>", "</think>"]

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from rloo_studio.paths import DEMO_MODEL
+from rloo_studio.core.paths import DEMO_MODEL
 
 CONFIG_PY = '''
 from transformers import Qwen3Config

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from rloo_studio.jobs.runner import read_metrics
+from rloo_studio.runs.runner import read_metrics
 
 # Wall-clock figures differ between any two runs; everything else must not.
 TIMING = ("time", "step_time", "train_runtime", "train_samples_per_second", "train_steps_per_second",

@@ -5,8 +5,8 @@ def seeded_reward_run(ws, rid: str = "reward-seeded") -> str:
     import torch
     from peft import get_peft_model
 
-    from rloo_studio.models import LoraSpec, load_seq_cls, lora_config
-    from rloo_studio.paths import DEMO_MODEL
+    from rloo_studio.core.models import LoraSpec, load_seq_cls, lora_config
+    from rloo_studio.core.paths import DEMO_MODEL
 
     torch.manual_seed(0)
     model, tok = load_seq_cls(str(DEMO_MODEL))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rloo_studio.models import LoraSpec
+from rloo_studio.core.models import LoraSpec
 
 TRAIN = dict(max_steps=2, beta=0.0, per_device_train_batch_size=8, num_generations=4, lora=LoraSpec(r=4, alpha=8),
              max_completion_length=48, save_steps=100, learning_rate=5e-2)
@@ -14,9 +14,9 @@ TRAIN = dict(max_steps=2, beta=0.0, per_device_train_batch_size=8, num_generatio
 
 def trained_run(root: Path) -> tuple[Path, str]:
     """(workspace folder, run id) of a completed 2-step RLOO run on the demo model under `root`."""
-    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
-    from rloo_studio.jobs.runner import JobRunner
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.runs.runner import JobRunner
+    from rloo_studio.core.workspace import Workspace
 
     ws_dir, done = root / "ws", root / "run.json"
     if done.exists():

@@ -6,8 +6,8 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import App, open_page, screenshot
-from rloo_studio.jobs.runner import JobRunner
-from rloo_studio.workspace import Workspace
+from rloo_studio.runs.runner import JobRunner
+from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import fill, open_page, running_app
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")

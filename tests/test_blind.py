@@ -3,14 +3,14 @@ reward-model reward does not move with a rule reward on the live completions."""
 import json
 import random
 
-from rloo_studio import blind
-from rloo_studio import reward_view as rv
-from rloo_studio import rloo_view
+from rloo_studio.reward import blind
+from rloo_studio.reward import view as rv
+from rloo_studio.rloo import view as rloo_view
 from rloo_studio.cli import main
-from rloo_studio.jobs import reward_breakdown
-from rloo_studio.jobs.reward import RewardJobConfig, held_out_rows, train_reward
-from rloo_studio.jobs.runner import JobRunner, read_metrics
-from rloo_studio.models import LoraSpec
+from rloo_studio.reward import breakdown as reward_breakdown
+from rloo_studio.reward.job import RewardJobConfig, held_out_rows, train_reward
+from rloo_studio.runs.runner import JobRunner, read_metrics
+from rloo_studio.core.models import LoraSpec
 
 THINK = "<think>\n7+5+0=12\n\n3+4+1=8\n</think>\n\nThe answer is {a}."
 PLAIN = "The answer is {a}."

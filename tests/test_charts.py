@@ -1,10 +1,10 @@
-"""Chart data in words (rloo_studio.series) and the figures drawn from it (ui/charts.py), without a browser;
+"""Chart data in words (rloo_studio.runs.series) and the figures drawn from it (ui/charts.py), without a browser;
 the Inspect tab's score view (one y scale for a pair, the answer coloured, what the numbers mean)."""
 import json
 
 import pytest
 
-from rloo_studio import series as S
+from rloo_studio.runs import series as S
 
 
 def _rec(step, **kw):
@@ -98,7 +98,7 @@ def test_completion_groups_keep_a_prompts_completions_together():
 
 
 def test_inspect_pair_shares_one_y_scale_and_colours_the_answer():
-    from rloo_studio.scoring import Scored, StepScore
+    from rloo_studio.reward.scoring import Scored, StepScore
     from rloo_studio.ui import inspect_tab as I
 
     text = "<think>\n1+2=3\n</think>\n\nThe answer is 3."

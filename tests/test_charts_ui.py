@@ -9,10 +9,10 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import ARTIFACTS, fill, open_page, running_app, screenshot
-from rloo_studio import series as S
-from rloo_studio.jobs.runner import read_metrics
-from rloo_studio.rloo_view import PLOTS
-from rloo_studio.workspace import Workspace
+from rloo_studio.runs import series as S
+from rloo_studio.runs.runner import read_metrics
+from rloo_studio.rloo.view import PLOTS
+from rloo_studio.core.workspace import Workspace
 
 LONG = 900_000
 

@@ -43,7 +43,7 @@ def test_train_cli_rejects_bad_config_with_a_message(tmp_path):
 
 
 def test_score_json_prints_one_json_object(tmp_path):
-    from rloo_studio.paths import DEMO_MODEL
+    from rloo_studio.core.paths import DEMO_MODEL
 
     out = subprocess.run([sys.executable, "-m", "rloo_studio", "score", "--workspace", str(tmp_path / "ws"),
                           "--reward-model", str(DEMO_MODEL), "--prompt", "What is 1 + 2?",

@@ -7,8 +7,8 @@ import time
 from playwright.sync_api import sync_playwright
 
 from browser import App, launch_browser
-from rloo_studio.importing import import_file
-from rloo_studio.workspace import Workspace
+from rloo_studio.label.importing import import_file
+from rloo_studio.core.workspace import Workspace
 
 DURATION_S = 40  # docs/RELIABILITY.md records a longer run of the same test
 

@@ -5,8 +5,8 @@ import threading
 
 import torch
 
-from rloo_studio.models import load_causal_lm, load_seq_cls
-from rloo_studio.paths import DEMO_MODEL
+from rloo_studio.core.models import load_causal_lm, load_seq_cls
+from rloo_studio.core.paths import DEMO_MODEL
 
 
 def test_loads_in_two_threads_at_once_give_whole_models():

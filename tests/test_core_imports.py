@@ -20,7 +20,7 @@ def test_core_never_imports_gradio():
 
 def test_bootstrap_imports_unsloth_before_transformers():
     code = (
-        "import sys\nfrom rloo_studio import bootstrap\n"
+        "import sys\nfrom rloo_studio.core import bootstrap\n"
         "print(bootstrap.UNSLOTH_VERSION is not None, 'unsloth' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)

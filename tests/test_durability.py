@@ -8,15 +8,15 @@ import sys
 import time
 from pathlib import Path
 
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
 LABELER = """
 import sys
 sys.path.insert(0, {root!r})
-from rloo_studio import labels as L
-from rloo_studio.workspace import Workspace
+from rloo_studio.label import store as L
+from rloo_studio.core.workspace import Workspace
 ws = Workspace({ws!r})
 name, sess = sys.argv[1], sys.argv[1]
 i = 0

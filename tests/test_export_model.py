@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from rloo_run_fixture import trained_run
-from rloo_studio.errors import DataError
-from rloo_studio.export_model import INFO_FILE, export_model
-from rloo_studio.paths import DEMO_MODEL
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.errors import DataError
+from rloo_studio.runs.export_model import INFO_FILE, export_model
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPTS = ["What is 123+456?", "What is 905+87?"]
@@ -103,8 +103,8 @@ def test_cli_export_model(run, tmp_path):
 
 def test_a_run_on_a_4bit_base_is_merged_into_the_full_precision_base_and_says_so(tmp_path):
     from rloo_run_fixture import TRAIN
-    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
-    from rloo_studio.jobs.runner import JobRunner
+    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.runs.runner import JobRunner
 
     ws = Workspace(tmp_path / "ws", seed_demo=True)
     r = JobRunner(ws)

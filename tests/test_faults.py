@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.config import build
-from rloo_studio.jobs.reward import RewardJobConfig, train_reward
-from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
-from rloo_studio.jobs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
-from rloo_studio.labels import progress
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.config import build
+from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+from rloo_studio.runs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
+from rloo_studio.label.store import progress
+from rloo_studio.core.workspace import Workspace
 from resume_check import assert_same_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,9 +105,9 @@ def test_full_disk_while_checkpointing_fails_cleanly(tmp_path):
 
 GENERATE = """
 import sys
-from rloo_studio.generate import GenerateConfig, generate_candidates
-from rloo_studio.jobs.runner import JobRunner
-from rloo_studio.workspace import Workspace
+from rloo_studio.label.generate import GenerateConfig, generate_candidates
+from rloo_studio.runs.runner import JobRunner
+from rloo_studio.core.workspace import Workspace
 r = JobRunner(Workspace(sys.argv[1]))
 r.wait(r.submit("generate", GenerateConfig(limit=400, k=2, max_new_tokens=48), generate_candidates), 3600)
 """
@@ -134,7 +134,7 @@ def test_kill_9_during_generate_keeps_whole_batches(tmp_path):
     assert orphans == 0  # a batch is written whole or not at all
     made = ws.query(count)[0][0]
     assert 0 < made < 400 and progress(ws) == {**labels_before, "total": labels_before["total"] + made}
-    from rloo_studio.generate import GenerateConfig, generate_candidates
+    from rloo_studio.label.generate import GenerateConfig, generate_candidates
 
     again = r.submit("generate", GenerateConfig(limit=8, k=2, max_new_tokens=48), generate_candidates)
     assert r.wait(again, 600) == "completed", r.status(again)

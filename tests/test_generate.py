@@ -1,7 +1,7 @@
-from rloo_studio import labels as L
-from rloo_studio.errors import ConfigError
-from rloo_studio.generate import GenerateConfig, generate_candidates
-from rloo_studio.jobs.runner import JobRunner
+from rloo_studio.label import store as L
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.label.generate import GenerateConfig, generate_candidates
+from rloo_studio.runs.runner import JobRunner
 
 import pytest
 

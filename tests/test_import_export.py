@@ -3,11 +3,11 @@ import json
 import pandas as pd
 import pytest
 
-from rloo_studio import labels as L
-from rloo_studio.errors import DataError
-from rloo_studio.exporting import export
-from rloo_studio.importing import import_file
-from rloo_studio.prompts import load_prompt_set
+from rloo_studio.label import store as L
+from rloo_studio.core.errors import DataError
+from rloo_studio.label.exporting import export
+from rloo_studio.label.importing import import_file
+from rloo_studio.label.prompts import load_prompt_set
 
 STD = [
     {"prompt": "What is 1+1?", "chosen": "<think>1+1=2</think>2", "rejected": "3"},
@@ -43,7 +43,7 @@ def test_round_trip_every_format(empty_workspace, tmp_path, fmt, suffix):
     assert (res.kind, res.rows, res.pairs) == ("preference", 3, 3)
     out = tmp_path / f"out{suffix or '_ds'}"
     export(empty_workspace, out, fmt=fmt)
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.core.workspace import Workspace
 
     ws2 = Workspace(tmp_path / "ws2")
     import_file(ws2, out)
@@ -223,7 +223,7 @@ def test_a_workspace_from_before_the_duplicate_check_is_migrated(tmp_path):
     """A store written by the previous schema (no dedup_key) opens, and its pairs are recognised on import."""
     import sqlite3
 
-    from rloo_studio.workspace import SCHEMA, Workspace
+    from rloo_studio.core.workspace import SCHEMA, Workspace
 
     (tmp_path / "old").mkdir()
     con = sqlite3.connect(tmp_path / "old" / "studio.db")
@@ -353,8 +353,8 @@ def test_export_with_nothing_labeled(empty_workspace, tmp_path):
 
 
 def test_export_refuses_a_file_name_too_long_in_plain_words_and_writes_nothing(workspace, tmp_path):
-    from rloo_studio.errors import explain
-    from rloo_studio.exporting import export
+    from rloo_studio.core.errors import explain
+    from rloo_studio.label.exporting import export
 
     with pytest.raises(DataError, match="306 characters long; use at most 200"):
         export(workspace, tmp_path / ("a" * 300 + ".jsonl"))

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import open_page, running_app, screenshot
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.workspace import Workspace
 from test_import_export import HH_MULTI, ultrafeedback, write_jsonl
 
 MARKERS = ("Human:", "Assistant:")

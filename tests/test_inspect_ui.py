@@ -59,7 +59,7 @@ def test_paste_a_response_and_see_colored_steps_and_plot(page):
 
 
 def test_split_choice_is_remembered(app, page):
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(app.workspace)
     page.get_by_label("sentence", exact=True).check()
@@ -115,7 +115,7 @@ def test_dataset_view_opens_a_disagreement(page):
 
 def test_new_reward_runs_appear_when_the_tab_is_opened(app, page):
     """A run finished after the page loaded is offered as soon as the Inspect tab is opened again."""
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(app.workspace)
     rid = ws.new_run_id("reward")

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import open_page, running_app, screenshot
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def press_with_nothing_on_screen(page, ws_dir, key="1"):
 
 
 def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
-    from rloo_studio.seed import seed_demo
+    from rloo_studio.label.demo_data import seed_demo
 
     seed_demo(Workspace(app.ws_dir))  # whatever ran before: the demo is there (once)
     bad = tmp_path / "same.jsonl"
@@ -123,7 +123,7 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
 
 
 def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
-    from rloo_studio.seed import seed_demo
+    from rloo_studio.label.demo_data import seed_demo
 
     ws = Workspace(app.ws_dir)
     seed_demo(ws)

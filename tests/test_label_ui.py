@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import App, open_page, running_app, screenshot
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +84,9 @@ def test_every_bad_file_through_the_ui_is_refused_with_a_message(app, tmp_path):
 
 
 def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
-    from rloo_studio.jobs.reward import RewardJobConfig, train_reward
-    from rloo_studio.jobs.runner import JobRunner
-    from rloo_studio.reward_view import uncertainty_queue
+    from rloo_studio.reward.job import RewardJobConfig, train_reward
+    from rloo_studio.runs.runner import JobRunner
+    from rloo_studio.reward.view import uncertainty_queue
 
     ws_dir = tmp_path / "ws"
     ws = Workspace(ws_dir, seed_demo=True)

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from rloo_studio import labels as L
+from rloo_studio.label import store as L
 
 
 def _fresh_pair_ids(ws, n=None):

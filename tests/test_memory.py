@@ -3,7 +3,7 @@ import pytest
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-from rloo_studio.memory import GiB, NF4_BYTES, ModelShape, advice, estimate, lora_params, param_counts
+from rloo_studio.core.memory import GiB, NF4_BYTES, ModelShape, advice, estimate, lora_params, param_counts
 
 # Published shapes of Qwen3-0.6B and Qwen3-4B (config.json on the hub), typed in: no download.
 QWEN3_0_6B = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
@@ -76,8 +76,8 @@ def test_advice_when_it_will_not_fit():
 
 
 def test_preflight_reads_the_model_config():
-    from rloo_studio.memory import preflight
-    from rloo_studio.paths import DEMO_MODEL
+    from rloo_studio.core.memory import preflight
+    from rloo_studio.core.paths import DEMO_MODEL
 
     e, msg = preflight(str(DEMO_MODEL), batch=8, seq_len=128)
     assert e.parts["weights"] == 1_025_664 * 2 and e.free is None

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from rloo_studio.errors import ModelLoadError
-from rloo_studio.models import load_causal_lm, load_seq_cls, resolve, think_token_ids
-from rloo_studio.paths import DEMO_MODEL
-from rloo_studio.sampling import sample
+from rloo_studio.core.errors import ModelLoadError
+from rloo_studio.core.models import load_causal_lm, load_seq_cls, resolve, think_token_ids
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.core.sampling import sample
 
 
 def test_missing_path_is_a_clear_error(tmp_path):
@@ -62,7 +62,7 @@ def test_seq_cls_reads_last_token_of_either_padding():
 
 
 def test_app_restricts_local_model_paths(tmp_path, monkeypatch):
-    import rloo_studio.models as M
+    import rloo_studio.core.models as M
 
     monkeypatch.setattr(M, "ALLOWED_ROOTS", None)
     M.restrict_to([tmp_path / "ws", DEMO_MODEL.parent])
@@ -83,10 +83,10 @@ def test_app_restricts_local_model_paths(tmp_path, monkeypatch):
 
 def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
     from custom_model import make_custom_code_model
-    from rloo_studio.generate import GenerateConfig
-    from rloo_studio.jobs.reward import RewardJobConfig
-    from rloo_studio.jobs.rloo import RlooJobConfig
-    from rloo_studio.models import ships_code
+    from rloo_studio.label.generate import GenerateConfig
+    from rloo_studio.reward.job import RewardJobConfig
+    from rloo_studio.rloo.job import RlooJobConfig
+    from rloo_studio.core.models import ships_code
 
     assert not any(c().trust_remote_code for c in (RewardJobConfig, RlooJobConfig, GenerateConfig))  # off by default
     folder = tmp_path / "custom"
@@ -96,7 +96,7 @@ def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
                  lambda t: load_seq_cls(str(folder), trust_remote_code=t)):
         with pytest.raises(ModelLoadError, match="ships its own Python code.*only when you tick trust_remote_code"):
             load(False)
-    from rloo_studio.memory import preflight
+    from rloo_studio.core.memory import preflight
 
     est, _ = preflight(str(folder), batch=1, seq_len=64)  # reads config.json as plain JSON
     assert est.total > 0

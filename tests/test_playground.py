@@ -5,9 +5,9 @@ import shutil
 import pytest
 
 from rloo_run_fixture import TRAIN, trained_run
-from rloo_studio.errors import ConfigError, DataError
-from rloo_studio.playground import PlaySettings, play, total
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.errors import ConfigError, DataError
+from rloo_studio.rloo.playground import PlaySettings, play, total
+from rloo_studio.core.workspace import Workspace
 
 PROMPT = "Compute 529 + 417."  # a prompt of the run's prompt set: its answer (946) reaches the correctness reward
 
@@ -59,8 +59,8 @@ def test_bad_input_is_refused_in_plain_words(run):
 
 
 def test_answers_while_a_training_job_runs(run):
-    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
-    from rloo_studio.jobs.runner import JobRunner
+    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.runs.runner import JobRunner
 
     ws, rid = run
     r = JobRunner(ws)

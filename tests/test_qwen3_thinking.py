@@ -4,8 +4,7 @@ Every path reads a response from where the prompt leaves it: no doubled <think>,
 reasoning and truncated, the answer alone is rendered as the template renders an answer."""
 import pytest
 
-from rloo_studio.thinking import (answer_alone, body_start, chat_prompt, continuation, full_response, parse,
-                                  split_ids, template_info)
+from rloo_studio.core.thinking import answer_alone, body_start, chat_prompt, continuation, full_response, parse, split_ids, template_info
 
 OPEN_ID, CLOSE_ID = 151667, 151668
 PROMPT = "What is 17 + 25?"
@@ -51,7 +50,7 @@ def test_parse_from_inside_the_reasoning():
 
 
 def test_reward_model_trains_on_one_think_and_the_responses_own_reasoning(qwen3_tokenizer):
-    from rloo_studio.jobs.reward import pair_rows, preflight, RewardJobConfig  # noqa: F401
+    from rloo_studio.reward.job import pair_rows, preflight, RewardJobConfig  # noqa: F401
 
     pairs = [{"prompt": PROMPT, "chosen": REASONED, "rejected": "<think>\nguess\n</think>\n\n41", "pair_id": 1},
              {"prompt": PROMPT, "chosen": QWEN3_STYLE, "rejected": "guess</think>41", "pair_id": 2}]
@@ -65,7 +64,7 @@ def test_reward_model_trains_on_one_think_and_the_responses_own_reasoning(qwen3_
 
 
 def test_scores_read_the_same_steps_with_and_without_the_opening_tag(qwen3_model):
-    from rloo_studio.scoring import format_text, load_scorer, score_responses, score_texts
+    from rloo_studio.reward.scoring import format_text, load_scorer, score_responses, score_texts
 
     scorer = load_scorer(reward_model=str(qwen3_model))
     with_tag, without, cut = score_responses(scorer, [(PROMPT, REASONED), (PROMPT, QWEN3_STYLE), (PROMPT, CUT)])
@@ -85,7 +84,7 @@ def test_scores_read_the_same_steps_with_and_without_the_opening_tag(qwen3_model
 def test_rloo_reward_model_inputs_have_one_think(qwen3_model):
     from transformers import AutoTokenizer
 
-    from rloo_studio.rewards import ids_from_text, ids_from_tokens, make_reward_model_reward
+    from rloo_studio.rloo.rewards import ids_from_text, ids_from_tokens, make_reward_model_reward
 
     tok = AutoTokenizer.from_pretrained(qwen3_model)
     completion = QWEN3_STYLE
@@ -100,7 +99,7 @@ def test_rloo_reward_model_inputs_have_one_think(qwen3_model):
 
 
 def test_rule_rewards_read_completions_from_the_template(qwen3_tokenizer, qwen3_hybrid_tokenizer):
-    from rloo_studio.rewards import make_answer_present_reward, make_correctness_reward, make_think_format_reward
+    from rloo_studio.rloo.rewards import make_answer_present_reward, make_correctness_reward, make_think_format_reward
 
     tok = qwen3_tokenizer
     closed = tok(QWEN3_STYLE, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
@@ -121,7 +120,7 @@ def test_rule_rewards_read_completions_from_the_template(qwen3_tokenizer, qwen3_
 def test_sampled_candidates_write_the_templates_think_out(qwen3_model):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rloo_studio.sampling import sample
+    from rloo_studio.core.sampling import sample
 
     tok = AutoTokenizer.from_pretrained(qwen3_model)
     model = AutoModelForCausalLM.from_pretrained(qwen3_model)
@@ -140,8 +139,8 @@ EMPTY_BLOCK = "<think>\n\n</think>\n\n"
 
 
 def test_enable_thinking_false_generates_after_the_empty_think_block(workspace, qwen3_hybrid_model):
-    from rloo_studio.generate import GenerateConfig, generate_candidates
-    from rloo_studio.jobs.runner import JobRunner
+    from rloo_studio.label.generate import GenerateConfig, generate_candidates
+    from rloo_studio.runs.runner import JobRunner
 
     r = JobRunner(workspace)
     rid = r.submit("generate", GenerateConfig(model=str(qwen3_hybrid_model), prompts=[PROMPT], k=3, max_new_tokens=4,
@@ -154,8 +153,8 @@ def test_enable_thinking_false_generates_after_the_empty_think_block(workspace, 
 
 
 def test_enable_thinking_false_in_reward_training_and_scoring(qwen3_hybrid_tokenizer, qwen3_hybrid_model):
-    from rloo_studio.jobs.reward import pair_rows
-    from rloo_studio.scoring import load_scorer, score_responses
+    from rloo_studio.reward.job import pair_rows
+    from rloo_studio.reward.scoring import load_scorer, score_responses
 
     tok = qwen3_hybrid_tokenizer
     pairs = [{"prompt": PROMPT, "chosen": EMPTY_BLOCK + "The answer is 42.", "rejected": "The answer is 41."}]

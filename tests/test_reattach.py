@@ -4,8 +4,8 @@ import re
 from playwright.sync_api import expect
 
 from browser import App, fill, open_page
-from rloo_studio.jobs.runner import read_metrics
-from rloo_studio.workspace import Workspace
+from rloo_studio.runs.runner import read_metrics
+from rloo_studio.core.workspace import Workspace
 
 LONG = 600_000
 

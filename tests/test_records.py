@@ -1,9 +1,9 @@
 """Records view of the labels: search, filters, sort and pages over the demo store; relabel from a row."""
 import pytest
 
-from rloo_studio import labels
-from rloo_studio.errors import DataError
-from rloo_studio.records import SORTS, current_labels, query, relabel
+from rloo_studio.label import store as labels
+from rloo_studio.core.errors import DataError
+from rloo_studio.label.records import SORTS, current_labels, query, relabel
 from reward_run_fixture import seeded_reward_run
 
 
@@ -76,8 +76,8 @@ def _reward_run(ws, rid="reward-seeded"):
 
 
 def test_filter_pairs_the_reward_model_disagrees_with(workspace):
-    from rloo_studio.records import disagreements
-    from rloo_studio.scoring import dataset_view, load_scorer
+    from rloo_studio.label.records import disagreements
+    from rloo_studio.reward.scoring import dataset_view, load_scorer
 
     ws = workspace
     rid = _reward_run(ws)

@@ -7,9 +7,9 @@ from playwright.sync_api import expect
 
 from browser import App, fill, open_page, screenshot
 from rloo_run_fixture import trained_run
-from rloo_studio import labels
-from rloo_studio.records import current_labels, query
-from rloo_studio.workspace import Workspace
+from rloo_studio.label import store as labels
+from rloo_studio.label.records import current_labels, query
+from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")

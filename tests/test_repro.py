@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.config import to_yaml
-from rloo_studio.jobs.reward import RewardJobConfig, train_reward
-from rloo_studio.jobs.runner import JobRunner, read_metrics
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.config import to_yaml
+from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.runs.runner import JobRunner, read_metrics
+from rloo_studio.core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +73,7 @@ def test_tensorboard_event_files_in_the_run_folder(ui_run):
 
 
 def test_rloo_standalone_script_reaches_the_same_metrics(tmp_path):
-    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
+    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
 
     ws = Workspace(tmp_path / "ws", seed_demo=True)
     r = JobRunner(ws)

@@ -9,14 +9,12 @@ import torch
 from safetensors.torch import load_file
 from transformers import TrainerCallback
 
-from rloo_studio import reward_view as rv
-from rloo_studio.config import build, from_dict
-from rloo_studio.errors import ConfigError
-from rloo_studio.jobs.reward import (
-    PRESETS, RewardJobConfig, held_out_rows, preflight, preset, token_length, train_reward, truncate_thinking,
-)
-from rloo_studio.jobs.runner import JobRunner, read_metrics, read_status
-from rloo_studio.models import LoraSpec, load_reward_adapter, load_seq_cls
+from rloo_studio.reward import view as rv
+from rloo_studio.core.config import build, from_dict
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.reward.job import PRESETS, RewardJobConfig, held_out_rows, preflight, preset, token_length, train_reward, truncate_thinking
+from rloo_studio.runs.runner import JobRunner, read_metrics, read_status
+from rloo_studio.core.models import LoraSpec, load_reward_adapter, load_seq_cls
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT = dict(per_device_train_batch_size=8, eval_fraction=0.1, lora=LoraSpec(r=8, alpha=8))
@@ -37,7 +35,7 @@ def _pair_accuracy(model, tok, rows):
 
 def _raw_prompts(workspace, rows):
     """pairs.jsonl holds chat-formatted prompts; score_texts wants the user's prompt text."""
-    from rloo_studio.labels import preference_pairs
+    from rloo_studio.label.store import preference_pairs
 
     by_id = {p["pair_id"]: p["prompt"] for p in preference_pairs(workspace)}
     return [{**r, "raw_prompt": by_id[r["pair_id"]]} for r in rows]
@@ -193,7 +191,7 @@ def test_bad_form_values_name_the_field():
 
 
 def test_uncertainty_queue_orders_unlabeled_pairs_by_smallest_margin(workspace):
-    from rloo_studio.models import load_reward_adapter
+    from rloo_studio.core.models import load_reward_adapter
 
     r, rid, state = _run(workspace, RewardJobConfig(max_steps=3, **SHORT))
     assert state == "completed"

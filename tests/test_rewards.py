@@ -1,8 +1,8 @@
 import pytest
 
-from rloo_studio.models import load_tokenizer, think_token_ids
-from rloo_studio.paths import DEMO_MODEL
-from rloo_studio.rewards import correctness, make_answer_present_reward, make_think_format_reward
+from rloo_studio.core.models import load_tokenizer, think_token_ids
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.rloo.rewards import correctness, make_answer_present_reward, make_think_format_reward
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def reward_model(tok):
     """The demo model with a fresh (seeded) score head: a real sequence classifier, scores are arbitrary."""
     import torch
 
-    from rloo_studio.models import load_seq_cls
+    from rloo_studio.core.models import load_seq_cls
 
     torch.manual_seed(0)
     model, rm_tok = load_seq_cls(str(DEMO_MODEL))
@@ -69,8 +69,8 @@ def reward_model(tok):
 @pytest.fixture(scope="module")
 def sampled(tok):
     """Real completions of the demo model: ids as TRL hands them over (EOS kept), text decoded like TRL."""
-    from rloo_studio.models import load_causal_lm
-    from rloo_studio.sampling import sample
+    from rloo_studio.core.models import load_causal_lm
+    from rloo_studio.core.sampling import sample
 
     model, ptok, _ = load_causal_lm(str(DEMO_MODEL), "transformers")
     prompts = ["What is 123 + 456?", "Add 820 and 634.", "Compute 529 + 417."]
@@ -79,7 +79,7 @@ def sampled(tok):
 
 
 def test_token_id_path_equals_decode_path(tok, reward_model, sampled):
-    from rloo_studio.rewards import ids_from_text, ids_from_tokens, make_reward_model_reward, shares_tokenizer
+    from rloo_studio.rloo.rewards import ids_from_text, ids_from_tokens, make_reward_model_reward, shares_tokenizer
 
     model, rm_tok = reward_model
     prompts, outs = sampled
@@ -101,7 +101,7 @@ def test_token_id_path_equals_decode_path(tok, reward_model, sampled):
 
 
 def test_reward_model_batches_give_the_same_scores(tok, reward_model, sampled):
-    from rloo_studio.rewards import make_reward_model_reward
+    from rloo_studio.rloo.rewards import make_reward_model_reward
 
     model, rm_tok = reward_model
     prompts, outs = sampled
@@ -112,7 +112,7 @@ def test_reward_model_batches_give_the_same_scores(tok, reward_model, sampled):
 
 
 def test_shaped_normalizes_and_clips():
-    from rloo_studio.rewards import shaped
+    from rloo_studio.rloo.rewards import shaped
 
     raw = lambda **kw: [1.0, 2.0, 3.0, 10.0]  # noqa: E731
     z = shaped(raw, normalize=True)()
@@ -131,7 +131,7 @@ def _write(ws_root, name, code):
 
 
 def test_custom_reward_file_loads_and_runs(tmp_path):
-    from rloo_studio.rewards import load_custom_reward
+    from rloo_studio.rloo.rewards import load_custom_reward
 
     _write(tmp_path, "short.py", "def reward(completions, answer=None, **kwargs):\n"
                                  "    return [1.0 / (1 + len(c)) for c in completions]\n"
@@ -152,8 +152,8 @@ def test_custom_reward_file_loads_and_runs(tmp_path):
     ("kw.py", "def reward(prompts, completions):\n    return []\n", "kw.py", r"must accept \*\*kwargs"),
 ])
 def test_custom_reward_file_errors_are_plain(tmp_path, name, code, spec, message):
-    from rloo_studio.errors import ConfigError
-    from rloo_studio.rewards import load_custom_reward
+    from rloo_studio.core.errors import ConfigError
+    from rloo_studio.rloo.rewards import load_custom_reward
 
     _write(tmp_path, name, code)
     with pytest.raises(ConfigError, match=message):
@@ -161,7 +161,7 @@ def test_custom_reward_file_errors_are_plain(tmp_path, name, code, spec, message
 
 
 def test_custom_reward_that_raises_names_itself_and_the_line(tmp_path):
-    from rloo_studio.rewards import RewardError, load_custom_reward
+    from rloo_studio.rloo.rewards import RewardError, load_custom_reward
 
     _write(tmp_path, "boom.py", "def reward(completions, **kwargs):\n    x = 0\n    return [1 / x for c in completions]\n")
     f = load_custom_reward(tmp_path, "boom.py")
@@ -175,7 +175,7 @@ def test_custom_reward_that_raises_names_itself_and_the_line(tmp_path):
 # -- answer formats and TRL's reward library ---------------------------------------------------
 
 def test_answer_formats():
-    from rloo_studio.answers import after_hashes, boxed, last_number, matches
+    from rloo_studio.core.answers import after_hashes, boxed, last_number, matches
 
     assert last_number("so 12 and then 1326.") == "1326" and last_number("no digits") is None
     assert boxed(r"first \boxed{1} then \boxed{\frac{1}{3}} done") == r"\frac{1}{3}"
@@ -185,7 +185,7 @@ def test_answer_formats():
 
 
 def test_trl_rewards_in_the_mix():
-    from rloo_studio.rewards import RewardError, trl_reward
+    from rloo_studio.rloo.rewards import RewardError, trl_reward
 
     comps = [[{"role": "assistant", "content": r"r</think>The answer is \boxed{\frac{1}{3}}"}],
              [{"role": "assistant", "content": r"r</think>\boxed{2}"}],
@@ -204,10 +204,10 @@ def test_trl_rewards_in_the_mix():
 
 
 def test_rloo_config_checks_the_new_rewards(workspace):
-    from rloo_studio.config import build
-    from rloo_studio.errors import ConfigError
-    from rloo_studio.jobs.rloo import RlooJobConfig, preflight
-    from rloo_studio.rloo_view import form_fields
+    from rloo_studio.core.config import build
+    from rloo_studio.core.errors import ConfigError
+    from rloo_studio.rloo.job import RlooJobConfig, preflight
+    from rloo_studio.rloo.view import form_fields
 
     cfg = build(RlooJobConfig, None, ["enable_thinking=false", "answer_format=boxed",
                                       "rewards=reasoning_accuracy", "reward_weights=1.0"])

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.config import build, field_docs
-from rloo_studio.errors import ConfigError
-from rloo_studio.jobs.rloo import PRESETS, RlooJobConfig, preflight, preset, run_config, train_rloo
-from rloo_studio.jobs.rloo_eval import compare, read_eval
-from rloo_studio.jobs.rloo_samples import read_samples
-from rloo_studio.jobs.runner import JobRunner, read_metrics
-from rloo_studio.models import LoraSpec
+from rloo_studio.core.config import build, field_docs
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.rloo.job import PRESETS, RlooJobConfig, preflight, preset, run_config, train_rloo
+from rloo_studio.rloo.compare import compare, read_eval
+from rloo_studio.rloo.samples import read_samples
+from rloo_studio.runs.runner import JobRunner, read_metrics
+from rloo_studio.core.models import LoraSpec
 from reward_run_fixture import seeded_reward_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,7 +161,7 @@ def test_cli_train_rloo_writes_the_run_folder(tmp_path):
     assert bad.returncode == 2 and "must be a multiple of num_generations" in bad.stderr
 
 
-# -- what the tab shows (rloo_studio.rloo_view), on hand-made records ----------------------------
+# -- what the tab shows (rloo_studio.rloo.view), on hand-made records ----------------------------
 
 def _rec(step, **kw):
     base = {"step": step, "loss": 0.0, "reward": 0.5, "kl": 0.01, "completions/mean_length": 30.0,
@@ -170,7 +170,7 @@ def _rec(step, **kw):
 
 
 def test_series_smoothing_log_and_overlay():
-    from rloo_studio import rloo_view as rv
+    from rloo_studio.rloo import view as rv
 
     recs = [_rec(s, reward=float(s)) for s in range(1, 5)] + [{"step": 4, "train_runtime": 9.0}]
     pts = rv.series(recs, ["reward", "rewards/*/mean"])
@@ -186,7 +186,7 @@ def test_series_smoothing_log_and_overlay():
 
 
 def test_warnings_truncation_zero_variance_and_reward_hacking():
-    from rloo_studio import rloo_view as rv
+    from rloo_studio.rloo import view as rv
 
     calm = [_rec(s) for s in range(1, 11)]
     assert rv.warnings(calm) == []
@@ -206,7 +206,7 @@ def test_warnings_truncation_zero_variance_and_reward_hacking():
 
 
 def test_completion_rows_split_thinking_and_answer():
-    from rloo_studio import rloo_view as rv
+    from rloo_studio.rloo import view as rv
 
     samples = [
         {"step": 1, "prompt": "p", "completion": "<think>\n1+1=2\n</think>\n\nThe answer is 2.",
@@ -221,7 +221,7 @@ def test_completion_rows_split_thinking_and_answer():
 
 
 def test_form_round_trip_and_plain_errors():
-    from rloo_studio import rloo_view as rv
+    from rloo_studio.rloo import view as rv
 
     for name in PRESETS:
         assert rv.config_from_form(rv.form_values(preset(name))) == preset(name)
@@ -238,10 +238,10 @@ def test_form_round_trip_and_plain_errors():
 
 
 def test_prompt_file_import(tmp_path):
-    from rloo_studio.errors import DataError
-    from rloo_studio.importing import import_upload
-    from rloo_studio.prompts import load_prompt_set
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.core.errors import DataError
+    from rloo_studio.label.importing import import_upload
+    from rloo_studio.label.prompts import load_prompt_set
+    from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(tmp_path / "ws")
     f = tmp_path / "mine.csv"

@@ -5,10 +5,10 @@ import shutil
 import pytest
 
 from rloo_run_fixture import trained_run
-from rloo_studio import labels
-from rloo_studio.errors import DataError
-from rloo_studio.rloo_label import group, groups, pick_pairs, send_group
-from rloo_studio.workspace import Workspace
+from rloo_studio.label import store as labels
+from rloo_studio.core.errors import DataError
+from rloo_studio.rloo.to_label import group, groups, pick_pairs, send_group
+from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ on 200 held-out prompts accuracy went from 55.5% to 72.5% after 10 steps.
 """
 import dataclasses
 
-from rloo_studio.jobs.rloo import preset, train_rloo
-from rloo_studio.jobs.rloo_eval import read_eval
-from rloo_studio.jobs.runner import JobRunner, read_metrics
+from rloo_studio.rloo.job import preset, train_rloo
+from rloo_studio.rloo.compare import read_eval
+from rloo_studio.runs.runner import JobRunner, read_metrics
 
 STEPS = 10
 MARGIN = 0.08  # measured gain: +17 points; fail below +8 (binomial sd of one 200-prompt rate is ~3.5 points)

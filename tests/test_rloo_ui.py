@@ -5,8 +5,8 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import fill, open_page, running_app, screenshot
-from rloo_studio.paths import DEMO_MODEL
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.core.workspace import Workspace
 
 LONG = 900_000  # ms: a shared 2-core machine can be slow; the test waits for behaviour, not for time
 
@@ -116,8 +116,8 @@ def test_prompt_file_upload_becomes_a_prompt_set(app, tmp_path):
 def test_launch_panel_writes_the_form_and_an_accelerate_config(app):
     import yaml
 
-    from rloo_studio.config import build
-    from rloo_studio.jobs.rloo import RlooJobConfig, preset
+    from rloo_studio.core.config import build
+    from rloo_studio.rloo.job import RlooJobConfig, preset
 
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()

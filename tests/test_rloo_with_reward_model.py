@@ -3,11 +3,11 @@ beside the rule reward, and a group the reward model ranks against the rule is s
 import pytest
 
 from rloo_run_fixture import TRAIN
-from rloo_studio import labels
-from rloo_studio.errors import DataError
-from rloo_studio.jobs.rloo_samples import read_samples
-from rloo_studio.playground import PlaySettings, play
-from rloo_studio.rloo_label import groups, send_group
+from rloo_studio.label import store as labels
+from rloo_studio.core.errors import DataError
+from rloo_studio.rloo.samples import read_samples
+from rloo_studio.rloo.playground import PlaySettings, play
+from rloo_studio.rloo.to_label import groups, send_group
 from reward_run_fixture import seeded_reward_run
 
 
@@ -17,9 +17,9 @@ def _reward_run(ws, rid="reward-seeded"):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
-    from rloo_studio.jobs.runner import JobRunner
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.runs.runner import JobRunner
+    from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(tmp_path_factory.mktemp("rm-run") / "ws", seed_demo=True)
     rm = _reward_run(ws)

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 
 
-from rloo_studio.errors import ConfigError
-from rloo_studio.jobs.runner import JobRunner, mark_interrupted, read_metrics, read_status
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.runs.runner import JobRunner, mark_interrupted, read_metrics, read_status
+from rloo_studio.core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,8 +90,8 @@ def test_run_of_a_killed_process_shows_interrupted(tmp_path):
     code = f"""
 import sys, time
 sys.path.insert(0, {str(ROOT)!r})
-from rloo_studio.workspace import Workspace
-from rloo_studio.jobs.runner import JobRunner
+from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.runner import JobRunner
 def job(cfg, ctx):
     ctx.metric({{"step": 1}})
     print("RUNNING", ctx.run_id, flush=True)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio import runs as R
-from rloo_studio.jobs.runner import JobRunner
+from rloo_studio.runs import catalog as R
+from rloo_studio.runs.runner import JobRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,7 @@ def test_cli_runs_list_show_compare(empty_workspace):
 def test_accelerate_launch_files_for_each_strategy(tmp_path):
     import yaml
 
-    from rloo_studio.launch import STRATEGIES, launch_files
+    from rloo_studio.runs.accelerate_launch import STRATEGIES, launch_files
 
     cfg = tmp_path / "config.yaml"
     cfg.write_text("max_steps: 2\n")
@@ -92,10 +92,10 @@ def test_launch_from_the_form_writes_a_config_the_cli_reads(tmp_path):
 
     import yaml
 
-    from rloo_studio.config import build
-    from rloo_studio.jobs.reward import RewardJobConfig
-    from rloo_studio.jobs.rloo import RlooJobConfig, preset
-    from rloo_studio.launch import launch_from_form
+    from rloo_studio.core.config import build
+    from rloo_studio.reward.job import RewardJobConfig
+    from rloo_studio.rloo.job import RlooJobConfig, preset
+    from rloo_studio.runs.accelerate_launch import launch_from_form
 
     for kind, cfg in (("rloo", preset("gpu-24gb")), ("reward", RewardJobConfig(max_steps=7))):
         run_config, path, cmd = launch_from_form(kind, tmp_path / "ws", cfg, "FSDP", 4)

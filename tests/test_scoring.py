@@ -4,14 +4,12 @@ import math
 
 import pytest
 
-from rloo_studio.errors import DataError
-from rloo_studio.jobs.reward import RewardJobConfig, train_reward
-from rloo_studio.jobs.runner import JobRunner
-from rloo_studio.paths import DEMO_MODEL
-from rloo_studio.scoring import (
-    PairScore, format_text, load_scorer, naive_step_scores, score_json, score_responses, score_texts, summarize,
-)
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.errors import DataError
+from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.runs.runner import JobRunner
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.reward.scoring import PairScore, format_text, load_scorer, naive_step_scores, score_json, score_responses, score_texts, summarize
+from rloo_studio.core.workspace import Workspace
 
 PROMPT = "Add 820 and 634."
 RESPONSES = {
@@ -106,7 +104,7 @@ def test_batched_equals_unbatched(scorer):
 
 def test_text_format_matches_training(scorer):
     """Chat prompt + response + EOS, as TRL's RewardTrainer builds it from jobs.reward.pair_rows."""
-    from rloo_studio.jobs.reward import pair_rows
+    from rloo_studio.reward.job import pair_rows
 
     row = pair_rows(scorer.tok, [{"prompt": PROMPT, "chosen": "x", "rejected": "y"}])[0]
     assert format_text(scorer.tok, PROMPT, "x") == row["prompt"] + "x" + scorer.tok.eos_token
@@ -164,8 +162,8 @@ def test_summarize_hand_checked():
 
 
 def test_dataset_view_on_the_demo_pairs(trained_ws):
-    from rloo_studio.labels import preference_pairs
-    from rloo_studio.scoring import dataset_view
+    from rloo_studio.label.store import preference_pairs
+    from rloo_studio.reward.scoring import dataset_view
 
     sc = load_scorer(trained_ws, reward_run=trained_ws.trained_run)
     v = dataset_view(sc, trained_ws, top=5)

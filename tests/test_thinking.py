@@ -1,6 +1,6 @@
 import pytest
 
-from rloo_studio.thinking import parse, split_ids, split_steps, token_span
+from rloo_studio.core.thinking import parse, split_ids, split_steps, token_span
 
 
 def spans_text(p, spans):

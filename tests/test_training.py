@@ -2,10 +2,10 @@
 import torch
 from safetensors.torch import load_file
 
-from rloo_studio.jobs.reward import RewardJobConfig, train_reward
-from rloo_studio.jobs.rloo import RlooJobConfig, train_rloo
-from rloo_studio.jobs.runner import JobRunner, read_metrics
-from rloo_studio.models import LoraSpec
+from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+from rloo_studio.runs.runner import JobRunner, read_metrics
+from rloo_studio.core.models import LoraSpec
 
 
 def _lora_state(path):
@@ -30,7 +30,7 @@ def test_rloo_steps_change_lora_weights(workspace):
 
 
 def test_reward_step_trains_and_saves_score_head(workspace):
-    from rloo_studio.models import load_seq_cls
+    from rloo_studio.core.models import load_seq_cls
 
     base, _ = load_seq_cls(RewardJobConfig().model)
     torch.manual_seed(0)
@@ -50,9 +50,9 @@ def test_reward_step_trains_and_saves_score_head(workspace):
 
 
 def test_saved_reward_adapter_reloads_with_same_scores(workspace):
-    from rloo_studio.jobs.reward import pair_rows
-    from rloo_studio.labels import preference_pairs
-    from rloo_studio.models import load_reward_adapter
+    from rloo_studio.reward.job import pair_rows
+    from rloo_studio.label.store import preference_pairs
+    from rloo_studio.core.models import load_reward_adapter
 
     r = JobRunner(workspace)
     rid = r.submit("reward", RewardJobConfig(max_steps=2, eval_fraction=0.0), train_reward)

@@ -2,12 +2,14 @@
 callbacks call: a plain message for every bad value, no path built from a typed run id, nothing saved."""
 import pytest
 
-from rloo_studio import reward_view, rloo_view, runs, scoring
-from rloo_studio.errors import DataError, StudioError
-from rloo_studio.jobs.reward import RewardJobConfig
-from rloo_studio.jobs.rloo import preset
-from rloo_studio.jobs.runner import JobRunner
-from rloo_studio.models import resolve
+from rloo_studio.reward import view as reward_view, scoring
+from rloo_studio.rloo import view as rloo_view
+from rloo_studio.runs import catalog as runs
+from rloo_studio.core.errors import DataError, StudioError
+from rloo_studio.reward.job import RewardJobConfig
+from rloo_studio.rloo.job import preset
+from rloo_studio.runs.runner import JobRunner
+from rloo_studio.core.models import resolve
 
 BAD_RUN_IDS = ["../../../etc", "..", "/etc/passwd", "rloo-1/../../x", "a" * 5000, " ", "", "run id with spaces",
                "rloo-20261201-000000"]
@@ -110,7 +112,7 @@ def test_a_model_name_too_long_for_a_path_is_a_plain_message(name):
 
 
 def test_train_is_refused_before_a_run_exists(workspace, tmp_path):
-    from rloo_studio.workspace import Workspace
+    from rloo_studio.core.workspace import Workspace
 
     empty = Workspace(tmp_path / "empty")
     with pytest.raises(StudioError, match="No model at"):

@@ -10,13 +10,13 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import fill, open_page, running_app
-from rloo_studio.labels import preference_pairs
-from rloo_studio.paths import DEMO_MODEL
-from rloo_studio.runs import trained_adapters
-from rloo_studio.jobs import rloo as rloo_job
-from rloo_studio.jobs.reward import RewardJobConfig, train_reward
-from rloo_studio.jobs.runner import JobRunner
-from rloo_studio.workspace import Workspace
+from rloo_studio.label.store import preference_pairs
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.runs.catalog import trained_adapters
+from rloo_studio.rloo import job as rloo_job
+from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.runs.runner import JobRunner
+from rloo_studio.core.workspace import Workspace
 
 T = 60000
 LONG = "a" * 300  # longer than any file name may be

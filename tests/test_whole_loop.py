@@ -7,7 +7,7 @@ import time
 from playwright.sync_api import expect
 
 from browser import App, fill, open_page, screenshot
-from rloo_studio.workspace import Workspace
+from rloo_studio.core.workspace import Workspace
 
 LONG = 900_000  # ms: wait for behaviour, not for time, on a shared 2-core machine
 POINTS_JS = """el => Math.max(0, ...[...el.querySelectorAll('g.scatterlayer g.trace path.js-line')]

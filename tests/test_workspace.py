@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.labels import counts, preference_pairs
-from rloo_studio.prompts import add_prompt_set, load_prompt_set, prompt_sets
-from rloo_studio.workspace import SCHEMA, Workspace
+from rloo_studio.label.store import counts, preference_pairs
+from rloo_studio.label.prompts import add_prompt_set, load_prompt_set, prompt_sets
+from rloo_studio.core.workspace import SCHEMA, Workspace
 
 
 def test_new_workspace_layout_wal_and_schema(empty_workspace):
@@ -59,8 +59,8 @@ def test_run_dir_rejects_paths_outside_runs(empty_workspace):
 
 
 def test_only_the_default_workspace_or_demo_flag_gets_the_demo(tmp_path):
-    from rloo_studio.paths import DEFAULT_WORKSPACE
-    from rloo_studio.seed import wants_demo
+    from rloo_studio.core.paths import DEFAULT_WORKSPACE
+    from rloo_studio.label.demo_data import wants_demo
 
     assert wants_demo(None) and wants_demo(DEFAULT_WORKSPACE) and wants_demo(str(DEFAULT_WORKSPACE) + "/")
     assert not wants_demo(tmp_path / "mine") and wants_demo(tmp_path / "mine", demo=True)
@@ -69,7 +69,7 @@ def test_only_the_default_workspace_or_demo_flag_gets_the_demo(tmp_path):
 
 
 def test_loading_the_demo_twice_adds_it_once(empty_workspace):
-    from rloo_studio.seed import has_demo, seed_demo
+    from rloo_studio.label.demo_data import has_demo, seed_demo
 
     assert not has_demo(empty_workspace)
     added = seed_demo(empty_workspace)
@@ -108,8 +108,8 @@ def test_cli_import_into_a_new_workspace_exports_only_the_users_rows(tmp_path):
 
 
 def test_an_older_workspace_gets_its_label_counts_and_orders_on_upgrade(tmp_path, demo_data, monkeypatch):
-    from rloo_studio.seed import seed_demo
-    from rloo_studio.workspace import statements
+    from rloo_studio.label.demo_data import seed_demo
+    from rloo_studio.core.workspace import statements
 
     root = tmp_path / "old"
     root.mkdir()

@@ -5,10 +5,10 @@ import html
 
 import gradio as gr
 
-from ..studio import Studio
-from . import inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
-from . import playground_tab, records_tab
-from .uploads import use_workspace_temp
+from rloo_studio.core.studio import Studio
+from rloo_studio.ui import inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
+from rloo_studio.ui import playground_tab, records_tab
+from rloo_studio.ui.uploads import use_workspace_temp
 
 CSS = """
 .studio-header {display:flex; gap:1.5em; align-items:baseline; flex-wrap:wrap; padding:.2em 0 .4em}

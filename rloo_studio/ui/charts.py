@@ -11,7 +11,7 @@ import math
 import gradio as gr
 import plotly.graph_objects as go
 
-from ..series import Chart, fmt
+from rloo_studio.runs.series import Chart, fmt
 
 HEIGHT = 300
 TITLE_H, ROW_H = 30, 19  # pixels: the title line, one legend row

@@ -1,6 +1,6 @@
 """Inspect tab: score a response with a reward model, step by step; pairs; the whole labeled set.
 
-Thin: every callback reads widgets, calls rloo_studio.scoring, and formats the result as HTML
+Thin: every callback reads widgets, calls rloo_studio.reward.scoring, and formats the result as HTML
 (heat maps and plots are inline SVG/HTML, so they render without a plotting library).
 """
 from __future__ import annotations
@@ -10,14 +10,15 @@ from functools import partial
 
 import gradio as gr
 
-from .. import runs, scoring
-from ..errors import explain
-from ..labels import flag_for_relabel
-from ..models import TRUST_SHORT, TRUST_WARNING
-from ..paths import DEMO_MODEL
-from ..studio import Studio
-from ..thinking import SPLIT_MODES
-from . import messages
+from rloo_studio.runs import catalog as runs
+from rloo_studio.reward import scoring
+from rloo_studio.core.errors import explain
+from rloo_studio.label.store import flag_for_relabel
+from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.core.studio import Studio
+from rloo_studio.core.thinking import SPLIT_MODES
+from rloo_studio.ui import messages
 
 BASE = "__base__"
 SPLIT_LABELS = [("blank line", "blank"), ("line", "line"), ("sentence", "sentence")]

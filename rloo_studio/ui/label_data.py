@@ -10,16 +10,16 @@ from functools import partial
 
 import gradio as gr
 
-from ..errors import explain
-from ..exporting import FORMATS, export
-from ..generate import GenerateConfig, generate_candidates
-from ..importing import import_upload
-from ..models import TRUST_SHORT, TRUST_WARNING
-from ..prompts import prompt_sets
-from ..seed import demo_summary, seed_demo
-from ..studio import Studio
-from . import label_view as T
-from .uploads import discard_upload
+from rloo_studio.core.errors import explain
+from rloo_studio.label.exporting import FORMATS, export
+from rloo_studio.label.generate import GenerateConfig, generate_candidates
+from rloo_studio.label.importing import import_upload
+from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
+from rloo_studio.label.prompts import prompt_sets
+from rloo_studio.label.demo_data import demo_summary, seed_demo
+from rloo_studio.core.studio import Studio
+from rloo_studio.ui import label_view as T
+from rloo_studio.ui.uploads import discard_upload
 
 EMPTY_NOTE = ("**This workspace has no pairs yet.** Import your own under *Import pairs or prompts* below, "
               "or load the bundled demo data (237 labeled pairs, 80 pairs to label, two prompt sets) to try the app.")

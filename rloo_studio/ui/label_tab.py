@@ -13,13 +13,13 @@ from functools import partial
 
 import gradio as gr
 
-from .. import labels as L
-from ..errors import explain
-from ..reward_view import uncertainty_queue
-from ..runs import trained_adapters
-from ..studio import Studio
-from . import label_data, render
-from .label_view import NOTHING_SAVED, _msg, show_next, view
+from rloo_studio.label import store as L
+from rloo_studio.core.errors import explain
+from rloo_studio.reward.view import uncertainty_queue
+from rloo_studio.runs.catalog import trained_adapters
+from rloo_studio.core.studio import Studio
+from rloo_studio.ui import label_data, render
+from rloo_studio.ui.label_view import NOTHING_SAVED, _msg, show_next, view
 
 CSS = render.CSS + """
 #lbl-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill)}

@@ -9,9 +9,9 @@ import html
 
 import gradio as gr
 
-from .. import labels as L
-from ..studio import Studio
-from . import render
+from rloo_studio.label import store as L
+from rloo_studio.core.studio import Studio
+from rloo_studio.ui import render
 
 NO_NAME = "Enter your name above to start labeling: each label records who gave it."
 EMPTY = "<i>Nothing left under this filter. Import or generate pairs, or choose another filter.</i>"

@@ -8,9 +8,9 @@ from typing import Callable
 
 import gradio as gr
 
-from ..errors import StudioError
-from ..launch import STRATEGIES, launch_from_form, launch_text
-from ..studio import Studio
+from rloo_studio.core.errors import StudioError
+from rloo_studio.runs.accelerate_launch import STRATEGIES, launch_from_form, launch_text
+from rloo_studio.core.studio import Studio
 
 MAX_GPUS, MAX_MACHINES = 1024, 10000  # more is a typo, not a cluster
 

@@ -7,9 +7,9 @@ from functools import partial
 
 import gradio as gr
 
-from .. import playground as P
-from ..errors import StudioError, explain
-from ..studio import Studio
+from rloo_studio.rloo import playground as P
+from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.core.studio import Studio
 
 CSS = """
 .pg-side .pg-think {color:var(--body-text-color-subdued); white-space:pre-wrap; font-size:.9em;
@@ -56,7 +56,7 @@ def answer(ws, run_id, base, prompt, expected, max_new, temperature, top_p, seed
         names, weights = [], []
         for state in P.play(ws, prompt, run_id or None, s, base=base, answer=expected):
             if not names and run_id:
-                from ..jobs.rloo import run_config
+                from rloo_studio.rloo.job import run_config
 
                 cfg = run_config(ws, run_id)
                 names, weights = list(cfg.rewards), list(cfg.reward_weights)

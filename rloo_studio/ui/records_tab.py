@@ -7,11 +7,11 @@ from functools import partial
 
 import gradio as gr
 
-from .. import labels as L
-from .. import records as R
-from .. import rloo_label as RL
-from ..errors import StudioError, explain
-from ..studio import Studio
+from rloo_studio.label import store as L
+from rloo_studio.label import records as R
+from rloo_studio.rloo import to_label as RL
+from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.core.studio import Studio
 
 HEADERS = ["pair", "prompt", "response A", "response B", "source", "labels", "flag"]
 CHOICE_NAMES = {"a": "A is better", "b": "B is better", "tie": "tie", "skip": "skip"}
@@ -41,7 +41,7 @@ def search(ws, text, source, annotator, label, flagged, sort, page, per_page, re
 
 
 def _reward_runs(ws) -> list[tuple[str, str]]:
-    from ..runs import trained_adapters
+    from rloo_studio.runs.catalog import trained_adapters
 
     return [("", "")] + trained_adapters(ws, "reward")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import html
 
-from ..thinking import parse
+from rloo_studio.core.thinking import parse
 
 
 def esc(text: str) -> str:

@@ -1,6 +1,6 @@
 """Reward model tab: the config form (presets), pre-flight, Train / Stop / Resume, live plots, runs.
 
-Thin: every callback reads widgets, calls rloo_studio.jobs.reward / rloo_studio.reward_view,
+Thin: every callback reads widgets, calls rloo_studio.reward.job / rloo_studio.reward.view,
 and formats. The run being watched is the one clicked in the runs list, else the newest.
 """
 from __future__ import annotations
@@ -10,15 +10,15 @@ from functools import partial
 
 import gradio as gr
 
-from .. import reward_view as rv
-from .. import runs
-from ..config import from_dict
-from ..errors import StudioError, explain
-from ..jobs.reward import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
-from ..models import TRUST_WARNING
-from ..studio import Studio
-from .. import series as S
-from . import charts, launch_panel, messages, render
+from rloo_studio.reward import view as rv
+from rloo_studio.runs import catalog as runs
+from rloo_studio.core.config import from_dict
+from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.reward.job import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
+from rloo_studio.core.models import TRUST_WARNING
+from rloo_studio.core.studio import Studio
+from rloo_studio.runs import series as S
+from rloo_studio.ui import charts, launch_panel, messages, render
 
 CSS = """
 #reward-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}

@@ -1,7 +1,7 @@
 """RLOO tab: config form (from RlooJobConfig, with presets), validate, launch / stop / resume,
 live plots from TRL's metrics, warnings, the completions table, and a before/after panel.
 
-Thin: callbacks read widgets, call rloo_studio.jobs.rloo / rloo_studio.rloo_view, and format.
+Thin: callbacks read widgets, call rloo_studio.rloo.job / rloo_studio.rloo.view, and format.
 The run shown is the one picked in the run list (by default the active or newest run).
 """
 from __future__ import annotations
@@ -12,18 +12,18 @@ from functools import partial
 
 import gradio as gr
 
-from .. import rloo_view as rv
-from ..errors import StudioError, explain
-from ..importing import import_upload
-from .uploads import discard_upload
-from ..jobs import rloo as job
-from ..jobs import rloo_eval, rloo_samples
-from .. import memory
-from .. import series as S
-from ..models import TRUST_WARNING
-from ..runs import failure, find_run, trained_adapters
-from ..studio import Studio
-from . import charts, launch_panel, messages, render
+from rloo_studio.rloo import view as rv
+from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.label.importing import import_upload
+from rloo_studio.ui.uploads import discard_upload
+from rloo_studio.rloo import job
+from rloo_studio.rloo import compare as rloo_eval, samples as rloo_samples
+from rloo_studio.core import memory
+from rloo_studio.runs import series as S
+from rloo_studio.core.models import TRUST_WARNING
+from rloo_studio.runs.catalog import failure, find_run, trained_adapters
+from rloo_studio.core.studio import Studio
+from rloo_studio.ui import charts, launch_panel, messages, render
 
 CSS = """
 #rloo-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}

@@ -6,12 +6,12 @@ from functools import partial
 
 import gradio as gr
 
-from .. import runs as R
-from .. import series as S
-from ..errors import StudioError
-from ..launch import launch_files, launch_text
-from ..studio import Studio
-from . import charts, launch_panel, messages, render
+from rloo_studio.runs import catalog as R
+from rloo_studio.runs import series as S
+from rloo_studio.core.errors import StudioError
+from rloo_studio.runs.accelerate_launch import launch_files, launch_text
+from rloo_studio.core.studio import Studio
+from rloo_studio.ui import charts, launch_panel, messages, render
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
 
@@ -32,6 +32,17 @@ def _known(ws, selected) -> list[str]:
 def refresh(ws, selected):
     ids = [r["id"] for r in ws.runs()]
     return _table(ws), gr.update(choices=ids, value=[s for s in (selected or []) if s in ids])
+
+
+def follow(ws, listed):
+    """The timer's refresh: the table, and the run list's choices only when runs came or went.
+
+    It never sets the picked runs: a tick that read the picks just before the user added one would
+    otherwise write the older picks back over the user's choice."""
+    ids = [r["id"] for r in ws.runs()]
+    if ids == listed:
+        return _table(ws), gr.skip(), listed
+    return _table(ws), gr.update(choices=ids), ids
 
 
 def _details(ws, rid: str) -> str:
@@ -111,7 +122,8 @@ def build(studio: Studio):
         "runs", "Write launch files for the first selected run")
 
     b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
-    gr.Timer(2.0).tick(partial(refresh, ws), pick, [table, pick], show_progress="hidden")
+    listed = gr.State([r["id"] for r in ws.runs()])
+    gr.Timer(2.0).tick(partial(follow, ws), listed, [table, pick, listed], show_progress="hidden")
     draw_in = [pick, metric, smooth, log_scale]
     # The user's picks (input, not change): the timer's refresh of the run list must not re-run them
     # every 2 s, which kept a loading cover over the Metric box.

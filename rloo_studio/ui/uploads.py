@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..workspace import Workspace
+from rloo_studio.core.workspace import Workspace
 
 
 def use_workspace_temp(ws: Workspace) -> Path:

@@ -1,0 +1,90 @@
+"""A config dataclass as a flat form, without gradio: one field per setting (nested ones dotted,
+lora.r), the config's values in that order, and widget values back to a validated config.
+
+The Reward model and RLOO tabs both build their forms from this, so the dataclass stays the
+single source of defaults, types and help texts."""
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from rloo_studio.core.config import field_docs, from_dict
+from rloo_studio.core.errors import ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class FormField:
+    key: str  # dotted for nested settings: lora.r
+    kind: str  # bool | int | float | str | list | optional_list | optional_float | choice
+    default: typing.Any
+    help: str
+    choices: tuple = ()
+
+
+def _kind(tp, name: str, choices: dict) -> str:
+    args = typing.get_args(tp)
+    if name in choices:
+        return "choice"
+    if tp in (bool, int, float, str):
+        return tp.__name__
+    if typing.get_origin(tp) in (list, tuple):
+        return "list"
+    if type(None) in args and float in args:
+        return "optional_float"
+    if type(None) in args and any(typing.get_origin(a) in (list, tuple) for a in args):
+        return "optional_list"
+    return "str"
+
+
+def fields(cls, choices: dict, prefix: str = "", obj=None) -> list[FormField]:
+    """One entry per setting of the config dataclass, nested ones flattened (lora.r ...)."""
+    obj = obj if obj is not None else cls()
+    hints, docs, out = typing.get_type_hints(cls), field_docs(cls), []
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("form") is False:  # a setting for YAML / --set only (the tab has no widget for it yet)
+            continue
+        tp, value, key = hints[f.name], getattr(obj, f.name), prefix + f.name
+        if dataclasses.is_dataclass(tp):
+            out += fields(tp, choices, key + ".", value)
+            continue
+        out.append(FormField(key, _kind(tp, f.name, choices), value, docs.get(f.name, ""), choices.get(f.name, ())))
+    return out
+
+
+def values(cfg, choices: dict) -> list:
+    """The config's values in fields() order, as the widgets hold them (lists as 'a, b', None as '')."""
+    out = []
+    for f in fields(type(cfg), choices, obj=cfg):
+        v = cfg
+        for part in f.key.split("."):
+            v = getattr(v, part)
+        if f.kind in ("list", "optional_list"):
+            v = "" if v is None else ", ".join(map(str, v))
+        out.append("" if v is None else v)
+    return out
+
+
+def parse(cls, widget_values: list, choices: dict):
+    """Widget values (fields() order) -> a validated config; raises ConfigError naming the field."""
+    data: dict = {}
+    for f, v in zip(fields(cls, choices), widget_values):
+        blank = v is None or (isinstance(v, str) and not v.strip())
+        if f.kind in ("list", "optional_list"):
+            if not isinstance(v, list):  # a text box: "a, b"; a checkbox group gives a list
+                v = [x.strip() for x in str(v or "").split(",") if x.strip()]
+            if f.kind == "optional_list" and not v:
+                v = None
+        elif f.kind == "optional_float" and blank:
+            v = None
+        elif f.kind == "int":
+            if blank or (isinstance(v, float) and not v.is_integer()):
+                raise ConfigError(f"{f.key}: expected a whole number, got {v!r}")
+            v = int(v) if isinstance(v, float) else v
+        elif f.kind == "float" and blank:
+            raise ConfigError(f"{f.key}: expected a number")
+        node = data
+        *parents, leaf = f.key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = v
+    return from_dict(cls, data)

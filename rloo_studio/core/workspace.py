@@ -1,0 +1,262 @@
+"""Where everything lives on disk: the SQLite database and the run folders.
+
+<workspace>/studio.db      SQLite in WAL mode, versioned schema (see SCHEMA)
+<workspace>/runs/<run-id>/ one folder per training run
+<workspace>/exports/       exported datasets
+<workspace>/uploads/       files a user uploaded through the app
+<workspace>/incoming/      the app's temp folder for browser uploads (owner-only, emptied by imports)
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from rloo_studio.core.paths import DEMO_DATA
+
+# Each entry migrates the schema from version i to i+1; never edit one that has shipped.
+SCHEMA = [
+    """
+    CREATE TABLE prompt_sets (
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, source TEXT, created REAL NOT NULL);
+    CREATE TABLE prompts (
+        id INTEGER PRIMARY KEY, set_id INTEGER NOT NULL REFERENCES prompt_sets(id) ON DELETE CASCADE,
+        text TEXT NOT NULL,
+        extra TEXT NOT NULL DEFAULT '{}',  -- JSON object: the set's other columns (answer, ...)
+        UNIQUE (set_id, text));
+    CREATE TABLE responses (
+        id INTEGER PRIMARY KEY, prompt_id INTEGER NOT NULL REFERENCES prompts(id) ON DELETE CASCADE,
+        text TEXT NOT NULL,
+        source TEXT NOT NULL,              -- 'import:<file>' or 'model:<name>'
+        created REAL NOT NULL);
+    CREATE TABLE pairs (
+        id INTEGER PRIMARY KEY, prompt_id INTEGER NOT NULL REFERENCES prompts(id) ON DELETE CASCADE,
+        response_a INTEGER NOT NULL REFERENCES responses(id),
+        response_b INTEGER NOT NULL REFERENCES responses(id),
+        source TEXT NOT NULL, created REAL NOT NULL,
+        flag TEXT,                         -- why the pair was sent back for re-labeling (NULL: not flagged)
+        UNIQUE (response_a, response_b));
+    CREATE TABLE annotators (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created REAL NOT NULL);
+    CREATE TABLE labels (
+        id INTEGER PRIMARY KEY, pair_id INTEGER NOT NULL REFERENCES pairs(id) ON DELETE CASCADE,
+        annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+        choice TEXT NOT NULL CHECK (choice IN ('a', 'b', 'tie', 'skip')),  -- 'a': response_a is better
+        a_shown_left INTEGER,              -- the randomized A/B order the annotator saw (NULL: imported)
+        comment TEXT NOT NULL DEFAULT '',
+        created REAL NOT NULL,
+        superseded INTEGER NOT NULL DEFAULT 0);  -- 1 once the annotator re-labeled the pair
+    CREATE INDEX labels_pair ON labels(pair_id, superseded);
+    CREATE INDEX labels_annotator ON labels(annotator_id, created);
+    CREATE TABLE claims (                  -- a pair being shown to one browser session right now
+        pair_id INTEGER NOT NULL REFERENCES pairs(id) ON DELETE CASCADE,
+        annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+        session TEXT NOT NULL,
+        a_shown_left INTEGER NOT NULL,     -- the randomized A/B order for this showing
+        expires REAL NOT NULL,
+        PRIMARY KEY (pair_id, session));
+    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
+        status TEXT NOT NULL,              -- queued running completed stopped failed interrupted
+        created REAL NOT NULL, started REAL, ended REAL,
+        message TEXT NOT NULL DEFAULT '', pid INTEGER, config TEXT NOT NULL DEFAULT '{}');
+    """,
+    # 2: the A/B order an annotator sees a pair in is drawn once and kept (coming back shows the same order)
+    """
+    CREATE TABLE IF NOT EXISTS pair_order (
+        pair_id INTEGER NOT NULL REFERENCES pairs(id) ON DELETE CASCADE,
+        annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+        a_shown_left INTEGER NOT NULL,
+        PRIMARY KEY (pair_id, annotator_id)) WITHOUT ROWID;
+    INSERT OR IGNORE INTO pair_order (pair_id, annotator_id, a_shown_left)
+        SELECT pair_id, annotator_id, a_shown_left FROM labels WHERE a_shown_left IS NOT NULL ORDER BY id DESC;
+    """,
+    # 3: imports skip pairs already in the workspace: importing.pair_key() of prompt + both responses (NULL: not yet computed)
+    """
+    ALTER TABLE pairs ADD COLUMN dedup_key TEXT;
+    CREATE INDEX IF NOT EXISTS pairs_dedup_key ON pairs(dedup_key);
+    """,
+    # 4: each pair counts its current labels (kept by triggers, whoever writes a label), so that the
+    # labeling queue and the progress line read one row per pair instead of grouping every label
+    """
+    ALTER TABLE pairs ADD COLUMN n_human INTEGER NOT NULL DEFAULT 0;  -- people's current A / B / tie labels
+    ALTER TABLE pairs ADD COLUMN n_import INTEGER NOT NULL DEFAULT 0; -- imported current labels (not skips)
+    ALTER TABLE pairs ADD COLUMN n_skip INTEGER NOT NULL DEFAULT 0;   -- current skips
+    ALTER TABLE pairs ADD COLUMN n_tie INTEGER NOT NULL DEFAULT 0;    -- current ties
+    UPDATE pairs SET
+        n_human = (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id
+                   WHERE l.pair_id = pairs.id AND l.superseded = 0 AND l.choice != 'skip' AND a.name != 'import'),
+        n_import = (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id
+                    WHERE l.pair_id = pairs.id AND l.superseded = 0 AND l.choice != 'skip' AND a.name = 'import'),
+        n_skip = (SELECT COUNT(*) FROM labels l WHERE l.pair_id = pairs.id AND l.superseded = 0 AND l.choice = 'skip'),
+        n_tie = (SELECT COUNT(*) FROM labels l WHERE l.pair_id = pairs.id AND l.superseded = 0 AND l.choice = 'tie');
+    CREATE TRIGGER label_counts_add AFTER INSERT ON labels WHEN NEW.superseded = 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human + (NEW.choice != 'skip' AND NEW.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import + (NEW.choice != 'skip' AND NEW.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip + (NEW.choice = 'skip'), n_tie = n_tie + (NEW.choice = 'tie')
+        WHERE id = NEW.pair_id;
+    END;
+    CREATE TRIGGER label_counts_supersede AFTER UPDATE OF superseded ON labels
+    WHEN OLD.superseded = 0 AND NEW.superseded != 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human - (OLD.choice != 'skip' AND OLD.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import - (OLD.choice != 'skip' AND OLD.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip - (OLD.choice = 'skip'), n_tie = n_tie - (OLD.choice = 'tie')
+        WHERE id = OLD.pair_id;
+    END;
+    CREATE TRIGGER label_counts_delete AFTER DELETE ON labels WHEN OLD.superseded = 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human - (OLD.choice != 'skip' AND OLD.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import - (OLD.choice != 'skip' AND OLD.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip - (OLD.choice = 'skip'), n_tie = n_tie - (OLD.choice = 'tie')
+        WHERE id = OLD.pair_id;
+    END;
+    CREATE INDEX pairs_queue ON pairs(flag IS NULL, n_skip > 0, n_human, n_import > 0, id);
+    CREATE INDEX pairs_counts ON pairs(n_human, n_import, n_skip);
+    CREATE INDEX labels_mine ON labels(annotator_id, superseded, choice);
+    """,
+]
+
+
+def statements(script: str):
+    """The SQL statements of a migration, one by one (a trigger's body keeps its own semicolons)."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            yield buf
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in a migration: {buf.strip()[:80]}")
+
+
+class Workspace:
+    """A workspace folder. Connections are per thread (sqlite3 objects are not shareable)."""
+
+    def __init__(self, root: str | Path, seed_demo: bool = False):
+        """seed_demo: a workspace created now gets the bundled demo data (see seed.py); an existing one is
+        left as it is. Only the default workspace and `--demo` ask for it: a user's data stays the user's."""
+        self.root = Path(root).expanduser().resolve()
+        fresh = not (self.root / "studio.db").exists()
+        for d in (self.root, self.runs_dir, self.exports_dir, self.uploads_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self.migrate()
+        if fresh and seed_demo:
+            from rloo_studio.label.demo_data import seed_demo as _seed
+
+            _seed(self, DEMO_DATA)
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / "studio.db"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.root / "exports"
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.root / "uploads"
+
+    @property
+    def incoming_dir(self) -> Path:
+        """The app's private upload folder (Gradio's temp folder); an upload is deleted once imported."""
+        return self.root / "incoming"
+
+    def connect(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)  # explicit transactions
+            con.row_factory = sqlite3.Row
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=FULL")  # a committed label survives a power cut
+            con.execute("PRAGMA foreign_keys=ON")
+            con.execute("PRAGMA busy_timeout=30000")
+            self._local.con = con
+        return con
+
+    @contextmanager
+    def transaction(self):
+        """BEGIN IMMEDIATE … COMMIT; rolled back on any exception (all or nothing)."""
+        con = self.connect()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+    def query(self, sql: str, args=()) -> list[sqlite3.Row]:
+        return self.connect().execute(sql, args).fetchall()
+
+    def setting(self, key: str, default: str) -> str:
+        """A remembered choice of this workspace (label overlap, the Inspect step split, ...)."""
+        row = self.query("SELECT value FROM settings WHERE key=?", (key,))
+        return row[0]["value"] if row else default
+
+    def set_setting(self, key: str, value) -> None:
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, str(value)))
+
+    def schema_version(self) -> int:
+        return self.connect().execute("PRAGMA user_version").fetchone()[0]
+
+    def migrate(self) -> None:
+        with self.transaction() as con:
+            v = con.execute("PRAGMA user_version").fetchone()[0]
+            if v > len(SCHEMA):
+                raise RuntimeError(
+                    f"{self.db_path} has schema version {v}, newer than this RLOO Studio ({len(SCHEMA)}); upgrade the app"
+                )
+            for i in range(v, len(SCHEMA)):
+                for stmt in statements(SCHEMA[i]):
+                    con.execute(stmt)
+                con.execute(f"PRAGMA user_version={i + 1}")
+
+    # -- runs ---------------------------------------------------------------
+    def new_run_id(self, kind: str) -> str:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        base, n = f"{kind}-{stamp}", 1
+        rid = base
+        while (self.runs_dir / rid).exists():
+            n += 1
+            rid = f"{base}-{n}"
+        (self.runs_dir / rid).mkdir(parents=True)
+        return rid
+
+    def run_dir(self, run_id: str) -> Path:
+        d = (self.runs_dir / run_id).resolve()
+        if d.parent != self.runs_dir:  # a run id never names a path outside runs/
+            raise ValueError(f"bad run id {run_id!r}")
+        return d
+
+    def upsert_run(self, run_id: str, **fields) -> None:
+        if "config" in fields and not isinstance(fields["config"], str):
+            fields["config"] = json.dumps(fields["config"])
+        with self.transaction() as con:
+            if con.execute("SELECT 1 FROM runs WHERE id=?", (run_id,)).fetchone():
+                sets = ", ".join(f"{k}=?" for k in fields)
+                con.execute(f"UPDATE runs SET {sets} WHERE id=?", (*fields.values(), run_id))
+            else:
+                fields.setdefault("created", time.time())
+                cols = ", ".join(["id", *fields])
+                marks = ", ".join("?" * (len(fields) + 1))
+                con.execute(f"INSERT INTO runs ({cols}) VALUES ({marks})", (run_id, *fields.values()))
+
+    def runs(self, kind: str | None = None) -> list[dict]:
+        sql = "SELECT * FROM runs" + (" WHERE kind=?" if kind else "") + " ORDER BY created DESC"
+        return [dict(r) for r in self.query(sql, (kind,) if kind else ())]
+
+    def run(self, run_id: str) -> dict | None:
+        rows = self.query("SELECT * FROM runs WHERE id=?", (run_id,))
+        return dict(rows[0]) if rows else None

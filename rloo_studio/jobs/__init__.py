@@ -1,1 +1,0 @@
-"""Background training jobs: one at a time, observed (never driven) by the UI."""

@@ -1,0 +1,97 @@
+"""The bundled demo data: prompt sets, labeled demo pairs and unlabeled candidate pairs.
+
+Only the default workspace (the one `make run` opens) gets it on its first start, or a workspace
+opened with `--demo`, or one whose user asks for it ("Load the demo data" on the Label tab).
+Loading it twice adds nothing the second time.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from rloo_studio.core.paths import DEFAULT_WORKSPACE, DEMO_DATA
+from rloo_studio.label.prompts import add_prompt, get_or_create_set
+from rloo_studio.core.workspace import Workspace
+
+IMPORT_ANNOTATOR = "import"
+DEMO_SOURCES = ("demo-pairs", "demo-candidates")
+MARK = "demo_loaded"  # settings key, written in the same transaction as the data
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _response(con, prompt_id: int, text: str, source: str) -> int:
+    return con.execute(
+        "INSERT INTO responses (prompt_id, text, source, created) VALUES (?, ?, ?, ?)",
+        (prompt_id, text, source, time.time()),
+    ).lastrowid
+
+
+def wants_demo(workspace: str | Path | None, demo: bool = False) -> bool:
+    """A new workspace gets the demo data only when it is the default one or `--demo` asks for it."""
+    if demo or workspace is None:
+        return True
+    return Path(workspace).expanduser().resolve() == DEFAULT_WORKSPACE.resolve()
+
+
+def has_demo(ws: Workspace) -> bool:
+    return _has_demo(ws.connect())
+
+
+def _has_demo(con) -> bool:
+    if con.execute("SELECT 1 FROM settings WHERE key=?", (MARK,)).fetchone():
+        return True
+    # Workspaces seeded before the mark existed: the demo pairs are there.
+    return con.execute("SELECT 1 FROM pairs WHERE source IN (?, ?) LIMIT 1", DEMO_SOURCES).fetchone() is not None
+
+
+def seed_demo(ws: Workspace, data_dir: Path = DEMO_DATA) -> dict | None:
+    """Add prompt sets demo-train / demo-heldout, labeled demo pairs and unlabeled candidate pairs.
+
+    All or nothing, and only once per workspace: returns what was added, or None when the demo
+    data was already there (nothing is added again)."""
+    now = time.time()
+    added = {"prompts": 0, "labeled_pairs": 0, "candidate_pairs": 0}
+    with ws.transaction() as con:
+        if _has_demo(con):
+            return None
+        for name, file in (("demo-train", "prompts_train.jsonl"), ("demo-heldout", "prompts_heldout.jsonl")):
+            sid = get_or_create_set(con, name, f"bundled:{file}")
+            for row in _rows(data_dir / file):
+                add_prompt(con, sid, row["prompt"], {k: v for k, v in row.items() if k != "prompt"})
+                added["prompts"] += 1
+        sid = get_or_create_set(con, "demo-pairs", "bundled:pairs.jsonl")
+        con.execute("INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)", (IMPORT_ANNOTATOR, now))
+        ann = con.execute("SELECT id FROM annotators WHERE name=?", (IMPORT_ANNOTATOR,)).fetchone()[0]
+        for row in _rows(data_dir / "pairs.jsonl"):
+            pid = add_prompt(con, sid, row["prompt"], {"answer": row["answer"]})
+            a = _response(con, pid, row["chosen"], "import:pairs.jsonl")
+            b = _response(con, pid, row["rejected"], "import:pairs.jsonl")
+            pair = con.execute(
+                "INSERT INTO pairs (prompt_id, response_a, response_b, source, created) VALUES (?, ?, ?, ?, ?)",
+                (pid, a, b, "demo-pairs", now),
+            ).lastrowid
+            con.execute(
+                "INSERT INTO labels (pair_id, annotator_id, choice, created) VALUES (?, ?, 'a', ?)", (pair, ann, now)
+            )
+            added["labeled_pairs"] += 1
+        for row in _rows(data_dir / "candidates.jsonl"):
+            pid = add_prompt(con, sid, row["prompt"], {"answer": row["answer"]})
+            ids = [_response(con, pid, t, "model:demo") for t in row["responses"]]
+            con.execute(
+                "INSERT INTO pairs (prompt_id, response_a, response_b, source, created) VALUES (?, ?, ?, ?, ?)",
+                (pid, ids[0], ids[1], "demo-candidates", now),
+            )
+            added["candidate_pairs"] += 1
+        con.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (MARK, str(now)))
+    return added
+
+
+def demo_summary(added: dict | None) -> str:
+    if added is None:
+        return "The demo data is already in this workspace; nothing was added."
+    return (f"Loaded the demo data: {added['labeled_pairs']} labeled pairs, {added['candidate_pairs']} candidate "
+            f"pairs to label, and the prompt sets demo-train and demo-heldout ({added['prompts']} prompts).")

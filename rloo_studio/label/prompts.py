@@ -1,0 +1,57 @@
+"""Prompt sets: a `prompt` column plus optional columns (answer, ...) that reach reward functions."""
+from __future__ import annotations
+
+import json
+import time
+
+from rloo_studio.core.workspace import Workspace
+
+
+def get_or_create_set(con, name: str, source: str) -> int:
+    row = con.execute("SELECT id FROM prompt_sets WHERE name=?", (name,)).fetchone()
+    if row:
+        return row[0]
+    return con.execute(
+        "INSERT INTO prompt_sets (name, source, created) VALUES (?, ?, ?)", (name, source, time.time())
+    ).lastrowid
+
+
+def add_prompt(con, set_id: int, text: str, extra: dict | None = None) -> int:
+    """Insert (or find) a prompt in a set; returns its id. Runs inside the caller's transaction."""
+    row = con.execute("SELECT id FROM prompts WHERE set_id=? AND text=?", (set_id, text)).fetchone()
+    if row:
+        return row[0]
+    return con.execute(
+        "INSERT INTO prompts (set_id, text, extra) VALUES (?, ?, ?)", (set_id, text, json.dumps(extra or {}))
+    ).lastrowid
+
+
+def add_prompt_set(ws: Workspace, name: str, rows: list[dict], source: str) -> int:
+    """All rows or none. Each row needs a non-empty string `prompt`; other keys are kept as columns."""
+    with ws.transaction() as con:
+        sid = get_or_create_set(con, name, source)
+        for row in rows:
+            extra = {k: v for k, v in row.items() if k != "prompt"}
+            add_prompt(con, sid, row["prompt"], extra)
+    return sid
+
+
+def prompt_sets(ws: Workspace) -> list[dict]:
+    return [
+        dict(r)
+        for r in ws.query(
+            "SELECT s.id, s.name, s.source, COUNT(p.id) AS prompts FROM prompt_sets s "
+            "LEFT JOIN prompts p ON p.set_id = s.id GROUP BY s.id ORDER BY s.id"
+        )
+    ]
+
+
+def load_prompt_set(ws: Workspace, name: str) -> list[dict]:
+    """Rows as dicts: {'prompt': ..., **extra}, in insertion order."""
+    rows = ws.query(
+        "SELECT p.text, p.extra FROM prompts p JOIN prompt_sets s ON s.id = p.set_id WHERE s.name=? ORDER BY p.id",
+        (name,),
+    )
+    if not rows:
+        raise KeyError(f"no prompt set named {name!r} in this workspace")
+    return [{"prompt": r["text"], **json.loads(r["extra"])} for r in rows]

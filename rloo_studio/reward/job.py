@@ -1,0 +1,396 @@
+"""Reward-model job: labeled pairs -> TRL RewardTrainer with a LoRA SEQ_CLS adapter (score head included).
+
+The run folder gets, besides what the runner writes: preflight.json (what went in and what was
+left out), pairs.jsonl (the exact train / held-out rows, so a resumed run trains on the same
+data), checkpoints/ and adapter/.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rloo_studio.core import bootstrap, memory  # noqa: F401  (unsloth before trl)
+from rloo_studio.reward import blind
+from rloo_studio.core.errors import ConfigError, DataError
+from rloo_studio.core.models import LoraSpec
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.runs.runner import RunContext, resume_point
+
+OVER_LENGTH = ("drop", "truncate_thinking", "fit")
+"""What to do with pairs longer than max_length: let TRL drop them, cut <think> steps until they
+fit, or raise max_length to the longest pair."""
+OPTIMIZERS = ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")
+
+
+@dataclass
+class RewardJobConfig:
+    """One reward-model run. The defaults are the demo-on-CPU preset (tuned on the bundled pairs)."""
+
+    model: str = str(DEMO_MODEL)
+    """Base model: a local folder or a hub id already in the local cache; gets a fresh score head."""
+    load_in_4bit: bool = False
+    """Load the base model in 4-bit (QLoRA) through bitsandbytes; for large models on small GPUs."""
+    use_unsloth: bool = True
+    """Load through Unsloth's FastModel on a GPU. On the CPU Unsloth has no sequence-classification
+    loader, so transformers loads the model (the log says so)."""
+    trust_remote_code: bool = False
+    """Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on
+    this machine with your permissions, so tick it only for a model whose source you trust."""
+    lora: LoraSpec = field(default_factory=lambda: LoraSpec(r=8, alpha=16, dropout=0.05))
+    learning_rate: float = 3e-3
+    """Peak learning rate (linear decay to 0). LoRA on the tiny demo model takes ~3e-3; 1e-5 for Qwen3 4B+."""
+    num_train_epochs: float = 3.0
+    """Passes over the training pairs (when max_steps is -1)."""
+    max_steps: int = -1
+    """Stop after this many optimizer steps; -1 trains for num_train_epochs."""
+    per_device_train_batch_size: int = 8
+    """Pairs per step and device (each pair is two sequences)."""
+    gradient_accumulation_steps: int = 1
+    """Batches summed per optimizer step: a larger effective batch without more memory."""
+    eval_batch_size: int = 0
+    """Pairs per evaluation batch; 0: the whole held-out set (at most 64 pairs) in one batch, so
+    the held-out accuracy is exact rather than a mean of batch means."""
+    max_length: int = 1024
+    """Tokens per prompt+response (chat template and EOS included). TRL drops longer pairs."""
+    over_length: str = "drop"
+    """Pairs longer than max_length: drop | truncate_thinking | fit (raise max_length to the longest)."""
+    center_rewards_coefficient: float | None = 0.01
+    """Pulls mean rewards towards 0 (keeps scores comparable across prompts)."""
+    eval_fraction: float = 0.2
+    """Share of pairs held out to measure pair accuracy."""
+    seed: int = 0
+    """Seeds the held-out split, the score head's initialisation and the data order."""
+    optim: str = "adamw_torch"
+    """Optimizer (TRL/transformers name); adamw_8bit saves GPU memory."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass: less memory, about 30% slower."""
+    logging_steps: int = 1
+    """Log loss / accuracy / margin every this many steps (a point on each plot)."""
+    eval_steps: int = 8
+    """Measure held-out accuracy and margin every this many steps."""
+    save_steps: int = 20
+    """Checkpoint every this many steps (Stop also writes one): what Resume continues from."""
+    enable_thinking: bool = field(default=True, metadata={"form": False})
+    """Hybrid chat templates (Qwen3): responses reason in <think> (False: the template's generation prompt
+    closes an empty block and responses are answers). Inspect scores and the RLOO reward read it from the run."""
+
+    def validate(self) -> None:
+        if self.learning_rate <= 0:
+            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
+        if self.max_length < 8:
+            raise ConfigError(f"max_length must be at least 8 tokens, got {self.max_length}.")
+        if not 0 <= self.eval_fraction < 1:
+            raise ConfigError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}.")
+        if self.per_device_train_batch_size < 1 or self.gradient_accumulation_steps < 1:
+            raise ConfigError("per_device_train_batch_size and gradient_accumulation_steps must be at least 1.")
+        if self.eval_batch_size < 0:
+            raise ConfigError("eval_batch_size must be 0 (whole held-out set) or a positive number.")
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ConfigError("max_steps must be -1 (use epochs) or at least 1.")
+        if self.max_steps == -1 and self.num_train_epochs <= 0:
+            raise ConfigError("num_train_epochs must be positive when max_steps is -1.")
+        if self.over_length not in OVER_LENGTH:
+            raise ConfigError(f"over_length must be one of {', '.join(OVER_LENGTH)}, got {self.over_length!r}.")
+        if self.optim not in OPTIMIZERS:
+            raise ConfigError(f"optim must be one of {', '.join(OPTIMIZERS)}, got {self.optim!r}.")
+        if self.lora.r < 1 or not self.lora.target_modules:
+            raise ConfigError("lora.r must be at least 1 and lora.target_modules must name at least one layer.")
+        if min(self.logging_steps, self.eval_steps, self.save_steps) < 1:
+            raise ConfigError("logging_steps, eval_steps and save_steps must be at least 1.")
+
+
+_QWEN3_GPU = dict(  # the seed recipe: r=16, alpha=16, lr 1e-5, max_length 1024 for thinking data, 8-bit AdamW
+    lora=LoraSpec(r=16, alpha=16), learning_rate=1e-5, num_train_epochs=1.0, max_length=1024,
+    optim="adamw_8bit", gradient_checkpointing=True, eval_steps=50, save_steps=100, logging_steps=5,
+    center_rewards_coefficient=0.01, eval_fraction=0.1,
+)
+PRESETS: dict[str, dict] = {
+    "demo (CPU)": {},
+    "16 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=True,
+                      per_device_train_batch_size=2, gradient_accumulation_steps=8, eval_batch_size=4),
+    "24 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=False,
+                      per_device_train_batch_size=4, gradient_accumulation_steps=4, eval_batch_size=8),
+}
+
+
+def preset(name: str) -> RewardJobConfig:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return dataclasses.replace(RewardJobConfig(), **PRESETS[name])
+
+
+def pair_rows(tok, pairs: list[dict], enable_thinking: bool = True) -> list[dict]:
+    """Explicit-prompt rows in the exact text format used for scoring: chat prompt + response (+ EOS by TRL).
+
+    Each response is rendered as it follows the generation prompt: when the template opened <think>
+    there (Qwen3-Thinking), a leading <think> of the response is dropped, so the tag appears once. The
+    prompt is rendered alone, so a template that drops the reasoning of earlier assistant turns never
+    touches the response's own reasoning."""
+    from rloo_studio.core.thinking import chat_prompt, continuation, template_info
+
+    tpl = template_info(tok, enable_thinking)
+    return [{"prompt": chat_prompt(tok, p["prompt"], enable_thinking), "chosen": continuation(tpl, p["chosen"]),
+             "rejected": continuation(tpl, p["rejected"]), "pair_id": p.get("pair_id")} for p in pairs]
+
+
+# -- pre-flight ------------------------------------------------------------------------------
+
+def token_length(tok, prompt: str, response: str) -> int:
+    """Tokens TRL counts for one side: prompt + response + EOS, tokenized as one text (as TRL does)."""
+    text = prompt + response
+    if not text.endswith(tok.eos_token):
+        text += tok.eos_token
+    return len(tok(text=text)["input_ids"])
+
+
+def truncate_thinking(tok, prompt: str, response: str, max_length: int, start: str = "answer") -> str:
+    """Drop <think> steps from the end (the answer stays) until the text fits; unchanged if it cannot.
+    `start`: where the prompt leaves the response (thinking.Template.start)."""
+    from rloo_studio.core.thinking import parse
+
+    if token_length(tok, prompt, response) <= max_length:
+        return response
+    steps = parse(response, start=start).steps
+    if not steps:
+        return response
+    tail = response[steps[-1].end:]  # "\n</think>\n\nThe answer is ..." after the last step
+    for k in range(len(steps) - 1, -1, -1):
+        cut = (response[:steps[k - 1].end] if k else response[:steps[0].start].rstrip("\n") + "\n") + tail
+        if token_length(tok, prompt, cut) <= max_length:
+            return cut
+    return response
+
+
+def _label_breakdown(ws) -> dict:
+    """Pairs with current labels that have no majority preference, by why."""
+    rows = ws.query(
+        """SELECT pair_id, SUM(choice='a') a, SUM(choice='b') b, SUM(choice='tie') t, SUM(choice='skip') s
+           FROM labels WHERE superseded=0 GROUP BY pair_id"""
+    )
+    out = {"labeled": len(rows), "ties": 0, "skips": 0, "split_votes": 0}
+    for r in rows:
+        if r["a"] == r["b"]:
+            key = "split_votes" if r["a"] else ("ties" if r["t"] >= r["s"] else "skips")
+            out[key] += 1
+    return out
+
+
+def _percentiles(values: list[int]) -> dict:
+    if not values:
+        return {}
+    v = sorted(values)
+    pick = lambda q: v[min(len(v) - 1, int(round(q * (len(v) - 1))))]  # noqa: E731
+    return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": v[-1]}
+
+
+def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = None) -> dict:
+    """What a run with `cfg` would train on, computed before loading the model (tokenizer only).
+
+    over_length counts the pairs TRL's RewardTrainer would silently drop at cfg.max_length
+    (either side longer than max_length, EOS included). `after` applies cfg.over_length.
+    """
+    from rloo_studio.label.store import preference_pairs
+    from rloo_studio.core.models import load_tokenizer, resolve
+
+    tok = tok or load_tokenizer(resolve(cfg.model), cfg.trust_remote_code)
+    pairs = preference_pairs(ws) if pairs is None else pairs
+    rows = pair_rows(tok, pairs, cfg.enable_thinking)
+    lens = [_pair_length(tok, r) for r in rows]
+    over = [r["pair_id"] for r, n in zip(rows, lens) if n > cfg.max_length]
+    fit = -(-max(lens, default=0) // 64) * 64  # the longest pair, rounded up to a multiple of 64
+    after = len(rows) - len(over)
+    if cfg.over_length == "fit":
+        after = len(rows)
+    elif cfg.over_length == "truncate_thinking" and over:
+        after = len(_fitting(tok, _truncate_rows(tok, rows, cfg.max_length, _start(tok, cfg)), cfg.max_length))
+    n_eval = int(len(rows) * cfg.eval_fraction)  # the job splits first, then handles lengths
+    return {
+        **_label_breakdown(ws), "pairs": len(rows), "lengths": _percentiles(lens), "max_length": cfg.max_length,
+        "over_length": len(over), "over_length_ids": over, "fit_max_length": max(fit, 64), "policy": cfg.over_length,
+        "after": after, "train": len(rows) - n_eval, "held_out": n_eval, "memory": memory.for_reward(cfg),
+        "trust_remote_code": cfg.trust_remote_code,
+    }
+
+
+def _pair_length(tok, r: dict) -> int:
+    return max(token_length(tok, r["prompt"], r["chosen"]), token_length(tok, r["prompt"], r["rejected"]))
+
+
+def _fitting(tok, rows: list[dict], max_length: int) -> list[dict]:
+    return [r for r in rows if _pair_length(tok, r) <= max_length]
+
+
+def _truncate_rows(tok, rows: list[dict], max_length: int, start: str = "answer") -> list[dict]:
+    return [{**r, "chosen": truncate_thinking(tok, r["prompt"], r["chosen"], max_length, start),
+             "rejected": truncate_thinking(tok, r["prompt"], r["rejected"], max_length, start)} for r in rows]
+
+
+def _start(tok, cfg: RewardJobConfig) -> str:
+    from rloo_studio.core.thinking import template_info
+
+    return template_info(tok, cfg.enable_thinking).start
+
+
+def format_preflight(pf: dict) -> str:
+    """The pre-flight summary as Markdown (for the page and the log)."""
+    L = pf.get("lengths") or {}
+    lines = [
+        f"**{pf['pairs']}** labeled pairs with a preference; left out: **{pf['ties']}** ties, "
+        f"**{pf['skips']}** skips, **{pf['split_votes']}** split votes.",
+        f"Tokens per pair (longer side): p50 {L.get('p50', '–')}, p90 {L.get('p90', '–')}, "
+        f"p99 {L.get('p99', '–')}, max {L.get('max', '–')}.",
+    ]
+    if pf["over_length"]:
+        what = {"drop": "TRL's RewardTrainer will **drop** them",
+                "truncate_thinking": "their `<think>` steps will be cut from the end until they fit",
+                "fit": f"max_length will be raised to {max(pf['max_length'], L.get('max', 0))}"}[pf["policy"]]
+        lines.append(f"⚠ **{pf['over_length']}** pairs are longer than max_length={pf['max_length']}: {what}. "
+                     f"(Raise max_length to {pf['fit_max_length']} to keep them all.)")
+    else:
+        lines.append(f"All pairs fit in max_length={pf['max_length']}.")
+    lines.append(f"Training on **{pf['train']}** pairs, **{pf['held_out']}** held out for accuracy.")
+    if pf.get("memory"):
+        lines.append(pf["memory"])
+    if pf.get("trust_remote_code"):
+        from rloo_studio.core.models import TRUST_WARNING
+
+        lines.append("⚠ " + TRUST_WARNING)
+    return "\n\n".join(lines)
+
+
+# -- the job ---------------------------------------------------------------------------------
+
+def _load_model(cfg: RewardJobConfig, ctx: RunContext):
+    import torch
+
+    from rloo_studio.core.models import load_seq_cls, resolve
+
+    if cfg.use_unsloth and bootstrap.UNSLOTH_VERSION and torch.cuda.is_available():
+        from unsloth import FastModel
+
+        from rloo_studio.core.models import _load, check_remote_code, default_dtype
+
+        path = resolve(cfg.model)
+        check_remote_code(path, cfg.trust_remote_code)
+        model, tok = _load(FastModel.from_pretrained, path, num_labels=1, max_seq_length=cfg.max_length,
+                           dtype=default_dtype(), load_in_4bit=cfg.load_in_4bit, full_finetuning=False,
+                           trust_remote_code=cfg.trust_remote_code)
+        tok = getattr(tok, "tokenizer", tok)
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        model.config.pad_token_id = tok.pad_token_id
+        return model, tok
+    if cfg.use_unsloth:
+        ctx.log("Unsloth loads sequence classifiers only on a GPU; loading with transformers")
+    return load_seq_cls(cfg.model, cfg.load_in_4bit, cfg.trust_remote_code)
+
+
+def _split(ctx: RunContext, tok, pairs: list[dict], cfg: RewardJobConfig) -> tuple[list[dict], list[dict]]:
+    """Train / held-out rows; a resumed run reuses the rows it started with (pairs.jsonl)."""
+    saved = ctx.dir / "pairs.jsonl"
+    if saved.exists():
+        rows = [json.loads(x) for x in saved.read_text().splitlines() if x.strip()]
+        return [r for r in rows if r["split"] == "train"], [r for r in rows if r["split"] == "held_out"]
+    rows = pair_rows(tok, pairs, cfg.enable_thinking)
+    random.Random(cfg.seed).shuffle(rows)
+    n_eval = int(len(rows) * cfg.eval_fraction)
+    held, train = rows[:n_eval], rows[n_eval:]
+    with open(saved, "w") as f:
+        for split, part in (("held_out", held), ("train", train)):
+            for r in part:
+                f.write(json.dumps({**r, "split": split}) + "\n")
+    return train, held
+
+
+def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
+    """Train a LoRA reward model on the workspace's labeled pairs. `callbacks`: extra TrainerCallbacks."""
+    import torch
+    from datasets import Dataset
+    from transformers import set_seed
+    from trl import RewardConfig, RewardTrainer
+
+    from rloo_studio.label.store import preference_pairs
+    from rloo_studio.core.models import lora_config
+    from rloo_studio.runs.callback import StudioCallback
+
+    cfg.validate()
+    pairs = preference_pairs(ctx.ws)
+    if len(pairs) < 4 and not (ctx.dir / "pairs.jsonl").exists():
+        raise DataError(f"Only {len(pairs)} labeled pairs with a preference; label at least 4 (better: 100+).")
+    ctx.log(f"loading {cfg.model}")
+    set_seed(cfg.seed)  # the fresh score head is drawn at load time: seed it, or runs are not repeatable
+    model, tok = _load_model(cfg, ctx)
+    pf = preflight(ctx.ws, cfg, tok, pairs)
+    ctx.log("pre-flight: " + format_preflight(pf).replace("**", "").replace("\n\n", " "))
+    train, held = _split(ctx, tok, pairs, cfg)
+    max_length = cfg.max_length
+    if cfg.over_length == "fit":
+        max_length = max(max_length, max(_pair_length(tok, r) for r in train + held))
+    elif cfg.over_length == "truncate_thinking":  # pairs that still do not fit are dropped by TRL (and counted)
+        start = _start(tok, cfg)
+        train, held = _truncate_rows(tok, train, max_length, start), _truncate_rows(tok, held, max_length, start)
+    ctx.log(f"{len(train)} training pairs, {len(held)} held out, max_length {max_length}")
+    cuda = torch.cuda.is_available()
+    resume = resume_point(ctx)
+    eval_bs = cfg.eval_batch_size or max(1, min(len(held), 64))
+    args = RewardConfig(
+        output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
+        learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size, per_device_eval_batch_size=eval_bs,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=max_length,
+        center_rewards_coefficient=cfg.center_rewards_coefficient, seed=cfg.seed, optim=cfg.optim,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        logging_nan_inf_filter=False,  # the default logs a NaN loss as 0 and hides the divergence from the guard
+        logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
+        eval_strategy="steps" if held else "no", eval_steps=cfg.eval_steps, disable_tqdm=True,
+        report_to=["tensorboard"],  # event files under checkpoints/runs/, beside metrics.jsonl
+        eval_on_start=bool(held) and resume is None,  # the untrained baseline: step 0 of the held-out curves
+    )
+    strip = lambda rows: [{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows]  # noqa: E731
+    trainer = RewardTrainer(
+        model=model, args=args, processing_class=tok, train_dataset=Dataset.from_list(strip(train)),
+        eval_dataset=Dataset.from_list(strip(held)) if held else None, peft_config=lora_config(cfg.lora, "SEQ_CLS"),
+        callbacks=[StudioCallback(ctx), *callbacks],
+    )
+    kept = len(trainer.train_dataset) + (len(trainer.eval_dataset) if held else 0)
+    pf["dropped_by_trl"] = len(train) + len(held) - kept
+    pf["trained_on"] = {"train": len(trainer.train_dataset), "held_out": len(trainer.eval_dataset) if held else 0}
+    (ctx.dir / "preflight.json").write_text(json.dumps(pf, indent=1))
+    if pf["dropped_by_trl"]:
+        ctx.log(f"TRL dropped {pf['dropped_by_trl']} pairs longer than max_length={max_length}")
+    if len(trainer.train_dataset) == 0:
+        raise DataError(f"Every pair is longer than max_length={max_length}; raise max_length to "
+                        f"{pf['fit_max_length']} or choose over_length=truncate_thinking.")
+    if resume:  # TRL counts num_tokens in memory only: carry the checkpoint's count on
+        trainer._total_train_tokens = _tokens_seen(resume)
+    trainer.train(resume_from_checkpoint=resume)
+    step = trainer.state.global_step
+    evaluated = any(m.get("step") == step and "eval_accuracy" in m for m in ctx.feed)
+    if held and not ctx.should_stop() and not evaluated:
+        ctx.metric({"step": step, **trainer.evaluate()})
+    if held and not ctx.should_stop():  # held-out accuracy per kind of pair and per source (blind.py)
+        from rloo_studio.reward import breakdown as reward_breakdown
+
+        b = reward_breakdown.held_out_breakdown(ctx.ws, trainer.model, tok, held, max_length)
+        reward_breakdown.write(ctx.dir, b)
+        ctx.metric({"step": step, **blind.metric_record(b)})
+    trainer.save_model(str(ctx.dir / "adapter"))
+    tok.save_pretrained(str(ctx.dir / "adapter"))
+    acc = next((m["eval_accuracy"] for m in reversed(ctx.feed) if "eval_accuracy" in m), None)
+    tail = f"; held-out accuracy {acc:.1%}" if acc is not None else ""
+    return f"{'stopped' if ctx.should_stop() else 'finished'} at step {step}{tail}; adapter saved"
+
+
+def _tokens_seen(checkpoint: str) -> int:
+    history = json.loads((Path(checkpoint) / "trainer_state.json").read_text()).get("log_history", [])
+    return int(next((h["num_tokens"] for h in reversed(history) if "num_tokens" in h), 0))
+
+
+def held_out_rows(run_dir: Path) -> list[dict]:
+    """The held-out rows a run measured its accuracy on (from its pairs.jsonl)."""
+    p = Path(run_dir) / "pairs.jsonl"
+    rows = [json.loads(x) for x in p.read_text().splitlines() if x.strip()] if p.exists() else []
+    return [r for r in rows if r["split"] == "held_out"]

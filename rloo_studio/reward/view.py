@@ -1,0 +1,235 @@
+"""What the Reward model tab shows, computed without gradio: the form's fields, plot series, the
+runs list, a run's config as YAML and as a CLI command, and active-labeling order by uncertainty."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import time
+
+import yaml
+
+from rloo_studio.core import form
+from rloo_studio.reward.blind import breakdown_cell, breakdown_text
+from rloo_studio.core.errors import DataError
+from rloo_studio.reward.job import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
+from rloo_studio.reward.breakdown import read as read_breakdown
+from rloo_studio.runs.runner import read_metrics, read_status
+from rloo_studio.core.workspace import Workspace
+
+# plot title -> (series label, metric key); held-out values come at each evaluation
+PLOTS = {
+    "loss": [("train", "loss"), ("held-out", "eval_loss")],
+    "accuracy": [("train", "accuracy"), ("held-out", "eval_accuracy")],
+    "margin": [("train", "margin"), ("held-out", "eval_margin")],
+    "mean reward": [("train", "mean_reward"), ("held-out", "eval_mean_reward")],
+}
+CHOICES = {"over_length": OVER_LENGTH, "optim": OPTIMIZERS}  # fields the form offers as a list
+
+
+# -- the form ----------------------------------------------------------------------------------
+
+FormField = form.FormField
+
+
+def form_fields() -> list[FormField]:
+    return form.fields(RewardJobConfig, CHOICES)
+
+
+def form_values(cfg: RewardJobConfig) -> list:
+    return form.values(cfg, CHOICES)
+
+
+def config_from_form(values: list) -> RewardJobConfig:
+    """Widget values (form_fields() order) -> a validated config; raises ConfigError with the field's name."""
+    return form.parse(RewardJobConfig, values, CHOICES)
+
+
+# -- the check before Train --------------------------------------------------------------------------
+
+MIN_PAIRS = 4  # train_reward refuses fewer (jobs/reward.py)
+
+
+def launch_check(ws: Workspace, cfg: RewardJobConfig) -> dict:
+    """The pre-flight as a gate: raises a StudioError (missing model, too few pairs, every pair too long)
+    for a run that could only fail, before a run folder exists; returns the pre-flight otherwise.
+    Loads the tokenizer, never the model."""
+    from rloo_studio.reward.job import preflight
+
+    if not 0 <= cfg.seed < 2 ** 32:  # numpy's seeds are 32-bit; set_seed would fail in the job
+        raise DataError(f"seed must be a whole number from 0 to {2 ** 32 - 1}, got {cfg.seed}.")
+    pf = preflight(ws, cfg)
+    if pf["pairs"] < MIN_PAIRS:
+        raise DataError(f"Only {pf['pairs']} labeled pairs with a preference; label at least {MIN_PAIRS} "
+                        "(better: 100+) in the Label tab, then train.")
+    if pf["after"] == 0:
+        raise DataError(f"Every pair is longer than max_length={cfg.max_length}; raise max_length to "
+                        f"{pf['fit_max_length']} or choose over_length=truncate_thinking.")
+    return pf
+
+
+# -- a run's config as YAML and as the CLI command ------------------------------------------------
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+    return out
+
+
+def config_yaml(cfg: RewardJobConfig | dict) -> str:
+    d = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else cfg
+    return yaml.safe_dump(d, sort_keys=False)
+
+
+def cli_command(cfg: RewardJobConfig | dict, workspace: str) -> str:
+    """The headless command that trains the same run: only settings that differ from the defaults."""
+    d = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else cfg
+    default = dataclasses.asdict(RewardJobConfig())
+    base = _flat(default)
+    # A nested group (lora) that differs is written out whole: `--set lora.r=4` alone would fill the
+    # group's other keys from LoraSpec's own defaults, which are not this config's defaults.
+    changed_groups = {k for k, v in d.items() if isinstance(v, dict) and v != default.get(k)}
+    parts = ["python -m rloo_studio train-reward", f"--workspace {shlex.quote(str(workspace))}"]
+    for k, v in _flat(d).items():
+        if k in base and base[k] == v and k.split(".")[0] not in changed_groups:
+            continue
+        text = ",".join(map(str, v)) if isinstance(v, list) else ("null" if v is None else str(v).lower() if isinstance(v, bool) else str(v))
+        parts.append(f"--set {shlex.quote(f'{k}={text}')}")
+    return " \\\n  ".join(parts)
+
+
+def run_config(ws: Workspace, run_id: str) -> dict:
+    try:
+        return yaml.safe_load((ws.run_dir(run_id) / "config.yaml").read_text()) or {}
+    except OSError:
+        return {}
+
+
+# -- plots, progress, runs list --------------------------------------------------------------------
+
+def plot_frames(records: list[dict]):
+    """{plot title: DataFrame(step, value, series)} for line plots; empty frames keep their columns."""
+    import pandas as pd
+
+    out = {}
+    for title, series in PLOTS.items():
+        rows = [(r["step"], float(r[key]), label) for label, key in series for r in records
+                if key in r and isinstance(r[key], (int, float)) and "step" in r]
+        out[title] = pd.DataFrame(rows, columns=["step", "value", "series"]).drop_duplicates(["step", "series"], keep="last")
+    return out
+
+
+def final_eval(records: list[dict]) -> dict:
+    """The last held-out accuracy and margin a run logged ({} before its first evaluation)."""
+    for r in reversed(records):
+        if "eval_accuracy" in r:
+            return {"accuracy": r["eval_accuracy"], "margin": r.get("eval_margin"), "step": r.get("step")}
+    return {}
+
+
+def progress_text(status: dict) -> str:
+    p = status.get("progress") or {}
+    if not p.get("total"):
+        return ""
+    eta = p.get("eta_s")
+    eta_txt = f" · ETA {eta:.0f} s" if eta is not None and status.get("status") == "running" else ""
+    return f"step {p['done']}/{p['total']}{eta_txt}"
+
+
+def last_step_text(records: list[dict]) -> str:
+    """'step N' from the metrics, for a run this process did not start (no live progress)."""
+    steps = [r["step"] for r in records if "step" in r]
+    return f"step {max(steps)}" if steps else ""
+
+
+def log_tail(ws: Workspace, run_id: str, lines: int = 12) -> str:
+    """The log's last lines, tracebacks left out (a failed run's page shows its traceback folded)."""
+    from rloo_studio.runs.catalog import without_traceback
+
+    try:
+        text = (ws.run_dir(run_id) / "log.txt").read_text(errors="replace")
+    except (OSError, ValueError):
+        return ""
+    return "\n".join(without_traceback(text.splitlines())[-lines:])
+
+
+def _duration(r: dict) -> str:
+    start = r["started"] or r["created"]
+    end = r["ended"] or (time.time() if r["status"] == "running" else start)
+    s = max(0.0, end - start)
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+RUN_HEADERS = ["run", "status", "pairs (train / held-out)", "held-out accuracy", "held-out right, by kind of pair",
+               "duration", "message"]
+
+
+def runs_rows(ws: Workspace) -> list[list]:
+    """The reward-model runs, newest first, for the runs list."""
+    rows = []
+    for r in ws.runs("reward"):
+        d = ws.run_dir(r["id"])
+        try:
+            pf = json.loads((d / "preflight.json").read_text()).get("trained_on", {})
+            pairs = f"{pf['train']} / {pf['held_out']}"
+        except (OSError, ValueError, KeyError):
+            pairs = ""
+        acc = final_eval(read_metrics(d)).get("accuracy")
+        rows.append([r["id"], r["status"], pairs, "" if acc is None else f"{acc:.1%}", breakdown_cell(read_breakdown(d)),
+                     _duration(r), r["message"]])
+    return rows
+
+
+def breakdown(ws: Workspace, run_id: str) -> str:
+    """The run's held-out accuracy by kind of pair and by source, one line each ('' before it finished):
+    a format-only reward model shows 100% on 'only chosen reasons' and chance on 'both reason'."""
+    return breakdown_text(read_breakdown(ws.run_dir(run_id)))
+
+
+def latest_run(ws: Workspace) -> str | None:
+    runs = ws.runs("reward")
+    return runs[0]["id"] if runs else None
+
+
+def run_state(ws: Workspace, run_id: str) -> dict:
+    return read_status(ws.run_dir(run_id))
+
+
+# -- active labeling: unlabeled pairs by the reward model's uncertainty ----------------------------
+
+def score_texts(model, tok, prompts: list[str], responses: list[str], batch_size: int = 16) -> list[float]:
+    """Reward of each (prompt, response), formatted exactly as in training (one scoring path: scoring.py)."""
+    from rloo_studio.reward.scoring import Scorer, score_texts as _score
+
+    return _score(Scorer(model, tok, "", True), prompts, responses, batch_size)
+
+
+def uncertainty_queue(ws: Workspace, run_id: str, pair_ids: list[int] | None = None) -> list[tuple[int, float, str]]:
+    """Unlabeled pairs (no current label), most uncertain first: [(pair_id, margin, suggested 'a'|'b')].
+
+    margin = reward(a) - reward(b) under the run's adapter; the suggestion is the side it prefers.
+    `pair_ids` restricts the candidates (they must still be unlabeled).
+    """
+    from rloo_studio.core.models import load_reward_adapter, run_trusts_code
+    from rloo_studio.runs.catalog import adapter_dir
+
+    rows = ws.query(
+        """SELECT pr.id, p.text AS prompt, ra.text AS a, rb.text AS b FROM pairs pr
+           JOIN prompts p ON p.id = pr.prompt_id JOIN responses ra ON ra.id = pr.response_a
+           JOIN responses rb ON rb.id = pr.response_b
+           WHERE NOT EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = pr.id AND l.superseded = 0)
+           ORDER BY pr.id"""
+    )
+    if pair_ids is not None:
+        keep = set(pair_ids)
+        rows = [r for r in rows if r["id"] in keep]
+    if not rows:
+        return []
+    ad = adapter_dir(ws, run_id)
+    model, tok = load_reward_adapter(ad, trust_remote_code=run_trusts_code(ad))
+    prompts = [r["prompt"] for r in rows]
+    scores = score_texts(model, tok, prompts * 2, [r["a"] for r in rows] + [r["b"] for r in rows])
+    n = len(rows)
+    out = [(r["id"], scores[i] - scores[n + i], "a" if scores[i] >= scores[n + i] else "b") for i, r in enumerate(rows)]
+    return sorted(out, key=lambda t: (abs(t[1]), t[0]))

@@ -1,0 +1,344 @@
+"""Reward functions for TRL's RLOOTrainer.
+
+TRL calls each as f(prompts=, completions=, completion_ids=, **kwargs); kwargs carry the
+prompt set's extra columns (e.g. `answer`) and trainer_state. Thinking is found on token
+ids, with the </think> id read from the tokenizer.
+
+Four kinds: rule rewards (think format, answer present, correctness), TRL's reward library
+(accuracy with math-verify, soft overlong punishment, repetition penalty), a trained reward
+model scored in batches, and custom functions from Python files in the workspace.
+
+Every reward reads a completion from where the chat template's generation prompt leaves it
+(thinking.Template): after Qwen3-Thinking's `...assistant\n<think>\n` a completion begins inside
+the reasoning, and one cut before </think> is all reasoning.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import math
+import re
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rloo_studio.core.answers import EXTRACTORS, last_number, matches
+from rloo_studio.core.errors import ConfigError, StudioError
+from rloo_studio.core.models import think_token_ids
+from rloo_studio.core.thinking import chat_prompt, continuation, parse, split_ids, template_info
+
+SELF_QUESTION = re.compile(r"\?|\b(wait|let me check|double[- ]check|is that right)\b", re.I)
+CUSTOM_DIR = "rewards"  # custom reward files live in <workspace>/rewards/
+
+
+class RewardError(StudioError):
+    """A reward function failed; the message names it and says what went wrong."""
+
+
+def _text(completion) -> str:
+    # Conversational prompts give completions as [{"role": "assistant", "content": ...}].
+    if isinstance(completion, list):
+        return "".join(m.get("content", "") for m in completion)
+    return completion
+
+
+def make_think_format_reward(tokenizer, enable_thinking: bool = True) -> Callable:
+    """Seed recipe bands: no </think> -1.0; thinking <10 tokens 0.3, 10-29 0.7, >=30 1.0; +0.1 self-questioning."""
+    open_id, close_id = think_token_ids(tokenizer)
+    if close_id is None:
+        raise ConfigError("the tokenizer has no </think> token; the think_format reward needs one")
+    start = template_info(tokenizer, enable_thinking).start
+
+    def think_format(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
+        out = []
+        for ids in completion_ids:
+            s = split_ids(ids, open_id, close_id, start)
+            if not s.closed:
+                out.append(-1.0)
+                continue
+            n = len(s.thinking)
+            r = 0.3 if n < 10 else 0.7 if n < 30 else 1.0
+            if n and SELF_QUESTION.search(tokenizer.decode(s.thinking, skip_special_tokens=True)):
+                r += 0.1
+            out.append(r)
+        return out
+
+    return think_format
+
+
+def make_answer_present_reward(tokenizer, enable_thinking: bool = True) -> Callable:
+    """1.0 when some non-blank answer text follows </think>, else 0.0."""
+    open_id, close_id = think_token_ids(tokenizer)
+    eos = {tokenizer.eos_token_id, tokenizer.pad_token_id}
+    start = template_info(tokenizer, enable_thinking).start
+
+    def answer_present(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
+        out = []
+        for ids in completion_ids:
+            s = split_ids(ids, open_id, close_id, start) if close_id is not None else None
+            ans = [t for t in (s.answer if s and s.closed else []) if t not in eos]
+            out.append(1.0 if tokenizer.decode(ans, skip_special_tokens=True).strip() else 0.0)
+        return out
+
+    return answer_present
+
+
+def correctness(prompts=None, completions=None, answer=None, **kwargs) -> list[float]:
+    """1.0 when the last number of the answer (after </think>) equals the `answer` column."""
+    if answer is None:
+        raise ValueError("the correctness reward needs an `answer` column in the prompt set")
+    out = []
+    for c, a in zip(completions, answer):
+        p = parse(_text(c))
+        out.append(1.0 if p.closed and last_number(p.answer) == str(a).strip() else 0.0)
+    return out
+
+
+def make_correctness_reward(tokenizer=None, answer_format: str = "last_number", enable_thinking: bool = True) -> Callable:
+    """1.0 when the answer (after </think>) in `answer_format` (answers.ANSWER_FORMATS: the last number,
+    the last \\boxed{}, or '#### N') equals the `answer` column; reasoning must be closed."""
+    if answer_format not in EXTRACTORS:
+        raise ConfigError(f"unknown answer_format {answer_format!r}; choose one of {', '.join(EXTRACTORS)}")
+    extract = EXTRACTORS[answer_format]
+    start = template_info(tokenizer, enable_thinking).start if tokenizer is not None else "answer"
+
+    def correctness(prompts=None, completions=None, answer=None, **kwargs) -> list[float]:
+        if answer is None:
+            raise ValueError("the correctness reward needs an `answer` column in the prompt set")
+        out = []
+        for c, a in zip(completions, answer):
+            p = parse(_text(c), start=start)
+            out.append(1.0 if p.closed and matches(extract(p.answer), a) else 0.0)
+        return out
+
+    return correctness
+
+
+# -- TRL's reward library ----------------------------------------------------------------------
+
+def trl_reward(name: str, tokenizer=None, enable_thinking: bool = True, max_completion_length: int = 256,
+               overlong_cache: int = 0, ngram: int = 3) -> Callable:
+    """One of TRL's rewards (trl.rewards), named as the studio logs it:
+
+    accuracy             accuracy_reward: math-verify compares the completion with the `solution` column
+    reasoning_accuracy   reasoning_accuracy_reward: the same, on the text after </think> only
+    soft_overlong        get_soft_overlong_punishment(max_completion_length, cache): 0 up to
+                         max - cache tokens, then down to -1 at the limit (DAPO)
+    repetition_penalty   get_repetition_penalty_reward(ngram): -1 x the share of repeated n-grams
+
+    reasoning_accuracy gets each completion written out whole (thinking.full_response), so that the
+    </think> a template put into the prompt (enable_thinking=False) is there to split on.
+    """
+    from trl import rewards as T
+
+    from rloo_studio.core.thinking import full_response
+
+    if name == "accuracy":
+        fn = T.accuracy_reward
+    elif name == "reasoning_accuracy":
+        tpl = template_info(tokenizer, enable_thinking) if tokenizer is not None else None
+
+        def fn(prompts=None, completions=None, completion_ids=None, **kwargs):
+            whole = [[{"role": "assistant", "content": full_response(tpl, _text(c)) if tpl else _text(c)}]
+                     for c in completions]
+            return T.reasoning_accuracy_reward(whole, **kwargs)
+    elif name == "soft_overlong":
+        cache = overlong_cache or max(1, max_completion_length // 4)
+        fn = T.get_soft_overlong_punishment(max_completion_len=max_completion_length, soft_punish_cache=cache)
+    elif name == "repetition_penalty":
+        fn = T.get_repetition_penalty_reward(ngram_size=ngram, max_penalty=-1.0)
+    else:
+        raise ConfigError(f"unknown TRL reward {name!r}; choose accuracy, reasoning_accuracy, soft_overlong or "
+                          "repetition_penalty")
+    if name == "accuracy":
+        def call(prompts=None, completions=None, completion_ids=None, **kwargs):
+            msgs = [c if isinstance(c, list) else [{"role": "assistant", "content": c}] for c in completions]
+            return T.accuracy_reward(msgs, **kwargs)
+        return guarded(call, name)
+    return guarded(fn, name)
+
+
+# -- reward model ------------------------------------------------------------------------------
+
+def shares_tokenizer(a, b) -> bool:
+    """Same vocabulary and EOS: completion ids of one are valid input ids of the other."""
+    return a is b or (a.get_vocab() == b.get_vocab() and a.eos_token_id == b.eos_token_id)
+
+
+def prompt_text(tok, prompt, enable_thinking: bool = True) -> str:
+    """The prompt as the reward model was trained on it: chat template with the generation prompt."""
+    return chat_prompt(tok, prompt, enable_thinking)
+
+
+def ids_from_text(tok, prompt, completion, enable_thinking: bool = True) -> list[int]:
+    """Decode + re-tokenize path: chat prompt + completion text (no <think> the prompt already opened)
+    + EOS (as RewardTrainer trains)."""
+    body = continuation(template_info(tok, enable_thinking), _text(completion))
+    return tok(prompt_text(tok, prompt, enable_thinking) + body + tok.eos_token, add_special_tokens=False)["input_ids"]
+
+
+def ids_from_tokens(tok, prompt, completion_ids: Sequence[int], enable_thinking: bool = True) -> list[int]:
+    """Token-id path: chat prompt ids + the completion's own ids, ending in exactly one EOS."""
+    return (tok(prompt_text(tok, prompt, enable_thinking), add_special_tokens=False)["input_ids"]
+            + _body_ids(tok, completion_ids, enable_thinking) + [tok.eos_token_id])
+
+
+def _body_ids(tok, completion_ids: Sequence[int], enable_thinking: bool = True) -> list[int]:
+    """The completion's ids without trailing EOS / padding, and without a leading <think> (and the
+    white space after it) when the generation prompt already opened one."""
+    ids = _strip_end(tok, completion_ids)
+    tpl = template_info(tok, enable_thinking)
+    open_id = think_token_ids(tok)[0]
+    if tpl.opens and ids and ids[0] == open_id:
+        ids = ids[1:]
+        after = tpl.open_text[len("<think>"):]
+        if after and ids and tok.decode(ids[:1]) == after:
+            ids = ids[1:]
+    return ids
+
+
+def _strip_end(tok, completion_ids: Sequence[int]) -> list[int]:
+    drop = {tok.eos_token_id, tok.pad_token_id}
+    ids = list(completion_ids)
+    while ids and ids[-1] in drop:
+        ids.pop()
+    return ids
+
+
+def score_ids(model, tok, id_lists: list[list[int]], batch_size: int = 16) -> list[float]:
+    """Reward-model scores of token-id sequences, in batches (right padding; the head reads the last real token)."""
+    import torch
+
+    device = next(model.parameters()).device
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    out: list[float] = []
+    with torch.inference_mode():
+        for i in range(0, len(id_lists), batch_size):
+            chunk = id_lists[i : i + batch_size]
+            width = max(len(x) for x in chunk)
+            ids = torch.tensor([x + [pad] * (width - len(x)) for x in chunk], device=device)
+            mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in chunk], device=device)
+            out.extend(model(input_ids=ids, attention_mask=mask).logits[:, 0].float().tolist())
+    return out
+
+
+def make_reward_model_reward(model, rm_tok, policy_tok, batch_size: int = 16, use_ids: bool | None = None,
+                             name: str = "reward_model", enable_thinking: bool = True) -> Callable:
+    """Score completions with a trained reward model (a sequence classifier).
+
+    When the reward model shares the policy's tokenizer, the completion ids go in as they are
+    (no decode / re-tokenize round trip); otherwise the decoded text is re-tokenized. Either way the
+    text is the one the reward model trained on: its chat prompt (enable_thinking as the policy's)
+    and the completion, with no second <think> when the prompt opened one.
+    """
+    use_ids = shares_tokenizer(rm_tok, policy_tok) if use_ids is None else use_ids
+
+    def reward_model(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
+        return score_ids(model, rm_tok, inputs(prompts, completions, completion_ids), batch_size)
+
+    def inputs(prompts, completions, completion_ids) -> list[list[int]]:
+        if not use_ids:
+            return [ids_from_text(rm_tok, p, c, enable_thinking) for p, c in zip(prompts, completions)]
+        # each prompt comes k times in a generation batch: tokenize it once
+        cache: dict[str, list[int]] = {}
+        out = []
+        for p, c in zip(prompts, completion_ids):
+            key = repr(p)
+            if key not in cache:
+                cache[key] = ids_from_tokens(rm_tok, p, [], enable_thinking)[:-1]
+            out.append(cache[key] + _body_ids(rm_tok, c, enable_thinking) + [rm_tok.eos_token_id])
+        return out
+
+    reward_model.inputs = inputs  # for tests and benchmarks: the exact ids that get scored
+
+    reward_model.__name__ = name
+    reward_model.uses_ids = use_ids
+    return reward_model
+
+
+def shaped(fn: Callable, normalize: bool = False, clip: Sequence[float] | None = None) -> Callable:
+    """Wrap a reward: standardize over the generation batch (mean 0, std 1), then clip to [low, high]."""
+    if not normalize and not clip:
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        values = list(fn(*args, **kwargs))
+        if normalize and len(values) > 1:
+            mean = sum(values) / len(values)
+            std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+            values = [(v - mean) / (std + 1e-6) for v in values]
+        if clip:
+            values = [min(max(v, clip[0]), clip[1]) for v in values]
+        return values
+
+    return wrapper
+
+
+# -- custom reward files -----------------------------------------------------------------------
+
+def custom_reward_path(ws_root: Path, spec: str) -> tuple[Path, str]:
+    """'file.py' or 'file.py:function' -> (path inside <workspace>/rewards/, function name)."""
+    file, _, func = spec.partition(":")
+    base = (Path(ws_root) / CUSTOM_DIR).resolve()
+    path = (base / file.strip()).resolve()
+    if path.parent != base or path.suffix != ".py":
+        raise ConfigError(f"custom reward {spec!r}: give a .py file name inside {base} (no folders, no paths outside it)")
+    if not path.exists():
+        raise ConfigError(f"custom reward file {path} does not exist; put your .py file in {base}")
+    return path, (func.strip() or "reward")
+
+
+def load_custom_reward(ws_root: Path, spec: str) -> Callable:
+    """Import a reward function from a Python file in the workspace; every failure becomes a plain message."""
+    path, func_name = custom_reward_path(ws_root, spec)
+    mod_name = f"rloo_studio_custom_{path.stem}"
+    try:
+        mod_spec = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules.pop(mod_name, None)
+        mod_spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 — user code: any error becomes a message
+        raise ConfigError(f"{path.name} could not be loaded: {_where(exc, path)}") from None
+    fn = getattr(module, func_name, None)
+    if not callable(fn):
+        found = [n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == mod_name]
+        raise ConfigError(f"{path.name} has no function {func_name!r}; it defines: {', '.join(found) or 'no functions'}")
+    params = inspect.signature(fn).parameters.values()
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        raise ConfigError(
+            f"{path.name}:{func_name} must accept **kwargs: TRL calls it as "
+            f"{func_name}(prompts=..., completions=..., completion_ids=..., **columns)"
+        )
+    return guarded(fn, f"{path.stem}.{func_name}" if func_name != "reward" else path.stem, path)
+
+
+def guarded(fn: Callable, name: str, path: Path | None = None) -> Callable:
+    """Turn an exception inside a reward function into a RewardError naming it; check the output's length."""
+
+    def wrapper(prompts=None, completions=None, completion_ids=None, **kwargs):
+        try:
+            out = list(fn(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs))
+        except Exception as exc:  # noqa: BLE001
+            raise RewardError(f"reward function {name} raised {_where(exc, path)}") from None
+        if len(out) != len(completions):
+            raise RewardError(f"reward function {name} returned {len(out)} values for {len(completions)} completions; "
+                              "return one number (or None) per completion")
+        return out
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+def _where(exc: BaseException, path: Path | None) -> str:
+    """'TypeError: msg (line 7)' with the line in the user's file when the traceback passes through it."""
+    line = ""
+    if path is not None:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+        if frames:
+            line = f" (line {frames[-1].lineno}: {frames[-1].line})"
+        elif isinstance(exc, SyntaxError) and exc.lineno:
+            line = f" (line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}{line}"

@@ -1,0 +1,74 @@
+"""samples.jsonl of an RLOO run: every completion of each logged step, with each reward, the
+weighted total, the leave-one-out advantage, its length and a truncated flag. `response` is the
+completion written out whole (the <think> the chat template opened in the prompt put back), so that
+views split reasoning from answer the same under any template."""
+from __future__ import annotations
+
+import json
+
+from transformers import TrainerCallback
+
+from rloo_studio.core.thinking import full_response
+from rloo_studio.runs.runner import RunContext, read_jsonl
+
+
+class SamplesCallback(TrainerCallback):
+    """Appends the completions of each logged step to samples.jsonl.
+
+    TRL keeps the last generation batch (prompt, completion, each reward, advantage, and the
+    extra columns our recording wrapper adds) in `trainer._logs` for its own completions table;
+    we read it when TRL logs the step.
+    """
+
+    def __init__(self, ctx: RunContext, trainer, cfg):
+        self.path, self.trainer, self.cfg = ctx.dir / "samples.jsonl", trainer, cfg
+        self.last_step = max((r["step"] for r in read_samples(ctx.dir)), default=0)  # a resumed run appends
+        from rloo_studio.core.thinking import template_info
+
+        self.template = template_info(trainer.processing_class, getattr(cfg, "enable_thinking", True))
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if "reward" not in (logs or {}) or state.global_step <= self.last_step:
+            return
+        self.last_step = state.global_step
+        L = self.trainer._logs
+        names = list(L["rewards"])
+        extra = L["extra"]
+        n = len(L["prompt"])
+        w = self.cfg.reward_weights
+        lo, hi = self.cfg.reward_clip_range or (float("-inf"), float("inf"))
+        with open(self.path, "a") as f:
+            for i in range(n):
+                vals = {k: _num(L["rewards"][k][i]) for k in names}
+                total = sum(wt * v for wt, v in zip(w, vals.values()) if v is not None)
+                f.write(json.dumps({
+                    "step": state.global_step, "prompt": _content(L["prompt"][i]),
+                    "completion": _content(L["completion"][i]),
+                    "response": full_response(self.template, _content(L["completion"][i])), "rewards": vals,
+                    "total": min(max(total, lo), hi), "advantage": _num(L["advantages"][i]),
+                    "length": _at(extra.get("length"), i), "truncated": _at(extra.get("truncated"), i),
+                }) + "\n")
+
+
+def _num(v):
+    v = float(v)
+    return None if v != v else round(v, 5)  # NaN (unscorable) -> null
+
+
+def _at(col, i):
+    return col[i] if col is not None and i < len(col) else None
+
+
+def _content(x) -> str:
+    if isinstance(x, list):  # conversational: the last message's text
+        return x[-1].get("content", "") if x else ""
+    return str(x)
+
+
+def read_samples(run_dir, last_steps: int | None = None) -> list[dict]:
+    """Rows of samples.jsonl; with last_steps, only those of the latest N steps."""
+    rows = read_jsonl(run_dir / "samples.jsonl")
+    if last_steps:
+        steps = sorted({r["step"] for r in rows})[-last_steps:]
+        rows = [r for r in rows if r["step"] in set(steps)]
+    return rows

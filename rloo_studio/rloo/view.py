@@ -1,0 +1,297 @@
+"""What the RLOO tab shows, computed from a run's files: plot series, warnings, completions rows.
+
+No gradio here: the tab formats these; tests call them directly. All inputs are TRL's own
+metric records (metrics.jsonl) and the job's samples.jsonl.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rloo_studio.core import form
+from rloo_studio.rloo.job import RlooJobConfig
+from rloo_studio.core.thinking import parse
+
+# (plot title, metric keys); a key ending in '/*/mean' expands to every reward function's mean.
+PLOTS: list[tuple[str, list[str]]] = [
+    ("loss", ["loss"]),
+    ("reward", ["reward", "rewards/*/mean"]),
+    ("KL", ["kl"]),
+    ("reward spread", ["reward_std", "frac_reward_zero_std"]),
+    ("entropy", ["entropy"]),
+    ("completion length", ["completions/mean_length", "completions/min_length", "completions/max_length"]),
+    ("truncated (clipped_ratio)", ["completions/clipped_ratio"]),
+    ("clip-ratio bands", ["clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"]),
+    ("step time (s)", ["step_time"]),
+]
+WINDOW = 5  # steps the warnings look at
+
+
+def step_records(records: list[dict]) -> list[dict]:
+    """Training-step records only (TRL's final summary line has no 'reward'); the last one per step wins."""
+    by_step = {}
+    for r in records:
+        if "reward" in r and "step" in r:
+            by_step[r["step"]] = r
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def expand(keys: list[str], records: list[dict]) -> list[str]:
+    out = []
+    for k in keys:
+        if "*" in k:
+            pre, post = k.split("*")
+            found = sorted({x for r in records for x in r if x.startswith(pre) and x.endswith(post)})
+            out.extend(found)
+        else:
+            out.append(k)
+    return out
+
+
+def smooth(values: list[float], weight: float) -> list[float]:
+    """Exponential moving average, debiased like TensorBoard's (weight 0: raw, 0.99: very smooth)."""
+    if not weight:
+        return list(values)
+    out, avg, n = [], 0.0, 0
+    for v in values:
+        n += 1
+        avg = weight * avg + (1 - weight) * v
+        out.append(avg / (1 - weight ** n))
+    return out
+
+
+def label(key: str) -> str:
+    if key.startswith("rewards/") and key.endswith("/mean"):
+        return "reward: " + key[len("rewards/"):-len("/mean")]
+    return key.replace("completions/", "").replace("clip_ratio/", "")
+
+
+def series(records: list[dict], keys: list[str], smoothing: float = 0.0, log: bool = False,
+           prefix: str = "") -> list[dict]:
+    """Long-format points {step, value, series} for one plot; log plots show log10 of positive values."""
+    recs = step_records(records)
+    points = []
+    for key in expand(keys, recs):
+        pts = [(r["step"], r[key]) for r in recs if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+        if not pts:
+            continue
+        steps, vals = zip(*pts)
+        vals = smooth(list(vals), smoothing)
+        for s, v in zip(steps, vals):
+            if log:
+                if v <= 0:
+                    continue
+                v = math.log10(v)
+            points.append({"step": s, "value": v, "series": prefix + label(key)})
+    return points
+
+
+def plot_points(records: list[dict], earlier: list[dict] | None = None, smoothing: float = 0.0,
+                log: bool = False) -> list[list[dict]]:
+    """One list of points per entry of PLOTS, with an earlier run's curves overlaid (named 'earlier: ...')."""
+    out = []
+    for _, keys in PLOTS:
+        pts = series(records, keys, smoothing, log)
+        if earlier:
+            pts += series(earlier, keys, smoothing, log, prefix="earlier: ")
+        out.append(pts)
+    return out
+
+
+# -- warnings ----------------------------------------------------------------------------------
+
+def _mean(xs):
+    xs = [x for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _corr(a: list[float], b: list[float]) -> float:
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
+    va = sum((x - ma) ** 2 for x in a)
+    vb = sum((y - mb) ** 2 for y in b)
+    if va == 0 or vb == 0:
+        return 0.0
+    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / math.sqrt(va * vb)
+
+
+def warnings(records: list[dict], max_completion_length: int | None = None, samples: list[dict] | None = None,
+             window: int = WINDOW) -> list[str]:
+    """Plain warnings about the latest steps: truncation, zero-variance groups, reward rising with length or KL,
+    a reward model blind to what a rule reward beside it separates (on `samples`, the latest steps' completions)."""
+    recs = step_records(records)
+    if not recs:
+        return []
+    last = recs[-window:]
+    out = []
+    cut = _mean([r.get("completions/clipped_ratio") for r in last])
+    if samples:  # more precise: cut before </think> means no answer can be rewarded
+        recent = [s for s in samples if s.get("step", 0) >= last[0]["step"]]
+        if recent:
+            cut = sum(bool(s.get("truncated")) and "</think>" not in s["completion"] for s in recent) / len(recent)
+    if cut is not None and cut > 0.5:
+        limit = f" ({max_completion_length} tokens)" if max_completion_length else ""
+        out.append(f"{cut:.0%} of recent completions are cut at max completion length{limit} before </think>: their "
+                   "answers never count. Raise max completion length.")
+    zero = _mean([r.get("frac_reward_zero_std") for r in last])
+    if zero is not None and zero > 0.5:
+        out.append(f"In {zero:.0%} of recent groups every completion got the same reward, so the leave-one-out "
+                   "advantage is zero and those prompts teach nothing. Raise num_generations or temperature, or use "
+                   "a reward that tells completions apart.")
+    if len(recs) >= 2 * window:
+        rew = [r.get("reward", 0.0) for r in recs]
+        rising = _mean(rew[-window:]) - _mean(rew[:window]) > 0.05 * max(1e-9, max(rew) - min(rew) or 1)
+        for key, what in (("completions/mean_length", "completion length"), ("kl", "KL")):
+            vals = [r.get(key) for r in recs]
+            if rising and all(isinstance(v, (int, float)) for v in vals):
+                c = _corr(rew, vals)
+                grew = _mean(vals[-window:]) > 1.25 * max(_mean(vals[:window]), 1e-9) + (0.02 if key == "kl" else 0)
+                if c > 0.8 and grew:
+                    out.append(f"The reward rises together with {what} (correlation {c:.2f}): possible reward "
+                               "hacking. Read the completions below; raise beta or fix the reward if they got worse.")
+    if samples:  # a reward model beside rule rewards: does it separate what the rules separate? (blind.py)
+        from rloo_studio.reward.blind import blind_warnings
+
+        out += blind_warnings(samples)
+    return out
+
+
+# -- completions table -------------------------------------------------------------------------
+
+def completion_columns(samples: list[dict]) -> list[str]:
+    names = []
+    for s in samples:
+        for k in s.get("rewards", {}):
+            if k not in names:
+                names.append(k)
+    return ["step", "prompt", "thinking", "answer", *names, "total", "advantage", "length", "truncated"]
+
+
+def completion_rows(samples: list[dict], limit: int = 64) -> tuple[list[str], list[list]]:
+    """(headers, rows) newest first: thinking and answer shown apart, each reward, total, advantage."""
+    cols = completion_columns(samples)
+    names = cols[4:-4]
+    rows = []
+    for s in reversed(samples[-limit:]):
+        p = parse(s.get("response") or s.get("completion", ""))  # response: the <think> of the template written out
+        think = p.thinking if (p.has_close or p.has_open) else ""
+        answer = p.answer if not p.truncated else "(cut before </think>)"
+        rows.append([s["step"], s["prompt"], think, answer, *[_r(s["rewards"].get(n)) for n in names],
+                     _r(s.get("total")), _r(s.get("advantage")), s.get("length"), "yes" if s.get("truncated") else ""])
+    return cols, rows
+
+
+def _r(v):
+    return None if v is None else round(v, 3)
+
+
+# -- the config form ---------------------------------------------------------------------------
+CHOICES = {"backend": ("auto", "unsloth", "transformers"),
+           "optim": ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")}
+FormField = form.FormField
+
+
+def form_fields() -> list[FormField]:
+    return form.fields(RlooJobConfig, CHOICES)
+
+
+def form_values(cfg: RlooJobConfig) -> list:
+    return form.values(cfg, CHOICES)
+
+
+def config_from_form(values: list) -> RlooJobConfig:
+    """Widget values (form_fields() order) -> a validated config; raises ConfigError naming the field."""
+    return form.parse(RlooJobConfig, values, CHOICES)
+
+
+def launch_check(cfg: RlooJobConfig, ws) -> None:
+    """Everything Launch can know before a run exists: the job's pre-flight, plus the settings the job
+    would only trip over after loading the model (LoRA layers, optimizer name, the held-out prompt set).
+    Raises ConfigError in plain words."""
+    from rloo_studio.core.errors import ConfigError
+    from rloo_studio.rloo.job import load_prompts, preflight
+
+    preflight(cfg, ws)
+    for name in ("seed", "eval_seed"):
+        if not 0 <= getattr(cfg, name) < 2 ** 32:  # numpy's seeds are 32-bit; set_seed would fail in the job
+            raise ConfigError(f"{name} must be a whole number from 0 to {2 ** 32 - 1}, got {getattr(cfg, name)}.")
+    if not cfg.lora.target_modules:
+        raise ConfigError("lora.target_modules must name at least one layer (e.g. q_proj, v_proj).")
+    if cfg.lora.r < 1:
+        raise ConfigError(f"lora.r must be at least 1, got {cfg.lora.r}.")
+    from transformers.training_args import OptimizerNames
+
+    if cfg.optim not in {o.value for o in OptimizerNames}:
+        raise ConfigError(f"optim {str(cfg.optim)[:60]!r} is not an optimizer transformers knows; "
+                          f"choose one of {', '.join(CHOICES['optim'])}.")
+    if cfg.eval_prompts > 0:
+        try:
+            load_prompts(ws, cfg.eval_prompt_set)
+        except ConfigError as exc:
+            raise ConfigError(f"eval_prompt_set: {exc} (or set eval_prompts to 0 to skip the before/after "
+                              "measurement)") from None
+
+
+def weights_after_tick(before: list[str], after: list[str], weights: str) -> str:
+    """reward_weights as text after the ticked rewards changed from `before` to `after`: every reward
+    keeps the weight the user gave it, a newly ticked one gets 1.0, an unticked one loses its weight."""
+    parts = [w.strip() for w in str(weights or "").split(",") if w.strip()]
+    kept = dict(zip(before, parts))  # weights beyond the ticked rewards belong to none of them
+    return ", ".join(kept.get(name, "1.0") for name in after)
+
+
+MAX_COMPARE = 1000  # held-out prompts for before / after: more is a typo (each one is generated twice)
+
+
+# -- choices and status for the tab ------------------------------------------------------------
+
+def reward_choices(ws) -> list[str]:
+    """Reward names a user can tick: the rules, the reward model, and each .py file in <workspace>/rewards/."""
+    from rloo_studio.rloo.job import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS
+    from rloo_studio.rloo.rewards import CUSTOM_DIR
+
+    files = sorted(p.name for p in (Path(ws.root) / CUSTOM_DIR).glob("*.py"))
+    return [*RULE_REWARDS, REWARD_MODEL, *[CUSTOM_PREFIX + f for f in files]]
+
+
+def prompt_set_choices(ws) -> list[str]:
+    from rloo_studio.rloo.job import LABELED_PAIRS
+    from rloo_studio.label.prompts import prompt_sets
+
+    return [s["name"] for s in prompt_sets(ws)] + [LABELED_PAIRS]
+
+
+def latest_run(ws) -> str | None:
+    """The active RLOO run, else the newest one."""
+    runs = ws.runs("rloo")
+    active = [r for r in runs if r["status"] in ("running", "queued")]
+    return (active or runs or [{"id": None}])[0]["id"]
+
+
+def progress_text(status: dict, records: list[dict]) -> str:
+    p = status.get("progress") or {}
+    recs = step_records(records)
+    parts = []
+    if p.get("total"):
+        parts.append(f"step {p.get('done', 0)}/{p['total']}")
+    elif recs:
+        parts.append(f"step {recs[-1]['step']}")
+    if p.get("eta_s") and status.get("status") == "running":
+        parts.append(f"about {p['eta_s'] / 60:.1f} min left" if p["eta_s"] > 90 else f"about {p['eta_s']:.0f} s left")
+    if recs:
+        r = recs[-1]
+        vals = [f"{k} {r[k]:.3g}" for k in ("loss", "reward", "kl") if isinstance(r.get(k), (int, float))]
+        parts.append("last: " + ", ".join(vals))
+    return " · ".join(parts)
+
+
+def eval_text(ev: dict) -> str:
+    """'before → after' of the job's own held-out measurement (eval.json)."""
+    b, a = ev.get("before"), ev.get("after")
+    if not b:
+        return ""
+    line = f"held-out before training: accuracy {b['accuracy']:.1%}, format {b['format_rate']:.1%} (n={b['n']})"
+    if a:
+        line += (f"; after: accuracy {a['accuracy']:.1%}, format {a['format_rate']:.1%} "
+                 f"({(a['accuracy'] - b['accuracy']) * 100:+.1f} points)")
+    return line

@@ -1,0 +1,151 @@
+"""Runs across kinds: summaries, curves to overlay, deletion; trained adapters as choices for tabs."""
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+from rloo_studio.core.errors import DataError
+from rloo_studio.runs.runner import ACTIVE, read_metrics
+from rloo_studio.core.workspace import Workspace
+
+KIND_NAMES = {"reward": "reward-model", "rloo": "RLOO", "generate": "generate"}
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """Typed text quoted back to the user, cut to a readable length."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def find_run(ws: Workspace, run_id, kind: str | None = None) -> dict:
+    """The run a typed id names, or a DataError that says so in plain words (no path is ever built from it)."""
+    rid = str(run_id or "").strip()
+    what = KIND_NAMES.get(kind or "", "")
+    if not rid:
+        raise DataError(f"No {what + ' ' if what else ''}run chosen: pick one from the list.")
+    if not _RUN_ID.fullmatch(rid) or ".." in rid:
+        raise DataError(f"{shorten(rid)!r} is not a run id (ids look like rloo-20261201-075300): "
+                        "pick a run from the list.")
+    r = ws.run(rid)
+    if r is None or (kind and r["kind"] != kind):
+        raise DataError(f"There is no {what + ' ' if what else ''}run {rid} in this workspace: pick one from the list.")
+    return r
+
+
+_STAMP = re.compile(r"\d\d:\d\d:\d\d ")
+
+
+def failure(ws: Workspace, run_id: str) -> tuple[str, str]:
+    """(plain message, traceback) of a failed run, read from its log.txt ('FAILED: <message>' then the
+    traceback); ('', '') when the log records no failure."""
+    try:
+        lines = (ws.run_dir(run_id) / "log.txt").read_text(errors="replace").splitlines()
+    except (OSError, ValueError):
+        return "", ""
+    return split_failure(lines)
+
+
+def split_failure(lines: list[str]) -> tuple[str, str]:
+    """The last 'FAILED: message' in log lines, and the traceback lines that follow it (up to the next
+    time-stamped line)."""
+    for i in range(len(lines) - 1, -1, -1):
+        head, sep, message = lines[i].partition("FAILED: ")
+        if sep and (not head or _STAMP.fullmatch(head)):
+            tb = []
+            for line in lines[i + 1:]:
+                if _STAMP.match(line):
+                    break
+                tb.append(line)
+            return message.strip(), "\n".join(tb).strip()
+    return "", ""
+
+
+def without_traceback(lines: list[str]) -> list[str]:
+    """Log lines with every traceback left out (each failure's message line stays)."""
+    out, skipping = [], False
+    for line in lines:
+        if _STAMP.match(line):
+            skipping = "FAILED: " in line
+            out.append(line)
+        elif not skipping:
+            out.append(line)
+    return out
+
+# The figures that sum up a finished run, by kind: (label, metric key), last logged value.
+KEY_METRICS = {
+    "reward": [("held-out accuracy", "eval_accuracy"), ("accuracy", "accuracy"), ("loss", "loss")],
+    "rloo": [("reward", "reward"), ("kl", "kl"), ("loss", "loss")],
+    "generate": [("pairs", "pairs")],
+}
+
+
+def trained_adapters(ws: Workspace, kind: str) -> list[tuple[str, str]]:
+    """(label, run_id) for runs of `kind` that saved an adapter, newest first.
+
+    A stopped run saved its adapter too, so it counts; a failed one usually did not.
+    """
+    out = []
+    for r in ws.runs(kind):
+        if (adapter_dir(ws, r["id"]) / "adapter_config.json").exists():
+            out.append((f"{r['name']} ({r['status']})", r["id"]))
+    return out
+
+
+def adapter_dir(ws: Workspace, run_id: str) -> Path:
+    return ws.run_dir(run_id) / "adapter"
+
+
+def last_values(metrics: list[dict]) -> dict:
+    out = {}
+    for m in metrics:
+        out.update({k: v for k, v in m.items() if isinstance(v, (int, float))})
+    return out
+
+
+def summaries(ws: Workspace) -> list[dict]:
+    """One row per run: id, kind, status, started, duration, key figures, message, folder."""
+    rows = []
+    for r in ws.runs():
+        start = r["started"] or r["created"]
+        end = r["ended"] or (time.time() if r["status"] == "running" else start)
+        last = last_values(read_metrics(ws.run_dir(r["id"])))
+        figures = ", ".join(f"{label} {last[k]:.3g}" for label, k in KEY_METRICS.get(r["kind"], []) if k in last)
+        rows.append({"id": r["id"], "kind": r["kind"], "status": r["status"],
+                     "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(start)),
+                     "duration_s": round(max(0.0, end - start)), "figures": figures, "step": last.get("step"),
+                     "message": r["message"], "folder": str(ws.run_dir(r["id"]))})
+    return rows
+
+
+def numeric_keys(ws: Workspace, run_ids: list[str]) -> list[str]:
+    keys: set[str] = set()
+    for rid in run_ids:
+        for m in read_metrics(ws.run_dir(rid)):
+            keys |= {k for k, v in m.items() if isinstance(v, (int, float)) and k not in ("time", "step", "epoch")}
+    return sorted(keys)
+
+
+def overlay(ws: Workspace, run_ids: list[str], metric: str) -> list[dict]:
+    """Rows {run, step, value} of one metric for several runs, for a single plot."""
+    rows = []
+    for rid in run_ids:
+        for m in read_metrics(ws.run_dir(rid)):
+            v = m.get(metric)
+            if isinstance(v, (int, float)) and m.get("step") is not None:
+                rows.append({"run": rid, "step": m["step"], "value": float(v)})
+    return rows
+
+
+def delete_run(ws: Workspace, run_id: str) -> None:
+    """Remove a finished run's folder and row. An active run must be stopped first."""
+    r = ws.run(run_id)
+    if r is None:
+        raise KeyError(f"no run {run_id}")
+    if r["status"] in ACTIVE:
+        raise ValueError(f"{run_id} is {r['status']}; stop it before deleting")
+    shutil.rmtree(ws.run_dir(run_id), ignore_errors=True)
+    with ws.transaction() as con:
+        con.execute("DELETE FROM runs WHERE id=?", (run_id,))

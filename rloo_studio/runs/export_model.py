@@ -1,0 +1,145 @@
+"""Export an RLOO run's policy for serving: the trained LoRA adapter alone, or merged into its base model.
+
+Merged: the base model the run was launched with is loaded in full precision with transformers (a run
+that trained on a 4-bit copy is merged into the full-precision weights, and the result says so), the
+adapter is applied with PEFT and folded in (`merge_and_unload`), and the result is written as a
+standard safetensors folder with the tokenizer and its chat template: `AutoModelForCausalLM.
+from_pretrained(DIR)` loads it, no PEFT needed. Adapter alone: the trained adapter and the tokenizer,
+without the frozen reference copy (`ref/`) that TRL's RLOOTrainer saves beside it and without the
+pickled training arguments.
+
+Both write `rloo_studio_export.json` into the folder: which run, which base, merged or not, 4-bit or not.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rloo_studio.core.errors import DataError, ModelLoadError
+from rloo_studio.core.workspace import Workspace
+
+INFO_FILE = "rloo_studio_export.json"
+# Files of a saved adapter folder that a server does not need: TRL's frozen reference adapter and the
+# Trainer's pickled arguments (a pickle is code; never hand one on).
+_LEFT_OUT = {"ref", "training_args.bin"}
+
+
+@dataclass
+class ExportResult:
+    run_id: str
+    out: str
+    merged: bool
+    base: str
+    base_4bit: bool  # the run trained on a 4-bit copy of the base (a merge uses the full-precision base)
+    dtype: str  # of the written weights
+    files: list[str]
+
+    def summary(self) -> str:
+        what = "merged model (base + adapter, loads with AutoModelForCausalLM.from_pretrained)" if self.merged \
+            else "adapter alone (load it on top of its base with PEFT)"
+        s = f"Exported run {self.run_id} to {self.out}: {what}; base {self.base}, {self.dtype}."
+        if self.base_4bit:
+            s += (" The run trained on a 4-bit copy of the base; " + (
+                "the adapter was merged into the full-precision base weights, not into the 4-bit ones."
+                if self.merged else "load the adapter on the full-precision base or on a 4-bit one."))
+        return s
+
+
+def check_out(out: str | Path) -> Path:
+    """The export folder: new, or an existing empty folder. Anything else is refused in plain words."""
+    text = str(out or "").strip()
+    if not text:
+        raise DataError("No export folder given: type the folder to write the model to (a new or empty folder).")
+    p = Path(text).expanduser()
+    if p.exists() and not p.is_dir():
+        raise DataError(f"{p} is a file, not a folder: choose a new or empty folder to export to.")
+    if p.is_dir() and any(p.iterdir()):
+        raise DataError(f"{p} already exists and is not empty: choose a new or empty folder, so that nothing "
+                        "in it is overwritten.")
+    return p
+
+
+def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
+    """(run id, adapter folder, run config) of an RLOO run that saved its adapter; a DataError otherwise."""
+    import yaml
+
+    from rloo_studio.runs.catalog import adapter_dir, find_run
+
+    rid = find_run(ws, run_id, "rloo")["id"]
+    ad = adapter_dir(ws, rid)
+    if not (ad / "adapter_config.json").exists():
+        raise DataError(f"Run {rid} saved no adapter (did it fail before training ended?): nothing to export.")
+    try:
+        cfg = yaml.safe_load((ws.run_dir(rid) / "config.yaml").read_text()) or {}
+    except (OSError, ValueError):
+        cfg = {}
+    return rid, ad, cfg
+
+
+def export_model(ws: Workspace, run_id: str, out: str | Path, merged: bool = False) -> ExportResult:
+    """Write run `run_id`'s adapter (merged=False) or base + adapter merged (merged=True) into `out`.
+
+    Nothing is left behind when it fails: the folder is written under a temporary name and renamed at the end."""
+    rid, ad, cfg = run_adapter(ws, run_id)
+    dest = check_out(out)
+    base = str(cfg.get("model") or json.loads((ad / "adapter_config.json").read_text()).get("base_model_name_or_path"))
+    base_4bit = bool(cfg.get("load_in_4bit", False))
+    tmp = dest.with_name(f".{dest.name}.partial-{int(time.time() * 1000)}")
+    tmp.mkdir(parents=True)
+    try:
+        if merged:
+            dtype = _write_merged(ad, base, bool(cfg.get("trust_remote_code", False)), tmp)
+        else:
+            dtype = _write_adapter(ad, tmp)
+        res = ExportResult(rid, str(dest.resolve()), merged, base, base_4bit, dtype, [])
+        (tmp / INFO_FILE).write_text(json.dumps({**asdict(res), "exported": time.time()}, indent=1))
+        res.files = sorted(p.name for p in tmp.iterdir())
+        if dest.exists():
+            dest.rmdir()  # checked empty above
+        tmp.rename(dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return res
+
+
+def _write_adapter(ad: Path, to: Path) -> str:
+    for f in ad.iterdir():
+        if f.name in _LEFT_OUT or f.is_dir():
+            continue
+        shutil.copy2(f, to / f.name)
+    from safetensors import safe_open
+
+    with safe_open(str(ad / "adapter_model.safetensors"), "pt") as st:
+        keys = list(st.keys())
+        name = st.get_slice(keys[0]).get_dtype() if keys else "F32"
+    return {"F32": "float32", "BF16": "bfloat16", "F16": "float16", "F64": "float64"}.get(name, name.lower())
+
+
+def _write_merged(ad: Path, base: str, trust_remote_code: bool, to: Path) -> str:
+    """Base in its stored precision (never 4-bit) + adapter, merged and saved as safetensors."""
+    from rloo_studio.core.models import LOAD_LOCK, check_remote_code, load_tokenizer, resolve  # first: unsloth before transformers
+
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    path = resolve(base)
+    check_remote_code(path, trust_remote_code)
+    tok = load_tokenizer(str(ad)) if (ad / "tokenizer_config.json").exists() else load_tokenizer(path, trust_remote_code)
+    try:
+        with LOAD_LOCK:  # never beside another load in this process (from_pretrained is not thread-safe)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype="auto", trust_remote_code=trust_remote_code)
+    except torch.OutOfMemoryError:
+        raise
+    except Exception as exc:
+        raise ModelLoadError(f"Could not load the base model {base} to merge into: {type(exc).__name__}: "
+                             f"{str(exc)[:300]}") from None
+    model = PeftModel.from_pretrained(model, str(ad), adapter_name="default")  # the root adapter only, not ref/
+    model = model.merge_and_unload()
+    model.save_pretrained(str(to), safe_serialization=True)
+    tok.save_pretrained(str(to))
+    return str(next(model.parameters()).dtype).replace("torch.", "")

@@ -1,0 +1,59 @@
+"""What a run folder records so that the run can be repeated: the command, versions, commit, seed."""
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from rloo_studio.core.paths import REPO
+
+PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "bitsandbytes", "unsloth",
+            "unsloth_zoo", "gradio")
+CLI_KINDS = {"rloo": "train-rloo", "reward": "train-reward"}
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for p in PACKAGES:
+        try:
+            out[p] = version(p)
+        except PackageNotFoundError:
+            out[p] = None
+    return out
+
+
+def git_commit() -> str | None:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5)
+        if head.returncode:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return head.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def cli_command(kind: str, workspace: Path, run_dir: Path) -> str | None:
+    """The headless command that runs the same config (the UI's runs print it too)."""
+    sub = CLI_KINDS.get(kind)
+    if not sub:
+        return None
+    return " ".join([shlex.quote(sys.executable), "-m", "rloo_studio", sub, "--workspace", shlex.quote(str(workspace)),
+                     "--config", shlex.quote(str(run_dir / "config.yaml"))])
+
+
+def write(run_dir: Path, kind: str, workspace: Path, config: dict) -> None:
+    cmd = cli_command(kind, workspace, run_dir)
+    if cmd:
+        (run_dir / "command.txt").write_text(cmd + "\n")
+    info = {"versions": versions(), "git_commit": git_commit(), "seed": config.get("seed"),
+            "platform": platform.platform(), "argv": sys.argv}
+    (run_dir / "environment.json").write_text(json.dumps(info, indent=1))
+    from rloo_studio.runs.reproduce_script import write_script
+
+    write_script(run_dir, kind, config)
