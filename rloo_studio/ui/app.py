@@ -31,17 +31,40 @@ def header_html(studio: Studio) -> str:
     )
 
 
+def _polling(demo: gr.Blocks, before: set[int]) -> list[gr.Timer]:
+    """The timers a tab made that run from the start (a tab's live status); not those it starts itself."""
+    return [b for i, b in demo.blocks.items() if i not in before and isinstance(b, gr.Timer) and b.active]
+
+
+def poll_only_the_open_tab(demo: gr.Blocks, tabs: list[tuple[gr.Tab, list[gr.Timer]]]) -> None:
+    """Each tab's status timers tick only while the tab is open: the hidden tabs' ticks would otherwise
+    share the server with every key press of the labeling (one tab redraws itself when opened anyway)."""
+    timers = [t for _, own in tabs for t in own]
+    if not timers:
+        return
+    for tab, own in tabs:
+        ids = {t._id for t in own}
+        tab.select(lambda ids=ids: [gr.Timer(active=t._id in ids) for t in timers], None, timers,
+                   show_progress="hidden")
+    first = {t._id for t in tabs[0][1]}
+    demo.load(lambda: [gr.Timer(active=t._id in first) for t in timers], None, timers, show_progress="hidden")
+
+
 def build_ui(studio: Studio) -> gr.Blocks:
     # Files this app made in its temp folder (copies of exports handed out, uploads never imported)
     # go after a day; Gradio also empties it when the app starts.
     with gr.Blocks(title="RLOO Studio", delete_cache=(3600, 86400)) as demo:
         gr.HTML(header_html(studio))
+        tabs = []
         with gr.Tabs():
             for name, module in TABS:
+                before = set(demo.blocks)
                 with gr.Tab(name, id=name.lower().replace(" ", "-")) as tab:
                     hooks = module.build(studio)  # a tab may return hooks(demo, tab) for load / select events
+                tabs.append((tab, _polling(demo, before)))
                 if callable(hooks):
                     hooks(demo, tab)
+        poll_only_the_open_tab(demo, tabs)
     return demo
 
 
