@@ -13,13 +13,14 @@ from functools import partial
 
 import gradio as gr
 
+from rloo_studio.label import guidelines as G
 from rloo_studio.label import store as L
 from rloo_studio.core.errors import explain
 from rloo_studio.reward.view import uncertainty_queue
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.core.studio import Studio
 from rloo_studio.ui import label_data, render
-from rloo_studio.ui.label_view import NOTHING_SAVED, _msg, show_next, view
+from rloo_studio.ui.label_view import NOTHING_SAVED, _msg, show_next, sources_update, view
 
 CSS = render.CSS + """
 #lbl-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill)}
@@ -115,13 +116,13 @@ def choose_order(studio: Studio, run_id, nm, sess, f, s, rw, progress=gr.Progres
 
 
 def annotators_md(studio: Studio) -> str:
-    """Who labeled how much, and how well they agree (refreshed while the panel is open)."""
+    """Who labeled how much (today and in all), and how well they agree (refreshed while the panel is open)."""
     ws = studio.ws
     lines = [f"Overlap: **{L.overlap(ws)}** annotator(s) per pair."]
-    stats = L.annotator_stats(ws)
+    stats = L.annotator_stats(ws, today=True)
     if stats:
-        lines.append("| annotator | labels | skips |\n|---|---|---|" + "".join(
-            f"\n| {html.escape(a['name'])} | {a['labels']} | {a['skips']} |" for a in stats))
+        lines.append("| annotator | labels today | labels | skips |\n|---|---|---|---|" + "".join(
+            f"\n| {html.escape(a['name'])} | {a['today']} | {a['labels']} | {a['skips']} |" for a in stats))
     else:
         lines.append("No labels from people yet.")
     ag = L.agreement(ws)
@@ -146,7 +147,58 @@ def set_overlap(studio: Studio, n):
         return f"**{e}**"
 
 
+NO_GUIDELINES = ("*No labeling guidelines for this workspace yet. Write them under “Edit the guidelines”: "
+                 "everyone labeling here sees them above the pair.*")
+
+
+def guidelines_md(studio: Studio) -> str:
+    return G.get(studio.ws) or NO_GUIDELINES
+
+
+def save_guidelines(studio: Studio, text):
+    """(guidelines shown, message): stored for the whole workspace, or a plain message and nothing saved."""
+    try:
+        kept = G.save(studio.ws, text)
+    except Exception as e:  # too long, or the disk refused: say so, the stored text stays as it was
+        return gr.skip(), _msg(explain(e), True)
+    return kept or NO_GUIDELINES, _msg("Guidelines saved: everyone labeling in this workspace sees them." if kept
+                                       else "Guidelines removed.")
+
+
+def guidelines_section(studio: Studio):
+    """Shown above the pair: the workspace's guidelines (markdown), editable by anyone labeling."""
+    with gr.Accordion("Labeling guidelines", open=True, elem_id="lbl-guidelines-box"):
+        shown = gr.Markdown(lambda: guidelines_md(studio), elem_id="lbl-guidelines")
+        with gr.Accordion("Edit the guidelines (markdown, shared by everyone labeling in this workspace)", open=False):
+            text = gr.Textbox(lambda: G.get(studio.ws), lines=5, max_lines=30, show_label=False,
+                              placeholder="# What makes a response better\n- the right answer first\n- ...",
+                              elem_id="lbl-guidelines-edit")
+            with gr.Row():
+                save = gr.Button("Save guidelines", scale=0, min_width=180, elem_id="lbl-guidelines-save")
+                note = gr.HTML(elem_id="lbl-guidelines-msg")
+    save.click(partial(save_guidelines, studio), text, [shown, note])
+    return shown
+
+
 # -- layout --------------------------------------------------------------------------------------
+
+def annotators_panel(studio: Studio):
+    """Per-annotator counts (today and in all), overlap and agreement; followed while the panel is open."""
+    with gr.Accordion("Annotators and agreement", open=False) as panel:
+        with gr.Row():
+            overlap = gr.Number(L.overlap(studio.ws), label="Annotators per pair (overlap)", precision=0, minimum=1,
+                                maximum=10)
+            b_overlap = gr.Button("Set overlap")
+        agree = gr.Markdown(elem_id="lbl-annotators")
+        b_agree = gr.Button("Refresh agreement")
+        agree_timer = gr.Timer(3.0, active=False)  # while the panel is open, it follows labels as they arrive
+    b_overlap.click(partial(set_overlap, studio), overlap, agree)
+    b_agree.click(partial(annotators_md, studio), None, agree)
+    panel.expand(lambda: (annotators_md(studio), gr.Timer(active=True)), None, [agree, agree_timer])
+    panel.collapse(lambda: gr.Timer(active=False), None, agree_timer)
+    agree_timer.tick(partial(annotators_md, studio), None, agree, show_progress="hidden")
+    return agree
+
 
 def build(studio: Studio):
     ws = studio.ws
@@ -158,13 +210,15 @@ def build(studio: Studio):
     with gr.Row():
         name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1)
         flt = gr.Dropdown(list(L.FILTERS), value="unlabeled", label="Show", scale=1)
-        src = gr.Dropdown([("all sources", "")] + [(s, s) for s in L.sources(ws)], value="", label="Source", scale=1)
+        src = gr.Dropdown([("all sources", "")] + [(s, s) for s in L.sources(ws)], value="", label="Source", scale=1,
+                          elem_id="lbl-source")
         raw = gr.Checkbox(label="Raw text", value=False, scale=1)
     with gr.Row():
         order_by = gr.Dropdown([("usual order", "")] + trained_adapters(ws, "reward"), value="", scale=2,
                                label="Active labeling: most uncertain first, by reward model")
         order_msg = gr.HTML()
     empty_box, b_demo_empty = label_data.empty_notice(studio)
+    guides = guidelines_section(studio)
     progress = gr.Markdown(elem_id="lbl-progress")
     status = gr.HTML(elem_id="lbl-status")  # which pair, or what went wrong: above the texts, where eyes are
     prompt = gr.HTML(elem_id="lbl-prompt")
@@ -203,18 +257,7 @@ def build(studio: Studio):
 
     label_data.build(studio, common=common, outs=outs, src=src, empty_box=empty_box, b_demo_empty=b_demo_empty)
 
-    with gr.Accordion("Annotators and agreement", open=False) as panel:
-        with gr.Row():
-            overlap = gr.Number(L.overlap(ws), label="Annotators per pair (overlap)", precision=0, minimum=1, maximum=10)
-            b_overlap = gr.Button("Set overlap")
-        agree = gr.Markdown(elem_id="lbl-annotators")
-        b_agree = gr.Button("Refresh agreement")
-        agree_timer = gr.Timer(3.0, active=False)  # while the panel is open, it follows labels as they arrive
-    b_overlap.click(partial(set_overlap, studio), overlap, agree)
-    b_agree.click(partial(annotators_md, studio), None, agree)
-    panel.expand(lambda: (annotators_md(studio), gr.Timer(active=True)), None, [agree, agree_timer])
-    panel.collapse(lambda: gr.Timer(active=False), None, agree_timer)
-    agree_timer.tick(partial(annotators_md, studio), None, agree, show_progress="hidden")
+    agree = annotators_panel(studio)
 
     def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Restore the name this browser used, start a session, continue where the annotator left off.
@@ -223,6 +266,7 @@ def build(studio: Studio):
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
         tab.select(partial(show_next, studio), common, outs).then(
-            lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by)
+            lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by).then(
+            lambda: (sources_update(studio), guidelines_md(studio)), None, [src, guides])  # sent from other tabs
 
     return on_load

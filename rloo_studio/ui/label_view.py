@@ -28,7 +28,7 @@ def progress_md(studio: Studio, name: str) -> str:
     pace = f" · {p['per_minute']:.1f} labels/min" if p["per_minute"] else ""
     imported = f" · {p['imported_only']} more with imported labels only" if p["imported_only"] else ""
     skipped = f" · {p['skipped']} skipped" if p["skipped"] else ""
-    mine = f" · you: **{p['mine']}** labeled, {p['my_skips']} skipped{pace}" if name else ""
+    mine = f" · you: **{p['mine']}** labeled, {p['my_skips']} skipped · **{p['mine_today']}** today{pace}" if name else ""
     return f"**{p['human_labeled']} / {p['total']}** pairs labeled by people{imported}{skipped}{mine}"
 
 
