@@ -9,6 +9,10 @@ without the frozen reference copy (`ref/`) that TRL's RLOOTrainer saves beside i
 pickled training arguments.
 
 Both write `rloo_studio_export.json` into the folder: which run, which base, merged or not, 4-bit or not.
+
+From the app, an export is a job of kind 'export' (`export_job`, one `ExportConfig`): it runs on the job
+runner like the other jobs, so the page never waits on it, it shows its stage, and its result (the folder
+written) stays in the Runs table after a reload.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 from rloo_studio.core.errors import DataError, ModelLoadError
 from rloo_studio.core.workspace import Workspace
@@ -66,9 +71,22 @@ def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
     """(run id, adapter folder, run config) of an RLOO run that saved its adapter; a DataError otherwise."""
     import yaml
 
-    from rloo_studio.runs.catalog import adapter_dir, find_run
+    from rloo_studio.runs.catalog import KIND_NAMES, adapter_dir, find_run
+    from rloo_studio.runs.runner import ACTIVE
 
-    rid = find_run(ws, run_id, "rloo")["id"]
+    try:
+        r = find_run(ws, run_id, "rloo")
+    except DataError:
+        other = ws.run(str(run_id or "").strip()) if str(run_id or "").strip() else None
+        if other is None:
+            raise
+        kind = KIND_NAMES.get(other["kind"], other["kind"])
+        raise DataError(f"{other['id']} is {'an' if kind[:1] in 'aeiou' else 'a'} {kind} run: only an RLOO run's trained policy can be exported as a "
+                        "model. Pick an RLOO run.") from None
+    rid = r["id"]
+    if r["status"] in ACTIVE:
+        raise DataError(f"Run {rid} is still {r['status']}: export it once it has finished (stopping it saves "
+                        "its adapter).")
     ad = adapter_dir(ws, rid)
     if not (ad / "adapter_config.json").exists():
         raise DataError(f"Run {rid} saved no adapter (did it fail before training ended?): nothing to export.")
@@ -79,10 +97,51 @@ def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
     return rid, ad, cfg
 
 
-def export_model(ws: Workspace, run_id: str, out: str | Path, merged: bool = False) -> ExportResult:
+def resolve_out(ws: Workspace, typed: str | Path) -> Path:
+    """A folder typed in the app: an absolute path as it is, a bare name (or relative path) under exports/."""
+    text = str(typed or "").strip()
+    if not text:
+        return check_out(text)  # says that no folder was given
+    p = Path(text).expanduser()
+    return p if p.is_absolute() else ws.exports_dir / p
+
+
+def app_out(ws: Workspace, typed: str | Path) -> Path:
+    """The export folder typed in the app (resolve_out), new or empty, and inside the folders the app may use
+    (the workspace, assets/, the Hugging Face cache, --allow-path: core.models.ALLOWED_ROOTS): a page never writes
+    elsewhere on the server's disk."""
+    from rloo_studio.core import models
+
+    p = resolve_out(ws, typed)
+    roots = models.ALLOWED_ROOTS
+    real = p.resolve()
+    if roots is not None and not any(real == r or r in real.parents for r in roots):
+        raise DataError(f"{p} is outside the folders this app may write to ({', '.join(str(r) for r in roots)}): "
+                        "type a bare name to export under the workspace's exports/ folder, or restart the app with "
+                        "--allow-path FOLDER.")
+    return check_out(p)  # looked at only once it is known to lie where the app may write
+
+
+def default_out(ws: Workspace, run_id: str, merged: bool) -> Path:
+    """exports/<run>-merged (or -adapter); -2, -3 ... when that folder is taken."""
+    stem = f"{run_id}-{'merged' if merged else 'adapter'}"
+    p, n = ws.exports_dir / stem, 1
+    while p.exists() and (not p.is_dir() or any(p.iterdir())):
+        n += 1
+        p = ws.exports_dir / f"{stem}-{n}"
+    return p
+
+
+Progress = Callable[[int, int, str], None]  # (stage done, stages, what is happening now)
+
+
+def export_model(ws: Workspace, run_id: str, out: str | Path, merged: bool = False,
+                 progress: Progress | None = None) -> ExportResult:
     """Write run `run_id`'s adapter (merged=False) or base + adapter merged (merged=True) into `out`.
 
-    Nothing is left behind when it fails: the folder is written under a temporary name and renamed at the end."""
+    Nothing is left behind when it fails: the folder is written under a temporary name and renamed at the end.
+    `progress(done, total, what)` hears each stage."""
+    say = progress or (lambda done, total, what: None)
     rid, ad, cfg = run_adapter(ws, run_id)
     dest = check_out(out)
     base = str(cfg.get("model") or json.loads((ad / "adapter_config.json").read_text()).get("base_model_name_or_path"))
@@ -91,8 +150,9 @@ def export_model(ws: Workspace, run_id: str, out: str | Path, merged: bool = Fal
     tmp.mkdir(parents=True)
     try:
         if merged:
-            dtype = _write_merged(ad, base, bool(cfg.get("trust_remote_code", False)), tmp)
+            dtype = _write_merged(ad, base, bool(cfg.get("trust_remote_code", False)), tmp, say)
         else:
+            say(0, 1, "copying the adapter")
             dtype = _write_adapter(ad, tmp)
         res = ExportResult(rid, str(dest.resolve()), merged, base, base_4bit, dtype, [])
         (tmp / INFO_FILE).write_text(json.dumps({**asdict(res), "exported": time.time()}, indent=1))
@@ -103,7 +163,29 @@ def export_model(ws: Workspace, run_id: str, out: str | Path, merged: bool = Fal
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    say(1, 1, "written")
     return res
+
+
+@dataclass
+class ExportConfig:
+    """An export from the app, run as a job of kind 'export'."""
+
+    run: str = ""
+    """The RLOO run whose policy is exported."""
+    out: str = ""
+    """The folder to write: new, or an existing empty one."""
+    merged: bool = True
+    """True: base + adapter merged into one model; False: the adapter alone."""
+
+
+def export_job(cfg: ExportConfig, ctx) -> str:
+    """The job runner's function: export, reporting each stage; the final message is the result's summary."""
+    def stage(done: int, total: int, what: str) -> None:
+        ctx.set_progress(done, total, what)
+        ctx.log(what)
+
+    return export_model(ctx.ws, cfg.run, cfg.out, bool(cfg.merged), progress=stage).summary()
 
 
 def _write_adapter(ad: Path, to: Path) -> str:
@@ -119,7 +201,7 @@ def _write_adapter(ad: Path, to: Path) -> str:
     return {"F32": "float32", "BF16": "bfloat16", "F16": "float16", "F64": "float64"}.get(name, name.lower())
 
 
-def _write_merged(ad: Path, base: str, trust_remote_code: bool, to: Path) -> str:
+def _write_merged(ad: Path, base: str, trust_remote_code: bool, to: Path, say: Progress) -> str:
     """Base in its stored precision (never 4-bit) + adapter, merged and saved as safetensors."""
     from rloo_studio.core.models import LOAD_LOCK, check_remote_code, load_tokenizer, resolve  # first: unsloth before transformers
 
@@ -130,6 +212,7 @@ def _write_merged(ad: Path, base: str, trust_remote_code: bool, to: Path) -> str
     path = resolve(base)
     check_remote_code(path, trust_remote_code)
     tok = load_tokenizer(str(ad)) if (ad / "tokenizer_config.json").exists() else load_tokenizer(path, trust_remote_code)
+    say(0, 3, f"loading the base model {base} in full precision")
     try:
         with LOAD_LOCK:  # never beside another load in this process (from_pretrained is not thread-safe)
             model = AutoModelForCausalLM.from_pretrained(path, dtype="auto", trust_remote_code=trust_remote_code)
@@ -138,8 +221,10 @@ def _write_merged(ad: Path, base: str, trust_remote_code: bool, to: Path) -> str
     except Exception as exc:
         raise ModelLoadError(f"Could not load the base model {base} to merge into: {type(exc).__name__}: "
                              f"{str(exc)[:300]}") from None
+    say(1, 3, "merging the adapter into the base weights")
     model = PeftModel.from_pretrained(model, str(ad), adapter_name="default")  # the root adapter only, not ref/
     model = model.merge_and_unload()
+    say(2, 3, "writing the safetensors folder")
     model.save_pretrained(str(to), safe_serialization=True)
     tok.save_pretrained(str(to))
     return str(next(model.parameters()).dtype).replace("torch.", "")

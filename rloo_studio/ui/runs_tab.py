@@ -1,4 +1,5 @@
-"""Runs tab: every run (reward, RLOO, generate) with status and key figures; overlay curves; delete."""
+"""Runs tab: every run (reward, RLOO, generate, export) with status and key figures; overlay curves; delete;
+launch files; export an RLOO run's policy for serving (a job: runs.export_model.export_job)."""
 from __future__ import annotations
 
 import html
@@ -10,6 +11,7 @@ from rloo_studio.runs import catalog as R
 from rloo_studio.runs import series as S
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
+from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
 from rloo_studio.core.studio import Studio
 from rloo_studio.ui import charts, launch_panel, messages, render
 
@@ -103,6 +105,67 @@ def export_launch(ws, selected, strat, n, m):
     return launch_text(path, cmd)
 
 
+# -- export for serving: a job on the runner, polled while this page is open -------------------------------
+
+def _plain(text: str) -> str:
+    return f"**{html.escape(text, quote=False)}**"
+
+
+def start_export(studio: Studio, selected, out, merged):
+    """(export run id, message): queue the export of the first selected run, or say in plain words why not."""
+    ws = studio.ws
+    if not selected:
+        return "", _plain("Select an RLOO run first (Runs to compare, above): its trained policy is exported.")
+    try:
+        rid, _, cfg = run_adapter(ws, selected[0])
+        dest = app_out(ws, out) if str(out or "").strip() else default_out(ws, rid, bool(merged))
+    except (StudioError, ValueError, TypeError) as e:
+        return "", _plain(str(e))
+    busy = (studio.runner.current or "the queued runs") if studio.runner.busy() else None
+    job = studio.runner.submit("export", ExportConfig(run=rid, out=str(dest), merged=bool(merged)), export_job)
+    what = "base + adapter merged" if merged else "the adapter alone"
+    if merged and cfg.get("load_in_4bit"):
+        what += " (the run trained on a 4-bit copy of its base: the adapter goes into the full-precision base)"
+    head = f"Export {html.escape(job)}: {what} of {html.escape(rid)} to <code>{html.escape(str(dest))}</code>"
+    return job, (f"{head}, queued behind {html.escape(busy)}: it starts when that run ends." if busy
+                 else f"{head}: started.")
+
+
+def poll_export(studio: Studio, job):
+    """(message, timer): the export's stage while it runs, then the folder written (or why it failed)."""
+    if not job:
+        return gr.skip(), gr.Timer(active=False)
+    st = studio.runner.status(job)
+    state, pr = st.get("status"), st.get("progress") or {}
+    if state == "queued":
+        return f"Export {html.escape(job)} queued: it starts when the running job ends.", gr.Timer(active=True)
+    if state == "running":
+        return (f"Export {html.escape(job)} running: {html.escape(pr.get('what') or 'starting')}…",
+                gr.Timer(active=True))
+    if state == "completed":
+        return f"✅ {html.escape(st.get('message') or '')}", gr.Timer(active=False)
+    return _plain(f"Export {job} {state}: {st.get('message') or ''}"), gr.Timer(active=False)
+
+
+def export_section(studio: Studio, pick):
+    """The 'Export model' accordion, wired to the run list `pick`."""
+    with gr.Accordion("Export model: the first selected RLOO run's policy, for serving", open=False):
+        gr.Markdown("**Merged**: base + adapter in one standard safetensors folder with the tokenizer and its chat "
+                    "template (`AutoModelForCausalLM.from_pretrained(folder)` loads it, no PEFT). A run trained on a "
+                    "4-bit base is merged into the full-precision base. Unticked: the adapter alone.")
+        with gr.Row(equal_height=True):
+            out = gr.Textbox(label="Folder (a new or empty one)", scale=3, max_lines=1, elem_id="runs-export-out",
+                             placeholder=f"empty: {studio.ws.exports_dir}/<run>-merged; a bare name goes under exports/")
+            merged = gr.Checkbox(True, label="Merged (base + adapter)", scale=1, elem_id="runs-export-merged")
+            go = gr.Button("Export model", variant="primary", scale=1, elem_id="runs-export-go")
+        msg = gr.Markdown(elem_id="runs-export-msg")
+    job, timer = gr.State(""), gr.Timer(1.0, active=False)
+    go.click(partial(start_export, studio), [pick, out, merged], [job, msg]).then(
+        lambda j: gr.Timer(active=bool(j)), job, timer)
+    timer.tick(partial(poll_export, studio), job, [msg, timer], show_progress="hidden")
+    return go, msg
+
+
 def build(studio: Studio):
     ws = studio.ws
     table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, elem_id="runs-table")
@@ -120,6 +183,7 @@ def build(studio: Studio):
     msg = gr.Markdown(elem_id="runs-msg")
     strategy, gpus, machines, b_launch, launch_out = launch_panel.controls(
         "runs", "Write launch files for the first selected run")
+    b_export, export_msg = export_section(studio, pick)
 
     b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
     listed = gr.State([r["id"] for r in ws.runs()])
@@ -135,7 +199,8 @@ def build(studio: Studio):
     delete.click(partial(remove, ws), [pick, confirm], msg).then(partial(refresh, ws), pick, [table, pick]).then(
         lambda: False, None, confirm).then(partial(choose, ws), [pick, metric], [metric, details]).then(
         partial(draw, ws), draw_in, plot)
-    messages.clear_on([(pick.input, []), (delete.click, [msg]), (b_launch.click, [launch_out])], [msg, launch_out])
+    messages.clear_on([(pick.input, []), (delete.click, [msg]), (b_launch.click, [launch_out]),
+                       (b_export.click, [export_msg])], [msg, launch_out])
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         tab.select(partial(draw, ws), draw_in, plot)  # a chart drawn while the tab was hidden gets its size
