@@ -247,10 +247,34 @@ def total(rewards: dict | None, cfg_rewards: list[str], weights: list[float]) ->
     return sum(vals) if vals else None
 
 
-def unload() -> None:
-    """Free the kept model (e.g. before a large training job)."""
-    with _LOCK:
+def loaded() -> str | None:
+    """What the playground keeps in memory (the base model's path and the adapter), or None."""
+    key = _LOADED.get("key")
+    if not key:
+        return None
+    path, adapter = key[0], key[1]
+    return f"{path}" + (f" + the adapter {adapter}" if adapter and adapter != "None" else "")
+
+
+def unload(timeout: float = 10) -> str | None:
+    """Free the kept model and its reward models (e.g. before a large training job); returns what was kept
+    (None: nothing was). A prompt being answered is finished first; after `timeout` seconds a DataError says so."""
+    if not _LOCK.acquire(timeout=timeout):
+        raise DataError("The playground is answering a prompt right now: unload once it has answered.")
+    try:
+        was = loaded()
         _LOADED.clear()
+    finally:
+        _LOCK.release()
+    import gc
+
+    gc.collect()
+    import sys
+
+    torch = sys.modules.get("torch")  # never imported just to free memory
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return was
 
 
 def run_choices(ws: Workspace) -> list[tuple[str, str]]:

@@ -41,10 +41,28 @@ def side_html(title: str, side: P.Side | None, names: list[str], weights: list[f
 
 # -- callbacks ---------------------------------------------------------------------------------------------
 
+NO_RUN = ("**Train an RLOO run first (RLOO tab):** the playground compares the base model with a finished run's "
+          "trained adapter, and no RLOO run here has saved one yet. Meanwhile you can type a base model "
+          "(a local folder or a cached hub id) and try it alone.")
+
+
 def choices(ws, current):
+    """(run dropdown, the 'train a run first' notice): the dropdown only when there is a run to pick."""
     runs = P.run_choices(ws)
     ids = [rid for _, rid in runs]
-    return gr.update(choices=runs, value=current if current in ids else (ids[0] if ids else None))
+    return (gr.update(choices=runs, value=current if current in ids else (ids[0] if ids else None), visible=bool(ids)),
+            gr.update(visible=not ids))
+
+
+def unload():
+    """Free the kept models; a plain message either way."""
+    try:
+        was = P.unload()
+    except StudioError as e:
+        return f"**{html.escape(explain(e))}**"
+    if was is None:
+        return "No model was loaded: nothing to free."
+    return f"Unloaded {html.escape(was)}: its memory is free. The next answer loads it again."
 
 
 def answer(ws, run_id, base, prompt, expected, max_new, temperature, top_p, seed):
@@ -71,8 +89,10 @@ def build(studio: Studio):
     ws = studio.ws
     gr.Markdown("Type a prompt and compare the base model with the trained adapter. Training keeps running "
                 "meanwhile; both sides use the same seed and settings.")
+    runs = P.run_choices(ws)
     with gr.Row():
-        run = gr.Dropdown(P.run_choices(ws), label="RLOO run (its adapter)", scale=2, elem_id="playground-run")
+        run = gr.Dropdown(runs, label="RLOO run (its adapter)", scale=2, elem_id="playground-run", visible=bool(runs))
+        none = gr.Markdown(NO_RUN, visible=not runs, elem_id="playground-no-run")
         base = gr.Textbox(label="Base model (empty: the run's own)", scale=2, elem_id="playground-base-model")
     prompt = gr.Textbox(label="Prompt", lines=2, elem_id="playground-prompt", placeholder="What is 123+456?")
     expected = gr.Textbox(label="Expected answer (optional, for the correctness reward)", elem_id="playground-expected")
@@ -82,7 +102,9 @@ def build(studio: Studio):
             temperature = gr.Number(0.0, label="temperature (0: greedy)", elem_id="playground-temperature")
             top_p = gr.Number(1.0, label="top_p", elem_id="playground-top-p")
             seed = gr.Number(0, label="seed", precision=0, elem_id="playground-seed")
-    go = gr.Button("Answer", variant="primary", elem_id="playground-go")
+    with gr.Row():
+        go = gr.Button("Answer", variant="primary", scale=3, elem_id="playground-go")
+        b_unload = gr.Button("Unload models (free memory)", scale=1, elem_id="playground-unload")
     msg = gr.Markdown(elem_id="playground-msg")
     with gr.Row():
         left = gr.HTML(side_html("Base model", None, [], []), elem_id="playground-base")
@@ -91,8 +113,9 @@ def build(studio: Studio):
               outputs=[left, right, msg], concurrency_limit=2, concurrency_id="playground", show_progress="minimal")
     go.click(**ev)
     prompt.submit(**ev)
+    b_unload.click(unload, None, msg)
 
     def hooks(demo, tab):
-        tab.select(partial(choices, ws), run, run, queue=False, show_progress="hidden")
+        tab.select(partial(choices, ws), run, [run, none], queue=False, show_progress="hidden")
 
     return hooks

@@ -1,5 +1,6 @@
 """Records tab: every labeled or unlabeled pair in a table (search, filters, sort, pages), relabel from a
-row; and fresh RLOO completions sent to the Label queue. Core: records.py and rloo_label.py."""
+row; and fresh RLOO completions sent to the Label queue. Core: label/records.py and rloo/to_label.py
+(the callbacks shared with the RLOO tab are in ui/rloo_send.py)."""
 from __future__ import annotations
 
 import html
@@ -9,9 +10,9 @@ import gradio as gr
 
 from rloo_studio.label import store as L
 from rloo_studio.label import records as R
-from rloo_studio.rloo import to_label as RL
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.core.studio import Studio
+from rloo_studio.ui import rloo_send
 
 HEADERS = ["pair", "prompt", "response A", "response B", "source", "labels", "flag"]
 CHOICE_NAMES = {"a": "A is better", "b": "B is better", "tie": "tie", "skip": "skip"}
@@ -102,29 +103,13 @@ def rloo_runs(ws, current):
 
 
 def rloo_groups(ws, run_id):
-    if not run_id:
-        return gr.update(choices=[], value=None), ""
-    try:
-        gs = RL.groups(ws, run_id)
-    except (StudioError, ValueError) as e:
-        return gr.update(choices=[], value=None), _plain(e)
-    choices = [(f"step {g['step']} · {_cut(g['prompt'], 60)} · {g['n']} completions, rewards "
-                f"{g['worst']:.3g} to {g['best']:.3g}" if g["best"] is not None else
-                f"step {g['step']} · {_cut(g['prompt'], 60)}", f"{g['step']}|{g['prompt']}") for g in gs]
-    spread = next((c[1] for c, g in zip(choices, gs) if g["spread"]), choices[0][1] if choices else None)
-    return gr.update(choices=choices, value=spread), ""
+    return rloo_send.group_choices(ws, run_id)
 
 
 def send(ws, run_id, group, how):
     """(message, source filter value)."""
-    step, sep, prompt = str(group or "").partition("|")
-    if not run_id or not sep:
-        return "**Choose a run and one of its groups first.**", gr.update()
-    try:
-        res = RL.send_group(ws, run_id, int(step), prompt, how)
-    except (StudioError, ValueError) as e:
-        return _plain(e), gr.update()
-    return html.escape(res.summary()), gr.update(choices=[""] + L.sources(ws), value=res.source)
+    msg, source, _ = rloo_send.send(ws, run_id, group, how)
+    return msg, (gr.update(choices=[""] + L.sources(ws), value=source) if source else gr.update())
 
 
 def build(studio: Studio):
@@ -160,9 +145,7 @@ def build(studio: Studio):
         with gr.Row():
             run = gr.Dropdown([], label="RLOO run", scale=1, elem_id="records-rloo-run")
             group = gr.Dropdown([], label="Group (step · prompt)", scale=3, elem_id="records-rloo-group")
-        how = gr.Radio([("highest vs lowest reward", "extremes"),
-                        ("the pair the reward model ranks against the rule rewards", "disagreement")],
-                       value="extremes", label="Pair", elem_id="records-rloo-how")
+        how = gr.Radio(rloo_send.HOW, value="extremes", label="Pair", elem_id="records-rloo-how")
         b_send = gr.Button("Send to Label", elem_id="records-rloo-send")
         send_msg = gr.Markdown(elem_id="records-rloo-msg")
 
