@@ -216,5 +216,6 @@ def test_rloo_config_checks_the_new_rewards(workspace):
         preflight(cfg, workspace)  # demo-train has an answer column, not a solution
     with pytest.raises(ConfigError, match="answer_format must be one of last_number, boxed, hash"):
         build(RlooJobConfig, None, ["answer_format=latex"]).validate()
-    # settings without a widget yet stay out of the tab's form (set them in YAML or with --set)
-    assert "enable_thinking" not in {f.key for f in form_fields()}
+    # the tab's form has widgets for both (ui/fields.py); answer_format offers the formats as a list
+    by_key = {f.key: f for f in form_fields()}
+    assert by_key["enable_thinking"].kind == "bool" and by_key["answer_format"].choices == ("last_number", "boxed", "hash")

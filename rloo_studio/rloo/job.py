@@ -82,11 +82,11 @@ class RlooJobConfig:
     """Before/after: answer this many prompts of eval_prompt_set before and after training (0: skip)."""
     eval_prompt_set: str = "demo-heldout"
     eval_seed: int = 1234
-    enable_thinking: bool = field(default=True, metadata={"form": False})
+    enable_thinking: bool = True
     """Hybrid chat templates (Qwen3): the policy reasons in <think> before answering (False: the template closes an
     empty block and completions are answers). Goes to TRL as chat_template_kwargs; the rewards, the reward model
     and the before/after read completions the same way. Templates without the switch ignore it."""
-    answer_format: str = field(default="last_number", metadata={"form": False})
+    answer_format: str = "last_number"
     """How the correctness reward and the before/after read the answer after </think>: last_number (the last number),
     boxed (the last \\boxed{}), or hash ('#### N', GSM8K)."""
     repetition_ngram: int = field(default=3, metadata={"form": False})

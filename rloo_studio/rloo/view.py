@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from rloo_studio.core import form
+from rloo_studio.core.answers import ANSWER_FORMATS
 from rloo_studio.rloo.job import RlooJobConfig
 from rloo_studio.core.thinking import parse
 
@@ -185,9 +186,76 @@ def _r(v):
     return None if v is None else round(v, 3)
 
 
+# -- one completion, as the models read it ------------------------------------------------------
+
+def _indexed(samples: list[dict]) -> list[tuple[int, dict]]:
+    """Each sample with its place among its step's samples (stable while newer steps arrive)."""
+    seen: dict = {}
+    out = []
+    for s in samples:
+        k = seen[s.get("step")] = seen.get(s.get("step"), -1) + 1
+        out.append((k, s))
+    return out
+
+
+def completion_picks(samples: list[dict], limit: int = 64) -> list[tuple[str, str]]:
+    """(label, key) for each completion of the completions table, in its order: 'step 12 · group 3 · #2'
+    names the row (group and # as the table numbers them), the key finds the sample again."""
+    groups: dict[tuple, list[tuple[int, dict]]] = {}
+    for k, s in _indexed(samples)[-limit:]:  # the table's window and grouping (runs.series.completion_groups)
+        groups.setdefault((s.get("step"), s.get("prompt")), []).append((k, s))
+    out = []
+    for g, key in enumerate(sorted(groups, key=lambda k: -(k[0] or 0)), 1):
+        for i, (k, s) in enumerate(groups[key], 1):
+            out.append((f"step {key[0]} · group {g} · #{i}", f"{key[0]}:{k}"))
+    return out
+
+
+def pick_label(row: list) -> str | None:
+    """The pick label of a completions-table row (group 'g · k=n', step, prompt, #, ...)."""
+    try:
+        return f"step {int(row[1])} · group {int(str(row[0]).split()[0])} · #{int(row[3])}"
+    except (IndexError, TypeError, ValueError):
+        return None
+
+
+def picked_sample(samples: list[dict], key: str) -> dict | None:
+    step, _, k = str(key or "").partition(":")
+    for i, s in _indexed(samples):
+        if str(s.get("step")) == step and str(i) == k:
+            return s
+    return None
+
+
+def model_views(ws, run_id: str, sample: dict) -> list:
+    """What the policy and (when the run used one) the reward model read for this completion:
+    core.model_view Views, built with the run's own tokenizers and enable_thinking."""
+    from rloo_studio.core import model_view as MV
+    from rloo_studio.core.models import run_setting, run_trusts_code
+    from rloo_studio.rloo.job import REWARD_MODEL, run_config
+    from rloo_studio.runs.catalog import adapter_dir
+
+    cfg = run_config(ws, run_id)
+    response = sample.get("response") or sample.get("completion", "")
+    tok = MV.tokenizer(cfg.model, cfg.trust_remote_code)
+    views = [MV.policy_view(tok, sample.get("prompt", ""), response, cfg.enable_thinking,
+                            ended=not sample.get("truncated"), model=cfg.model)]
+    if REWARD_MODEL in cfg.rewards and cfg.reward_model_run:
+        ad = adapter_dir(ws, cfg.reward_model_run)
+        base = run_setting(ad, "model") or cfg.model
+        rm_tok = MV.tokenizer(base, run_trusts_code(ad))
+        from rloo_studio.rloo.rewards import shares_tokenizer
+
+        views.append(MV.reward_view(rm_tok, sample.get("prompt", ""), response, cfg.enable_thinking,
+                                    model=f"reward run {cfg.reward_model_run} ({base})",
+                                    whole=not shares_tokenizer(rm_tok, tok)))  # as the RLOO reward builds it
+    return views
+
+
 # -- the config form ---------------------------------------------------------------------------
 CHOICES = {"backend": ("auto", "unsloth", "transformers"),
-           "optim": ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")}
+           "optim": ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd"),
+           "answer_format": ANSWER_FORMATS}
 FormField = form.FormField
 
 

@@ -12,13 +12,14 @@ import gradio as gr
 
 from rloo_studio.runs import catalog as runs
 from rloo_studio.reward import scoring
+from rloo_studio.core import model_view
 from rloo_studio.core.errors import explain
 from rloo_studio.label.store import flag_for_relabel
 from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.core.studio import Studio
 from rloo_studio.core.thinking import SPLIT_MODES
-from rloo_studio.ui import messages
+from rloo_studio.ui import fields, messages, render
 
 BASE = "__base__"
 SPLIT_LABELS = [("blank line", "blank"), ("line", "line"), ("sentence", "sentence")]
@@ -184,8 +185,8 @@ def dataset_html(v: scoring.DatasetView, scorer: scoring.Scorer) -> str:
     )
 
 
-def _error(exc: BaseException) -> str:
-    return f"<div class='rs-error'>{html.escape(explain(exc))}</div>"
+def _error(exc: BaseException | str) -> str:
+    return f"<div class='rs-error'>{html.escape(exc if isinstance(exc, str) else explain(exc))}</div>"
 
 
 # ---------------------------------------------------------------- callbacks (wired with functools.partial(f, ws))
@@ -298,6 +299,23 @@ def do_relabel(ws, pid):
             "<b>flagged</b> filter in the Label tab.</div>")
 
 
+def do_view(ws, choice, base_model, trust_code, p, r):
+    """What the policy (the base model's tokenizer) and the reward model read for this prompt and response."""
+    try:
+        p, r = scoring.check_text(p, "prompt", required=False), scoring.check_text(r, "response")
+        sc = scorer_for(ws, choice, base_model, trust_code)
+        rm = model_view.reward_view(sc.tok, p, r, sc.enable_thinking, model=sc.label)
+    except Exception:  # noqa: BLE001 — the same inputs failed to score: the score's box says why
+        return ""
+    policy = (base_model or "").strip() or str(DEMO_MODEL)
+    try:
+        pv = model_view.policy_view(model_view.tokenizer(policy, bool(trust_code)), p, r, sc.enable_thinking,
+                                    model=policy)
+    except Exception as exc:  # noqa: BLE001 — the reward model's view stands on its own
+        return render.model_views_html([rm]) + _error(f"No policy view: {explain(exc)}")
+    return render.model_views_html([pv, rm])
+
+
 def remember_split(ws, v):
     if v in SPLIT_MODES:
         ws.set_setting(SPLIT_KEY, v)
@@ -310,62 +328,82 @@ def warn_trust(on):
 
 # ---------------------------------------------------------------- the tab
 
-def build(studio: Studio):
-    ws = studio.ws
+def _chooser(ws):
+    """Which reward model scores, the base model for an untrained head, the step split."""
     start = choices(ws)
-    picked = gr.State(False)  # the user chose a reward model by hand: keep it; else follow the newest run
     with gr.Row(equal_height=True):
         model = gr.Dropdown(start, value=start[0][1], label="Reward model", scale=3, elem_id="inspect-model")
         refresh_btn = gr.Button("↻ Refresh runs", scale=0, min_width=120)
         split = gr.Radio(SPLIT_LABELS, value=saved_split(ws), label="Step split", scale=2, elem_id="inspect-split")
     with gr.Row(equal_height=True):
-        base = gr.Textbox(str(DEMO_MODEL), label="Base model (for the untrained head)", scale=3, elem_id="inspect-base")
+        base = fields.model_dropdown(str(DEMO_MODEL), "Base model (for the untrained head, and the policy's view)",
+                                     "inspect-base", ws.root, scale=3)
         trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_SHORT, scale=2, elem_id="inspect-trust")
+    return model, refresh_btn, split, base, trust
 
+
+def _single():
+    with gr.Row():
+        prompt = gr.Textbox(EXAMPLE_PROMPT, label="Prompt", lines=2, elem_id="inspect-prompt")
+        response = gr.Textbox(EXAMPLE_RESPONSE, label="Response", lines=8, elem_id="inspect-response")
+    score_btn = gr.Button("Score", variant="primary", elem_id="inspect-score")
+    outs = [gr.HTML(elem_id="inspect-summary"), gr.HTML(elem_id="inspect-steps"), gr.HTML(elem_id="inspect-plot")]
+    with gr.Accordion("What the model sees: the exact text, chat template and special tokens included", open=True):
+        view = gr.HTML(elem_id="inspect-model-view")
+    return prompt, response, score_btn, outs, view
+
+
+def _pair():
+    with gr.Row():
+        # no `minimum`: gradio would answer -1 with a red "Error" toast; parse_pair_id says it in words
+        pair_id = gr.Number(label="Labeled pair id (load from the store)", precision=None, scale=1,
+                            elem_id="inspect-pair-id")
+        load_btn = gr.Button("Load pair", scale=0, min_width=120, elem_id="inspect-load")
+    pair_prompt = gr.Textbox(label="Prompt", lines=2, elem_id="inspect-pair-prompt")
+    with gr.Row():
+        chosen = gr.Textbox(label="Chosen", lines=6, elem_id="inspect-chosen-text")
+        rejected = gr.Textbox(label="Rejected", lines=6, elem_id="inspect-rejected-text")
+    pair_btn = gr.Button("Score pair", variant="primary", elem_id="inspect-score-pair")
+    margin = gr.HTML(elem_id="inspect-margin")
+    with gr.Row():
+        chosen_out = gr.HTML(elem_id="inspect-chosen")
+        rejected_out = gr.HTML(elem_id="inspect-rejected")
+    return pair_id, load_btn, pair_prompt, chosen, rejected, pair_btn, [margin, chosen_out, rejected_out]
+
+
+def _dataset():
+    ds_btn = gr.Button("Score all labeled pairs", variant="primary", elem_id="inspect-dataset")
+    ds_summary = gr.HTML(elem_id="inspect-ds-summary")
+    hist = gr.HTML(elem_id="inspect-hist")
+    gr.Markdown("**Pairs the model disagrees with most** — click a row to choose it.")
+    dis = gr.Dataframe(headers=DIS_HEADERS, interactive=False, wrap=True, elem_id="inspect-disagreements")
+    with gr.Row():
+        picked_pair = gr.Number(None, label="Selected pair (click a row)", precision=0, interactive=False,
+                                scale=1, elem_id="inspect-picked")
+        open_btn = gr.Button("Open in pair view", scale=0, min_width=160, elem_id="inspect-open")
+        relabel_btn = gr.Button("Send to Label for re-labeling", scale=0, min_width=220, elem_id="inspect-relabel")
+    ds_msg = gr.HTML(elem_id="inspect-ds-msg")
+    return ds_btn, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg
+
+
+def build(studio: Studio):
+    ws = studio.ws
+    picked = gr.State(False)  # the user chose a reward model by hand: keep it; else follow the newest run
+    model, refresh_btn, split, base, trust = _chooser(ws)
     with gr.Tabs() as views:
         with gr.Tab("Single", id="single"):
-            with gr.Row():
-                prompt = gr.Textbox(EXAMPLE_PROMPT, label="Prompt", lines=2, elem_id="inspect-prompt")
-                response = gr.Textbox(EXAMPLE_RESPONSE, label="Response", lines=8, elem_id="inspect-response")
-            score_btn = gr.Button("Score", variant="primary", elem_id="inspect-score")
-            summary = gr.HTML(elem_id="inspect-summary")
-            steps = gr.HTML(elem_id="inspect-steps")
-            plot = gr.HTML(elem_id="inspect-plot")
+            prompt, response, score_btn, single_out, view = _single()
         with gr.Tab("Pair", id="pair"):
-            with gr.Row():
-                # no `minimum`: gradio would answer -1 with a red "Error" toast; parse_pair_id says it in words
-                pair_id = gr.Number(label="Labeled pair id (load from the store)", precision=None, scale=1,
-                                    elem_id="inspect-pair-id")
-                load_btn = gr.Button("Load pair", scale=0, min_width=120, elem_id="inspect-load")
-            pair_prompt = gr.Textbox(label="Prompt", lines=2, elem_id="inspect-pair-prompt")
-            with gr.Row():
-                chosen = gr.Textbox(label="Chosen", lines=6, elem_id="inspect-chosen-text")
-                rejected = gr.Textbox(label="Rejected", lines=6, elem_id="inspect-rejected-text")
-            pair_btn = gr.Button("Score pair", variant="primary", elem_id="inspect-score-pair")
-            margin = gr.HTML(elem_id="inspect-margin")
-            with gr.Row():
-                chosen_out = gr.HTML(elem_id="inspect-chosen")
-                rejected_out = gr.HTML(elem_id="inspect-rejected")
+            pair_id, load_btn, pair_prompt, chosen, rejected, pair_btn, pair_out = _pair()
         with gr.Tab("Dataset", id="dataset"):
-            ds_btn = gr.Button("Score all labeled pairs", variant="primary", elem_id="inspect-dataset")
-            ds_summary = gr.HTML(elem_id="inspect-ds-summary")
-            hist = gr.HTML(elem_id="inspect-hist")
-            gr.Markdown("**Pairs the model disagrees with most** — click a row to choose it.")
-            dis = gr.Dataframe(headers=DIS_HEADERS, interactive=False, wrap=True, elem_id="inspect-disagreements")
-            with gr.Row():
-                picked_pair = gr.Number(None, label="Selected pair (click a row)", precision=0, interactive=False,
-                                        scale=1, elem_id="inspect-picked")
-                open_btn = gr.Button("Open in pair view", scale=0, min_width=160, elem_id="inspect-open")
-                relabel_btn = gr.Button("Send to Label for re-labeling", scale=0, min_width=220, elem_id="inspect-relabel")
-            ds_msg = gr.HTML(elem_id="inspect-ds-msg")
+            ds_btn, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg = _dataset()
 
     scored_by = [model, base, trust]
     single_in = [*scored_by, prompt, response, split]
-    pair_in = [*scored_by, pair_prompt, chosen, rejected, split]
-    pair_out = [margin, chosen_out, rejected_out]
-    score_btn.click(partial(do_score, ws), single_in, [summary, steps, plot])
-    split.input(partial(remember_split, ws), split, None).then(partial(do_score, ws), single_in, [summary, steps, plot])
-    pair_btn.click(partial(do_pair, ws), pair_in, pair_out)
+    score_btn.click(partial(do_score, ws), single_in, single_out).then(
+        partial(do_view, ws), [*scored_by, prompt, response], view)
+    split.input(partial(remember_split, ws), split, None).then(partial(do_score, ws), single_in, single_out)
+    pair_btn.click(partial(do_pair, ws), [*scored_by, pair_prompt, chosen, rejected, split], pair_out)
     load_btn.click(partial(do_load, ws), [pair_id, *scored_by, split], [pair_prompt, chosen, rejected, *pair_out])
     ds_btn.click(partial(do_dataset, ws), scored_by, [ds_summary, hist, dis])
     dis.select(pick, None, picked_pair)

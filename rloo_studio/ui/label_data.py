@@ -18,7 +18,7 @@ from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.label.prompts import prompt_sets
 from rloo_studio.label.demo_data import demo_summary, seed_demo
 from rloo_studio.core.studio import Studio
-from rloo_studio.ui import label_view as T
+from rloo_studio.ui import fields, label_view as T
 from rloo_studio.ui.uploads import discard_upload
 
 EMPTY_NOTE = ("**This workspace has no pairs yet.** Import your own under *Import pairs or prompts* below, "
@@ -134,7 +134,8 @@ def build(studio: Studio, common: list, outs: list, src, empty_box, b_demo_empty
             g_k = gr.Slider(2, 8, d.k, step=1, label="Responses per prompt (k)")
         g_typed = gr.Textbox(label="…or type prompts, one per line", lines=3)
         with gr.Row():
-            g_model = gr.Textbox(d.model, label="Model (local folder or cached hub id)", scale=3)
+            g_model = fields.model_dropdown(d.model, "Model (local folder or cached hub id)", "lbl-gen-model",
+                                            ws.root, scale=3)
             g_trust = gr.Checkbox(d.trust_remote_code, label="trust_remote_code", info=TRUST_SHORT, scale=1,
                                   elem_id="lbl-gen-trust")
             g_tokens = gr.Number(d.max_new_tokens, label="Max new tokens", precision=0, minimum=1)

@@ -31,6 +31,32 @@ def response_html(text: str, raw: bool = False, split: str = "blank") -> str:
     return "".join(parts)
 
 
+def model_view_html(v) -> str:
+    """A core.model_view.View: the exact text the model reads, token by token. Added tokens (<|im_start|>,
+    <think>, EOS ...) are drawn apart; hovering a token shows its position, id and text."""
+    counts = f"{v.count('prompt')} prompt + {v.count('response')} response" + (" + EOS" if v.count("end") else "")
+    head = (f"<div class='mv-head'><b>{html.escape(v.who.capitalize())}</b> · {html.escape(v.model)} · "
+            f"{len(v.tokens)} tokens ({counts})</div>"
+            + (f"<div class='mv-note'>{html.escape(v.note)}</div>" if v.note else ""))
+    spans = []
+    for k, t in enumerate(v.tokens):
+        cls = ["mv-tok", f"mv-{t.part}", "mv-special" if t.special else f"mv-alt{k % 2}"]
+        if "\n" in t.text:
+            cls.append("mv-nl")  # a line break: marked, so that it can be hovered
+        shown = repr(t.text) if t.text else "(completes a character with the next token)"
+        tip = html.escape(f"token {k} · id {t.id} · {shown} · {t.part}", quote=True)
+        spans.append(f"<span class='{' '.join(cls)}' data-id='{t.id}' title='{tip}'>{html.escape(t.text)}</span>")
+    return (f"<div class='model-view' data-testid='model-view' data-who='{html.escape(v.who)}'>{head}"
+            f"<div class='mv-text'>{''.join(spans)}</div></div>")
+
+
+def model_views_html(views: list) -> str:
+    legend = ("<div class='mv-legend'><span class='mv-tok mv-special'>special</span> added tokens (chat and "
+              "think tags, EOS) · <span class='mv-tok mv-prompt mv-alt0'>prompt</span> · <span class='mv-tok "
+              "mv-response mv-alt0'>response</span> · hover a token for its id</div>")
+    return legend + "".join(model_view_html(v) for v in views)
+
+
 def failure_html(message: str, traceback: str = "") -> str:
     """A failed run: the plain message first; the traceback below it, folded (for a bug report)."""
     out = f"<div class='failed message' data-testid='failure-message'>⚠ {esc(message)}</div>" if message else ""
@@ -63,4 +89,15 @@ details.traceback pre {white-space: pre-wrap; max-height: 20em; overflow: auto}
 table th, table th *, .table-wrap th .header-text {white-space: nowrap !important; word-break: keep-all !important;
     overflow-wrap: normal !important; hyphens: none}
 .studio-chart {min-width: 0}
+.model-view {margin: .4em 0 .8em}
+.mv-head {font-size: .9em}
+.mv-note, .mv-legend {font-size: .8em; color: var(--body-text-color-subdued); margin: .15em 0 .3em}
+.mv-text {white-space: pre-wrap; word-break: break-all; font-family: var(--font-mono); font-size: .85em; line-height: 1.9;
+          border: 1px solid var(--border-color-primary); border-radius: 6px; padding: .5em; max-height: 28em; overflow: auto}
+.mv-tok {border-radius: 2px; padding: 1px 0}
+.mv-prompt.mv-alt0 {background: rgba(59,130,246,.10)} .mv-prompt.mv-alt1 {background: rgba(59,130,246,.22)}
+.mv-response.mv-alt0 {background: rgba(34,197,94,.12)} .mv-response.mv-alt1 {background: rgba(34,197,94,.26)}
+.mv-special {background: #7c3aed; color: #fff; font-weight: 600; padding: 1px 3px; margin: 0 1px}
+.mv-nl::before {content: "↵"; color: #9ca3af}
+.mv-tok:hover {outline: 2px solid #f59e0b}
 """

@@ -19,6 +19,7 @@ from rloo_studio.core.models import TRUST_WARNING
 from rloo_studio.core.studio import Studio
 from rloo_studio.runs import series as S
 from rloo_studio.ui import charts, launch_panel, messages, render
+from rloo_studio.ui import fields as F
 
 CSS = """
 #reward-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
@@ -27,25 +28,22 @@ CSS = """
 #reward-plots .plot-caption, #reward-plots [data-testid="block-info"] {font-size:.85em}
 """
 
-GROUPS = [  # (accordion, keys in it, open at start)
-    ("Model", ("model", "load_in_4bit", "use_unsloth", "trust_remote_code"), True),
-    ("LoRA", ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules"), False),
+GROUPS = [  # (accordion, keys in it, open at start); a field named in none goes under "Other settings"
+    ("Model", ("model", "load_in_4bit", "use_unsloth", "trust_remote_code", "enable_thinking"), True),
+    ("LoRA", ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules", "modules_to_save"), False),
     ("Training", ("learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
                   "gradient_accumulation_steps", "center_rewards_coefficient", "optim", "gradient_checkpointing"), True),
-    ("Data", ("max_length", "over_length", "eval_fraction", "eval_batch_size", "seed"), False),
+    ("Data", ("max_length", "over_length", "eval_fraction", "split_by_kind", "step_pairs", "eval_batch_size", "seed"),
+     False),
     ("Logging and checkpoints", ("logging_steps", "eval_steps", "save_steps"), False),
 ]
 
 
-def _widget(f: rv.FormField, value):
-    kw = dict(label=f.key, info=f.help or None, elem_id="reward-" + f.key.replace(".", "-").replace("_", "-"))
-    if f.kind == "bool":
-        return gr.Checkbox(value=value, **kw)
-    if f.kind == "choice":
-        return gr.Dropdown(list(f.choices), value=value, **kw)
-    if f.kind in ("int", "float", "optional_float"):
-        return gr.Number(value=None if value == "" else value, precision=0 if f.kind == "int" else None, **kw)
-    return gr.Textbox(value=value, max_lines=1, **kw)
+def groups(fields: list) -> list[tuple[str, tuple, bool]]:
+    """GROUPS plus an "Other settings" accordion for the config's fields that no group names."""
+    named = {k for _, keys, _ in GROUPS for k in keys}
+    rest = tuple(f.key for f in fields if f.key not in named)
+    return GROUPS + ([("Other settings", rest, False)] if rest else [])
 
 
 def _warn_trust(on: bool) -> None:
@@ -82,8 +80,8 @@ def _note(text: str, ok: bool = False) -> str:
 
 # -- callbacks (wired with functools.partial(callback, studio)) -----------------------------------------
 
-def on_preset(name):
-    return rv.form_values(preset(name))
+def on_preset(fields, name):
+    return [F.widget_value(f, v) for f, v in zip(fields, rv.form_values(preset(name)))]
 
 
 def on_check(studio: Studio, *values):
@@ -162,60 +160,79 @@ def _plots(records: list[dict]) -> list:
     return [charts.figure(c) for c in S.reward_charts(records)]
 
 
-def build(studio: Studio):
-    fields = rv.form_fields()
-    by_key = dict(zip([f.key for f in fields], rv.form_values(RewardJobConfig())))
+def _form(studio: Studio, fields: list) -> tuple:
+    """The preset and the config form, one accordion per group: (preset dropdown, widgets by key)."""
+    values = dict(zip([f.key for f in fields], rv.form_values(RewardJobConfig())))
     widgets: dict[str, gr.components.Component] = {}
-    watched = gr.State(None)  # run id clicked in the runs list (None: follow the newest run)
-    seen = gr.State(None)  # what the plots last showed, to skip redrawing unchanged data
+    preset_dd = gr.Dropdown(list(PRESETS), value="demo (CPU)", label="Preset",
+                            info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed recipe.")
+    by_key = {f.key: f for f in fields}
+    for name, keys, is_open in groups(fields):
+        with gr.Accordion(name, open=is_open):
+            for key in keys:
+                if key in by_key:
+                    widgets[key] = F.widget(by_key[key], values[key], "reward", workspace_root=studio.ws.root)
+    return preset_dd, widgets
 
+
+def _run_panel(studio: Studio) -> tuple:
+    """Pre-flight, the buttons, the run's status, failure, plots and log."""
+    with gr.Group():
+        gr.Markdown("### Pre-flight")
+        preflight_md = gr.Markdown(elem_id="reward-preflight")
+        check_btn = gr.Button("Check data", size="sm")
     with gr.Row():
-        with gr.Column(scale=1, min_width=320):
-            preset_dd = gr.Dropdown(list(PRESETS), value="demo (CPU)", label="Preset",
-                                    info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed recipe.")
-            for name, keys, is_open in GROUPS:
-                with gr.Accordion(name, open=is_open):
-                    for f in fields:
-                        if f.key in keys:
-                            widgets[f.key] = _widget(f, by_key[f.key])
-        with gr.Column(scale=2):
-            with gr.Group():
-                gr.Markdown("### Pre-flight")
-                preflight_md = gr.Markdown(elem_id="reward-preflight")
-                check_btn = gr.Button("Check data", size="sm")
-            with gr.Row():
-                train_btn = gr.Button("Train", variant="primary", elem_id="reward-train")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="reward-stop")
-                resume_btn = gr.Button("Resume", elem_id="reward-resume")
-            notice = gr.HTML(elem_id="reward-notice")  # what the buttons answer (the timer never overwrites it)
-            status = gr.HTML(_status_html(studio, rv.latest_run(studio.ws)), elem_id="reward-status")
-            failure = gr.HTML(elem_id="reward-failure")  # a failed run: its message, the traceback folded
-            gr.HTML("<div class='legend'>Held-out pairs are measured at each evaluation; step 0 is the "
-                    "untrained model.</div>")
-            plots = []
-            with gr.Column(elem_id="reward-plots"):
-                titles = list(rv.PLOTS)
-                for pair in (titles[:2], titles[2:]):
-                    with gr.Row(equal_height=True):
-                        plots += [charts.plot(S.REWARD_TITLES.get(t, t), f"reward-plot-{t.replace(' ', '-')}",
-                                              height=270) for t in pair]
-            log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log")
+        train_btn = gr.Button("Train", variant="primary", elem_id="reward-train")
+        stop_btn = gr.Button("Stop", variant="stop", elem_id="reward-stop")
+        resume_btn = gr.Button("Resume", elem_id="reward-resume")
+    notice = gr.HTML(elem_id="reward-notice")  # what the buttons answer (the timer never overwrites it)
+    status = gr.HTML(_status_html(studio, rv.latest_run(studio.ws)), elem_id="reward-status")
+    failure = gr.HTML(elem_id="reward-failure")  # a failed run: its message, the traceback folded
+    gr.HTML("<div class='legend'>Held-out pairs are measured at each evaluation; step 0 is the "
+            "untrained model.</div>")
+    plots = []
+    with gr.Column(elem_id="reward-plots"):
+        titles = list(rv.PLOTS)
+        for pair in (titles[:2], titles[2:]):
+            with gr.Row(equal_height=True):
+                plots += [charts.plot(S.REWARD_TITLES.get(t, t), f"reward-plot-{t.replace(' ', '-')}",
+                                      height=270) for t in pair]
+    log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log")
+    return preflight_md, check_btn, (train_btn, stop_btn, resume_btn), notice, status, failure, plots, log
+
+
+def _runs_list(studio: Studio) -> tuple:
     gr.Markdown("### Reward-model runs\nClick a run to see its plots, its config and the command that repeats it.")
     runs_table = gr.Dataframe(headers=rv.RUN_HEADERS, value=rv.runs_rows(studio.ws), interactive=False, wrap=True,
                               elem_id="reward-runs")
     with gr.Row():
         cfg_yaml = gr.Code(label="config.yaml", language="yaml", interactive=False)
         cli = gr.Code(label="The same run from the command line", language="shell", interactive=False)
+    return runs_table, cfg_yaml, cli
+
+
+def build(studio: Studio):
+    fields = rv.form_fields()
+    watched = gr.State(None)  # run id clicked in the runs list (None: follow the newest run)
+    seen = gr.State(None)  # what the plots last showed, to skip redrawing unchanged data
+    with gr.Row():
+        with gr.Column(scale=1, min_width=320):
+            preset_dd, widgets = _form(studio, fields)
+        with gr.Column(scale=2):
+            preflight_md, check_btn, (train_btn, stop_btn, resume_btn), notice, status, failure, plots, log = \
+                _run_panel(studio)
+    runs_table, cfg_yaml, cli = _runs_list(studio)
 
     inputs = [widgets[f.key] for f in fields]
     launch_btn, launch_out = launch_panel.build(studio, "reward", inputs, rv.config_from_form, "reward")
     check, tick = partial(on_check, studio), partial(on_tick, studio, len(plots))
 
-    preset_dd.change(on_preset, preset_dd, inputs)
+    preset_dd.change(partial(on_preset, fields), preset_dd, inputs)
     check_btn.click(check, inputs, preflight_md)
     widgets["trust_remote_code"].input(_warn_trust, widgets["trust_remote_code"], None)
-    for key in ("model", "max_length", "over_length", "eval_fraction", "trust_remote_code"):
-        widgets[key].change(check, inputs, preflight_md, show_progress="hidden")
+    for key in ("model", "max_length", "over_length", "eval_fraction", "trust_remote_code", "enable_thinking"):
+        if key in widgets:
+            widgets[key].change(check, inputs, preflight_md, show_progress="hidden")
     train_btn.click(partial(on_train, studio), inputs, [watched, notice])
     stop_btn.click(partial(on_stop, studio), watched, notice)
     resume_btn.click(partial(on_resume, studio), watched, [watched, notice])

@@ -18,12 +18,13 @@ from rloo_studio.label.importing import import_upload
 from rloo_studio.ui.uploads import discard_upload
 from rloo_studio.rloo import job
 from rloo_studio.rloo import compare as rloo_eval, samples as rloo_samples
-from rloo_studio.core import memory
+from rloo_studio.core import memory, model_choices
 from rloo_studio.runs import series as S
 from rloo_studio.core.models import TRUST_WARNING
 from rloo_studio.runs.catalog import failure, find_run, trained_adapters
 from rloo_studio.core.studio import Studio
-from rloo_studio.ui import charts, launch_panel, messages, render
+from rloo_studio.ui import charts, launch_panel, messages, render, rloo_send
+from rloo_studio.ui import fields as F, rloo_model_view
 
 CSS = """
 #rloo-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
@@ -38,9 +39,9 @@ CSS = """
 """
 
 GROUPS = [  # (accordion, rows of keys, open at start)
-    ("Policy", (("model", "backend", "load_in_4bit", "trust_remote_code"),
+    ("Policy", (("model", "backend", "load_in_4bit", "trust_remote_code", "enable_thinking"),
                 ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
-    ("Prompts and rewards", (("prompt_set", "rewards", "reward_weights", "reward_clip_range"),
+    ("Prompts and rewards", (("prompt_set", "rewards", "reward_weights", "reward_clip_range", "answer_format"),
                              ("reward_model_run", "reward_model_normalize", "reward_model_clip",
                               "reward_model_batch_size")), True),
     ("RLOO", (("num_generations", "beta", "learning_rate", "optim", "max_completion_length", "temperature"),
@@ -51,32 +52,17 @@ GROUPS = [  # (accordion, rows of keys, open at start)
 ]
 
 
-def _widget_value(key: str, value):
-    """A form value as its widget holds it: the rewards tick-boxes take a list, not 'a, b'."""
-    if key == "rewards":
-        return value.split(", ") if value else []
-    return value
+def _specials(ws) -> dict:
+    """The fields whose widget is not the one their kind gives (ui/fields.py: Pick, Ticks, Range)."""
+    sets = rv.prompt_set_choices(ws)
+    return {"prompt_set": F.Pick(sets), "eval_prompt_set": F.Pick(sets), "rewards": F.Ticks(rv.reward_choices(ws)),
+            "reward_model_run": F.Pick([("(none)", "")] + trained_adapters(ws, "reward")),
+            "optim": F.Pick(list(rv.CHOICES["optim"])), "num_generations": F.Range(2, 16)}
 
 
-def _widget(studio: Studio, f: rv.FormField, value):
-    kw = dict(label=f.key, info=f.help or None, elem_id="rloo-" + f.key.replace(".", "-").replace("_", "-"),
-              min_width=200)
-    ws = studio.ws
-    if f.key in ("prompt_set", "eval_prompt_set"):
-        return gr.Dropdown(rv.prompt_set_choices(ws), value=value, allow_custom_value=True, **kw)
-    if f.key == "rewards":
-        return gr.CheckboxGroup(rv.reward_choices(ws), value=_widget_value(f.key, value), **kw)
-    if f.key == "reward_model_run":
-        return gr.Dropdown([("(none)", "")] + trained_adapters(ws, "reward"), value=value, allow_custom_value=True, **kw)
-    if f.kind == "bool":
-        return gr.Checkbox(value=value, **kw)
-    if f.kind == "choice":
-        return gr.Dropdown(list(f.choices), value=value, allow_custom_value=f.key == "optim", **kw)
-    if f.key == "num_generations":
-        return gr.Slider(2, 16, step=1, value=value, **kw)
-    if f.kind in ("int", "float"):
-        return gr.Number(value=value, precision=0 if f.kind == "int" else None, **kw)
-    return gr.Textbox(value=value, max_lines=1, **kw)
+def _as_widget(f: rv.FormField, value):
+    """A form value as its widget holds it (the rewards tick-boxes take a list)."""
+    return F.widget_value(f, value, F.Ticks([]) if f.key == "rewards" else None)
 
 
 def _slug(title: str) -> str:
@@ -123,8 +109,15 @@ def _run(ws, rid) -> tuple[str | None, str | None]:
 # -- callbacks (wired with functools.partial(callback, studio)): read widgets, call the core, format ----------
 
 def on_preset(fields, name):
-    vals = [_widget_value(f.key, v) for f, v in zip(fields, rv.form_values(job.preset(name)))]
+    vals = [_as_widget(f, v) for f, v in zip(fields, rv.form_values(job.preset(name)))]
     return [*vals, job.preset(name).rewards]
+
+
+def on_model(value) -> str:
+    """Said as soon as the model field changes (a GPU preset fills it too): a model this machine does not
+    have, before anything starts."""
+    problem = model_choices.availability(str(value or ""))
+    return _check_html(False, problem) if problem else ""
 
 
 def on_rewards(ticked, weights, before):
@@ -295,33 +288,43 @@ def fresh_choices(studio: Studio):
             gr.CheckboxGroup(choices=rv.reward_choices(ws)), gr.Dropdown(choices=rv.prompt_set_choices(ws)))
 
 
-def build(studio: Studio):
-    ws, runner = studio.ws, studio.runner
-    fields = rv.form_fields()
-    values = dict(zip([f.key for f in fields], rv.form_values(job.preset("demo-cpu"))))
-    widgets: dict[str, gr.components.Component] = {}
+def _groups(fields: list) -> list:
+    """GROUPS plus an "Other settings" row for the config's fields that no group names."""
+    named = {k for _, rows, _ in GROUPS for keys in rows for k in keys}
+    rest = tuple(f.key for f in fields if f.key not in named)
+    return GROUPS + ([("Other settings", (rest,), False)] if rest else [])
 
+
+def _form(studio: Studio, fields: list, values: dict) -> tuple:
+    """Preset, prompt upload and the config form: (preset dropdown, upload, widgets by key)."""
     with gr.Row():
         preset_dd = gr.Dropdown(list(job.PRESETS), value="demo-cpu", label="Preset", scale=1, elem_id="rloo-preset",
                                 info="demo-cpu learns on the bundled model in minutes; the GPU presets follow the "
                                      "Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
         upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
                          file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=120)
-    by_key = {f.key: f for f in fields}
-    for title, rows, is_open in GROUPS:
+    by_key, specials, widgets = {f.key: f for f in fields}, _specials(studio.ws), {}
+    for title, rows, is_open in _groups(fields):
         with gr.Accordion(title, open=is_open):
             for keys in rows:
                 with gr.Row():
-                    for key in keys:
-                        widgets[key] = _widget(studio, by_key[key], values[key])
-    inputs = [widgets[f.key] for f in fields]
+                    for key in [k for k in keys if k in by_key]:
+                        widgets[key] = F.widget(by_key[key], values[key], "rloo", specials.get(key),
+                                                studio.ws.root, min_width=200)
+    return preset_dd, upload, widgets
+
+
+def _actions() -> tuple:
     check = gr.HTML(elem_id="rloo-check")
     with gr.Row():
         validate_btn = gr.Button("Check settings", elem_id="rloo-validate")
         launch_btn = gr.Button("Launch", variant="primary", elem_id="rloo-launch")
         stop_btn = gr.Button("Stop (saves the adapter)", variant="stop", elem_id="rloo-stop")
         resume_btn = gr.Button("Resume", elem_id="rloo-resume")
+    return check, validate_btn, launch_btn, stop_btn, resume_btn
 
+
+def _run_bar(ws) -> tuple:
     with gr.Row():
         run_dd = gr.Dropdown(label="Run", choices=[r["id"] for r in ws.runs("rloo")],
                              value=lambda: rv.latest_run(ws), allow_custom_value=True, scale=2, elem_id="rloo-run")
@@ -330,6 +333,11 @@ def build(studio: Studio):
                                  allow_custom_value=True)  # a run deleted meanwhile is ignored, not an error
         smooth = gr.Slider(0, 0.95, value=0.0, step=0.05, label="Smoothing", scale=1, elem_id="rloo-smoothing")
         log_scale = gr.Checkbox(label="Log scale (log10 of positive values)", value=False, scale=1, elem_id="rloo-log")
+    return run_dd, overlay_dd, smooth, log_scale
+
+
+def _live() -> tuple:
+    """Status, failure box, warnings and the plots of the run shown."""
     status = gr.HTML(elem_id="rloo-status")
     fail_box = gr.HTML(elem_id="rloo-failure")  # a failed run: its message, the traceback folded
     warn = gr.HTML(elem_id="rloo-warnings")
@@ -338,6 +346,11 @@ def build(studio: Studio):
         with gr.Row(equal_height=True):
             for title, _ in rv.PLOTS[i:i + 3]:
                 plots.append(charts.plot(S.CHART_TITLES.get(title, title), "rloo-plot-" + _slug(title)))
+    return status, fail_box, warn, plots
+
+
+def _completions() -> tuple:
+    """How each group is ordered, and the completions table."""
     with gr.Row():
         order_dd = gr.Radio(list(S.ORDERS), value=S.ORDERS[0], label="Within each prompt's group, order by",
                             scale=2, elem_id="rloo-order")
@@ -347,6 +360,10 @@ def build(studio: Studio):
     table = gr.Dataframe(headers=S.completion_groups([])[0], label="Completions (newest groups first)",
                          interactive=False, wrap=True, max_height=720, elem_id="rloo-completions",
                          column_widths=_widths(S.completion_groups([])[0]))
+    return order_dd, table
+
+
+def _compare() -> tuple:
     with gr.Accordion("Before / after: the same held-out prompts, base vs trained policy", open=False):
         with gr.Row():
             n_cmp = gr.Number(value=50, precision=None, label="Held-out prompts", scale=1, elem_id="rloo-compare-n")
@@ -354,8 +371,23 @@ def build(studio: Studio):
         cmp_md = gr.Markdown(elem_id="rloo-compare-summary")
         cmp_table = gr.Dataframe(headers=["prompt", "answer", "base", "trained"], interactive=False, wrap=True,
                                  max_height=420)
+    return n_cmp, cmp_btn, cmp_md, cmp_table
+
+
+def build(studio: Studio):
+    fields = rv.form_fields()
+    values = dict(zip([f.key for f in fields], rv.form_values(job.preset("demo-cpu"))))
+    preset_dd, upload, widgets = _form(studio, fields, values)
+    inputs = [widgets[f.key] for f in fields]
+    check, validate_btn, launch_btn, stop_btn, resume_btn = _actions()
+    run_dd, overlay_dd, smooth, log_scale = _run_bar(studio.ws)
+    status, fail_box, warn, plots = _live()
+    order_dd, table = _completions()
+    rloo_model_view.build(studio, run_dd, table)  # one completion as the models read it (ui/rloo_model_view.py)
+    rloo_send.build(studio, run_dd)  # a group of these completions into the Label queue (ui/rloo_send.py)
+    n_cmp, cmp_btn, cmp_md, cmp_table = _compare()
     launch_btn_write, launch_out = launch_panel.build(studio, "rloo", inputs, rv.config_from_form, "rloo")
-    ticked = gr.State(_widget_value("rewards", values["rewards"]))  # the rewards ticked, to keep weights aligned
+    ticked = gr.State(_as_widget(_field(fields, "rewards"), values["rewards"]))  # to keep weights aligned
     shown = gr.State(None)  # which run and state the failure box shows
     seen = gr.State(None)  # which completions the table shows, to skip redrawing it unchanged
     drawn = gr.State(None)  # what the charts show, to skip redrawing them unchanged
@@ -363,6 +395,7 @@ def build(studio: Studio):
     run_dd.focus(partial(run_choices, studio, False), None, run_dd)
     overlay_dd.focus(partial(run_choices, studio, True), None, overlay_dd)
     preset_dd.change(partial(on_preset, fields), preset_dd, [*inputs, ticked])
+    widgets["model"].change(on_model, widgets["model"], check, show_progress="hidden")  # GPU preset, not cached
     widgets["rewards"].input(on_rewards, [widgets["rewards"], widgets["reward_weights"], ticked],
                              [widgets["reward_weights"], ticked])
     widgets["trust_remote_code"].input(on_trust, widgets["trust_remote_code"], check)
@@ -390,3 +423,7 @@ def build(studio: Studio):
                    [widgets["reward_model_run"], widgets["rewards"], widgets["prompt_set"]])
 
     return hooks
+
+
+def _field(fields: list, key: str):
+    return next(f for f in fields if f.key == key)

@@ -1,0 +1,86 @@
+"""Form widgets shared by the tabs: one widget per config field (core.form.FormField), and the model
+dropdown (the demo model first, then local folders and cached hub models; any other value may be typed)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from rloo_studio.core import model_choices
+from rloo_studio.core.form import FormField
+
+HELP = {  # one line where the field's documentation runs long
+    "enable_thinking": "Hybrid chat templates (Qwen3): reason in <think> first; off makes the template close an "
+                       "empty block. Templates without the switch ignore it.",
+    "answer_format": "How the answer after </think> is read: last_number (the demo), boxed (\\boxed{}), "
+                     "hash (#### N, GSM8K).",
+    "model": "The demo model, a local folder or a Hugging Face cache entry; type any other folder or cached hub id.",
+}
+MODEL_LIST_NOTE = "Listed: the demo model, local folders and cached hub models (name · size · where)."
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A dropdown of these choices (values or (label, value) pairs); custom: any other value may be typed."""
+    choices: list
+    custom: bool = True
+
+
+@dataclass(frozen=True)
+class Ticks:
+    """Tick-boxes; the form's value 'a, b' becomes the list of ticked names."""
+    choices: list
+
+
+@dataclass(frozen=True)
+class Range:
+    """A slider for a whole number from low to high."""
+    low: int
+    high: int
+
+
+def elem_id(prefix: str, key: str) -> str:
+    return f"{prefix}-" + key.replace(".", "-").replace("_", "-")
+
+
+def widget_value(f: FormField, value, special=None):
+    """A form value as its widget holds it: tick-boxes take a list, not 'a, b'; a number box None, not ''."""
+    if isinstance(special, Ticks):
+        return value.split(", ") if value else []
+    if f.kind == "optional_float" and value == "":
+        return None
+    return value
+
+
+def models(workspace_root=None) -> list[tuple[str, str]]:
+    return model_choices.dropdown_choices(workspace_root)
+
+
+def model_dropdown(value, label: str, elem_id: str, workspace_root=None, info: str | None = HELP["model"], **kw):
+    """The model field of a tab: discovered models to pick from (refreshed on focus), any value typed."""
+    dd = gr.Dropdown(models(workspace_root), value=value, label=label, info=info, allow_custom_value=True,
+                     elem_id=elem_id, **kw)
+    dd.focus(lambda: gr.Dropdown(choices=models(workspace_root)), None, dd, show_progress="hidden", queue=False)
+    return dd
+
+
+def widget(f: FormField, value, prefix: str, special=None, workspace_root=None, **kw):
+    """The widget of one config field. `special` (Pick, Ticks, Range) overrides what the field's kind
+    gives; the `model` field is always the model dropdown."""
+    kw = dict(label=f.key, info=HELP.get(f.key, f.help) or None, elem_id=elem_id(prefix, f.key), **kw)
+    value = widget_value(f, value, special)
+    if f.key == "model":
+        return model_dropdown(value, workspace_root=workspace_root, **kw)
+    if isinstance(special, Pick):
+        return gr.Dropdown(special.choices, value=value, allow_custom_value=special.custom, **kw)
+    if isinstance(special, Ticks):
+        return gr.CheckboxGroup(special.choices, value=value, **kw)
+    if isinstance(special, Range):
+        return gr.Slider(special.low, special.high, step=1, value=value, **kw)
+    if f.kind == "bool":
+        return gr.Checkbox(value=value, **kw)
+    if f.kind == "choice":
+        return gr.Dropdown(list(f.choices), value=value, **kw)
+    if f.kind in ("int", "float", "optional_float"):
+        return gr.Number(value=value, precision=0 if f.kind == "int" else None, **kw)
+    return gr.Textbox(value=value, max_lines=1, **kw)
