@@ -7,8 +7,14 @@
 3. Trains a 4-layer Qwen3-shaped causal LM from scratch on <think> step-by-step targets,
    15% without reasoning, and stops once sampled held-out accuracy reaches the target
    (the demo must leave room for RL: roughly 30-70%).
-4. Samples its own responses to build demo preference pairs and unlabeled candidates.
+4. Samples its own responses to build demo preference pairs, labeled by the known answer (a
+   synthetic annotator, demo_task.ANSWER_KEY: never a person), and unlabeled candidates.
 Writes assets/demo-model/ and assets/demo-data/, and prints the measured figures.
+
+    .venv/bin/python scripts/build_demo.py --pairs-only [--pair-prompts 1600 --samples 8]
+
+rebuilds only assets/demo-data/pairs.jsonl from the bundled model (the model, the prompt sets and
+the candidates stay as they are).
 """
 from __future__ import annotations
 
@@ -77,12 +83,33 @@ def evaluate(model, tok, problems: list[dict], seed: int, max_new_tokens: int = 
     return score_samples(outs, problems)
 
 
+def build_pairs(model, tok, pool: list[dict], n: int, seed: int) -> list[dict]:
+    """Demo preference pairs labeled by the known answer (demo_task.answer_key_pairs): n samples per
+    prompt at temperature 1; per prompt at most one slip pair and one format pair."""
+    outs = sample(model, tok, [p["prompt"] for p in pool], n=n, max_new_tokens=64, seed=seed + 7, batch_size=256)
+    rng, pairs = random.Random(seed), []
+    for i, p in enumerate(pool):
+        group = [(o.text, o.stopped) for o in outs[i * n : (i + 1) * n]]
+        pairs += demo.answer_key_pairs(p["prompt"], p["answer"], group, rng)
+    rng.shuffle(pairs)
+    return pairs
+
+
+def pair_counts(pairs: list[dict]) -> dict:
+    return {"pairs": len(pairs), "slip_pairs": sum(p["kind"] == "slip" for p in pairs),
+            "format_pairs": sum(p["kind"] == "format" for p in pairs)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=ROOT / "assets")
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--target-accuracy", type=float, default=0.45)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pairs-only", action="store_true",
+                    help="rebuild only demo-data/pairs.jsonl by sampling the model already in --out")
+    ap.add_argument("--pair-prompts", type=int, default=1600, help="prompts sampled for the demo pairs")
+    ap.add_argument("--samples", type=int, default=8, help="responses sampled per prompt for the demo pairs")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
@@ -96,6 +123,17 @@ def main() -> None:
             problems.append(p)
     heldout, rl_train, train = problems[:500], problems[500:1000], problems[1000:]
     data_dir, model_dir = args.out / "demo-data", args.out / "demo-model"
+    # Pairs and candidates come from training problems (never the RLOO prompt sets), candidates apart.
+    cand_pool = problems[1300:1400]
+    pair_pool = (problems[1000:1300] + problems[1400:])[: args.pair_prompts]
+    if args.pairs_only:
+        model = Qwen3ForCausalLM.from_pretrained(model_dir).eval()
+        tok = PreTrainedTokenizerFast.from_pretrained(model_dir)
+        pairs = build_pairs(model, tok, pair_pool, args.samples, args.seed)
+        write_jsonl(data_dir / "pairs.jsonl", pairs)
+        print(json.dumps({"command": "python scripts/build_demo.py " + " ".join(sys.argv[1:]),
+                          "seconds": round(time.time() - t0, 1), **pair_counts(pairs)}))
+        return
     write_jsonl(data_dir / "prompts_heldout.jsonl", heldout)
     write_jsonl(data_dir / "prompts_train.jsonl", rl_train)
 
@@ -147,27 +185,19 @@ def main() -> None:
     print("held-out (500 prompts, temperature 1):", json.dumps(final))
 
     # Demo preference data from the model's own samples.
-    pool = problems[1000:1400]
-    outs = sample(model, tok, [p["prompt"] for p in pool], n=4, max_new_tokens=64, seed=7)
-    pairs, candidates = [], []
-    for i, p in enumerate(pool):
-        group = outs[i * 4 : (i + 1) * 4]
-        graded = [(o.text, demo.grade(o.text, p["answer"], o.stopped)) for o in group]
-        score = lambda g: 2 * g["correct"] + g["formatted"] + 0.5 * g["thinking"]  # noqa: E731
-        graded.sort(key=lambda x: score(x[1]), reverse=True)
-        best, worst = graded[0], graded[-1]
-        if i < 300 and score(best[1]) > score(worst[1]) and best[0] != worst[0]:
-            pairs.append({"prompt": p["prompt"], "chosen": best[0], "rejected": worst[0], "answer": p["answer"]})
-        elif i >= 300:
-            texts = list(dict.fromkeys(t for t, _ in graded))
-            if len(texts) >= 2:
-                candidates.append({"prompt": p["prompt"], "responses": texts[:2], "answer": p["answer"]})
+    pairs = build_pairs(model, tok, pair_pool, args.samples, args.seed)
+    outs = sample(model, tok, [p["prompt"] for p in cand_pool], n=4, max_new_tokens=64, seed=7)
+    candidates = []
+    for i, p in enumerate(cand_pool):
+        texts = list(dict.fromkeys(o.text for o in outs[i * 4 : (i + 1) * 4]))
+        if len(texts) >= 2:
+            candidates.append({"prompt": p["prompt"], "responses": texts[:2], "answer": p["answer"]})
     write_jsonl(data_dir / "pairs.jsonl", pairs)
     write_jsonl(data_dir / "candidates.jsonl", candidates)
     report = {
         "command": "python scripts/build_demo.py " + " ".join(sys.argv[1:]),
         "train_seconds": round(train_t, 1), "total_seconds": round(time.time() - t0, 1), "steps": step,
-        "heldout": final, "evals": evals, "pairs": len(pairs), "candidates": len(candidates),
+        "heldout": final, "evals": evals, **pair_counts(pairs), "candidates": len(candidates),
         "torch_threads": torch.get_num_threads(),
     }
     (model_dir / "build_report.json").write_text(json.dumps(report, indent=1))

@@ -59,3 +59,34 @@ def grade(response: str, answer: str | None, stopped: bool = True, start: str = 
     formatted = p.closed and stopped and bool(p.answer)
     correct = answer is not None and p.closed and last_number(p.answer) == str(answer)
     return {"formatted": formatted, "correct": correct, "thinking": p.has_thinking}
+
+
+# -- demo preference pairs labeled by the known answer (a synthetic annotator, not a person) ------
+
+ANSWER_KEY = "answer key (synthetic)"
+"""Who labels the bundled demo pairs: the known answer, not a person. scripts/build_demo.py samples the
+demo policy and keeps pairs whose better side is clear from the answer key alone."""
+
+
+def answer_key_pairs(prompt: str, answer: str, samples: list[tuple[str, bool]], rng: random.Random) -> list[dict]:
+    """Preference pairs from one prompt's sampled responses [(text, stopped)], labeled by the known answer.
+
+    The chosen side always reasons in <think>, closes it, stops and is correct. At most two pairs:
+    - a "slip" pair: the rejected side also reasons and is well formed, but its answer is wrong (an
+      arithmetic slip in a step, a dropped carry, or an answer that does not follow its steps) —
+      only checking the arithmetic tells the two apart;
+    - a "format" pair: the rejected side answers without reasoning (right or wrong).
+    Each pair: {prompt, chosen, rejected, answer, kind: "slip" | "format"}."""
+    graded = [(t, grade(t, answer, stopped)) for t, stopped in samples]
+    ok = [(t, g) for t, g in graded if g["formatted"]]
+    right = sorted({t for t, g in ok if g["thinking"] and g["correct"]})
+    slips = sorted({t for t, g in ok if g["thinking"] and not g["correct"]})
+    bare = sorted({t for t, g in ok if not g["thinking"]})
+    out = []
+    if right and slips:
+        out.append({"prompt": prompt, "chosen": rng.choice(right), "rejected": rng.choice(slips), "answer": answer,
+                    "kind": "slip"})
+    if right and bare:
+        out.append({"prompt": prompt, "chosen": rng.choice(right), "rejected": rng.choice(bare), "answer": answer,
+                    "kind": "format"})
+    return out

@@ -3,6 +3,10 @@
 Only the default workspace (the one `make run` opens) gets it on its first start, or a workspace
 opened with `--demo`, or one whose user asks for it ("Load the demo data" on the Label tab).
 Loading it twice adds nothing the second time.
+
+The labeled demo pairs were labeled by the known answer (demo_task.ANSWER_KEY), not by people: they are
+stored as imported labels (annotator 'import', which progress, agreement and the label queue count
+apart from people's labels), each with the comment LABEL_COMMENT saying who labeled it.
 """
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+from rloo_studio.core.demo_task import ANSWER_KEY
 from rloo_studio.core.paths import DEFAULT_WORKSPACE, DEMO_DATA
 from rloo_studio.label.prompts import add_prompt, get_or_create_set
 from rloo_studio.core.workspace import Workspace
@@ -17,6 +22,7 @@ from rloo_studio.core.workspace import Workspace
 IMPORT_ANNOTATOR = "import"
 DEMO_SOURCES = ("demo-pairs", "demo-candidates")
 MARK = "demo_loaded"  # settings key, written in the same transaction as the data
+LABEL_COMMENT = f"{ANSWER_KEY}: the response with the known right answer, reasoned, is preferred"
 
 
 def _rows(path: Path) -> list[dict]:
@@ -74,9 +80,8 @@ def seed_demo(ws: Workspace, data_dir: Path = DEMO_DATA) -> dict | None:
                 "INSERT INTO pairs (prompt_id, response_a, response_b, source, created) VALUES (?, ?, ?, ?, ?)",
                 (pid, a, b, "demo-pairs", now),
             ).lastrowid
-            con.execute(
-                "INSERT INTO labels (pair_id, annotator_id, choice, created) VALUES (?, ?, 'a', ?)", (pair, ann, now)
-            )
+            con.execute("INSERT INTO labels (pair_id, annotator_id, choice, comment, created) VALUES (?, ?, 'a', ?, ?)",
+                        (pair, ann, LABEL_COMMENT, now))
             added["labeled_pairs"] += 1
         for row in _rows(data_dir / "candidates.jsonl"):
             pid = add_prompt(con, sid, row["prompt"], {"answer": row["answer"]})
@@ -93,5 +98,6 @@ def seed_demo(ws: Workspace, data_dir: Path = DEMO_DATA) -> dict | None:
 def demo_summary(added: dict | None) -> str:
     if added is None:
         return "The demo data is already in this workspace; nothing was added."
-    return (f"Loaded the demo data: {added['labeled_pairs']} labeled pairs, {added['candidate_pairs']} candidate "
-            f"pairs to label, and the prompt sets demo-train and demo-heldout ({added['prompts']} prompts).")
+    return (f"Loaded the demo data: {added['labeled_pairs']} labeled pairs (labeled by the {ANSWER_KEY}, not by "
+            f"people), {added['candidate_pairs']} candidate pairs to label, and the prompt sets demo-train and "
+            f"demo-heldout ({added['prompts']} prompts).")

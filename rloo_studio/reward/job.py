@@ -40,6 +40,9 @@ class RewardJobConfig:
     """Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on
     this machine with your permissions, so tick it only for a model whose source you trust."""
     lora: LoraSpec = field(default_factory=lambda: LoraSpec(r=8, alpha=16, dropout=0.05))
+    modules_to_save: list[str] = field(default_factory=list)
+    """Layers trained in full beside the LoRA adapters and saved in the adapter (e.g. embed_tokens, norm);
+    the score head always is."""
     learning_rate: float = 3e-3
     """Peak learning rate (linear decay to 0). LoRA on the tiny demo model takes ~3e-3; 1e-5 for Qwen3 4B+."""
     num_train_epochs: float = 3.0
@@ -61,6 +64,12 @@ class RewardJobConfig:
     """Pulls mean rewards towards 0 (keeps scores comparable across prompts)."""
     eval_fraction: float = 0.2
     """Share of pairs held out to measure pair accuracy."""
+    step_pairs: bool = False
+    """Step-level supervision from the same pairs: where both sides reason and part at a <think> step,
+    also train on the two responses cut just after the first step where they differ (training pairs only)."""
+    split_by_kind: bool = True
+    """Hold out the same share of each kind of pair (both reason / only chosen reasons / …), so the
+    held-out accuracy does not swing with how many hard pairs a seed happens to draw."""
     seed: int = 0
     """Seeds the held-out split, the score head's initialisation and the data order."""
     optim: str = "adamw_torch"
@@ -73,7 +82,7 @@ class RewardJobConfig:
     """Measure held-out accuracy and margin every this many steps."""
     save_steps: int = 20
     """Checkpoint every this many steps (Stop also writes one): what Resume continues from."""
-    enable_thinking: bool = field(default=True, metadata={"form": False})
+    enable_thinking: bool = True
     """Hybrid chat templates (Qwen3): responses reason in <think> (False: the template's generation prompt
     closes an empty block and responses are answers). Inspect scores and the RLOO reward read it from the run."""
 
@@ -295,14 +304,59 @@ def _split(ctx: RunContext, tok, pairs: list[dict], cfg: RewardJobConfig) -> tup
         rows = [json.loads(x) for x in saved.read_text().splitlines() if x.strip()]
         return [r for r in rows if r["split"] == "train"], [r for r in rows if r["split"] == "held_out"]
     rows = pair_rows(tok, pairs, cfg.enable_thinking)
-    random.Random(cfg.seed).shuffle(rows)
-    n_eval = int(len(rows) * cfg.eval_fraction)
-    held, train = rows[:n_eval], rows[n_eval:]
+    held, train = split_rows(rows, cfg.eval_fraction, cfg.seed, cfg.split_by_kind)
     with open(saved, "w") as f:
         for split, part in (("held_out", held), ("train", train)):
             for r in part:
                 f.write(json.dumps({**r, "split": split}) + "\n")
     return train, held
+
+
+def step_rows(rows: list[dict], start: str = "answer") -> list[dict]:
+    """Process-supervision pairs: for each row whose two responses reason and differ first inside a
+    <think> step, the pair of responses cut just after that step (the preferred side stays preferred)."""
+    from rloo_studio.core.thinking import parse
+
+    out = []
+    for r in rows:
+        c, j = parse(r["chosen"], start=start), parse(r["rejected"], start=start)
+        if not (c.has_thinking and j.has_thinking):
+            continue
+        k = next((i for i, (a, b) in enumerate(zip(c.steps, j.steps)) if a.text != b.text), None)
+        if k is not None:
+            out.append({**r, "chosen": r["chosen"][:c.steps[k].end], "rejected": r["rejected"][:j.steps[k].end]})
+    return out
+
+
+def split_rows(rows: list[dict], fraction: float, seed: int, by_kind: bool = True) -> tuple[list[dict], list[dict]]:
+    """(held_out, train): int(len(rows) * fraction) rows held out at random (seeded).
+
+    by_kind: the same share of each kind of pair (blind.pair_kind: both reason, only chosen reasons, …)
+    is held out, so the held-out accuracy does not depend on how many hard pairs a seed happens to
+    draw; the rounding is settled by the largest remainders."""
+    rng = random.Random(seed)
+    n_eval = int(len(rows) * fraction)
+    if not by_kind:
+        rows = list(rows)
+        rng.shuffle(rows)
+        return rows[:n_eval], rows[n_eval:]
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(blind.pair_kind(r["chosen"], r["rejected"]), []).append(r)
+    kinds = sorted(groups)
+    quota = {k: int(len(groups[k]) * fraction) for k in kinds}
+    by_remainder = sorted(kinds, key=lambda k: (-(len(groups[k]) * fraction - quota[k]), k))
+    for k in by_remainder[: n_eval - sum(quota.values())]:
+        quota[k] += 1
+    held, train = [], []
+    for k in kinds:
+        part = list(groups[k])
+        rng.shuffle(part)
+        held += part[: quota[k]]
+        train += part[quota[k]:]
+    rng.shuffle(held)
+    rng.shuffle(train)
+    return held, train
 
 
 def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
@@ -313,7 +367,6 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     from trl import RewardConfig, RewardTrainer
 
     from rloo_studio.label.store import preference_pairs
-    from rloo_studio.core.models import lora_config
     from rloo_studio.runs.callback import StudioCallback
 
     cfg.validate()
@@ -332,6 +385,10 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     elif cfg.over_length == "truncate_thinking":  # pairs that still do not fit are dropped by TRL (and counted)
         start = _start(tok, cfg)
         train, held = _truncate_rows(tok, train, max_length, start), _truncate_rows(tok, held, max_length, start)
+    if cfg.step_pairs:
+        extra = step_rows(train, _start(tok, cfg))
+        ctx.log(f"step_pairs: {len(extra)} pairs cut after the first <think> step where the two sides differ")
+        train = train + extra
     ctx.log(f"{len(train)} training pairs, {len(held)} held out, max_length {max_length}")
     cuda = torch.cuda.is_available()
     resume = resume_point(ctx)
@@ -352,7 +409,7 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     strip = lambda rows: [{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows]  # noqa: E731
     trainer = RewardTrainer(
         model=model, args=args, processing_class=tok, train_dataset=Dataset.from_list(strip(train)),
-        eval_dataset=Dataset.from_list(strip(held)) if held else None, peft_config=lora_config(cfg.lora, "SEQ_CLS"),
+        eval_dataset=Dataset.from_list(strip(held)) if held else None, peft_config=_peft_config(cfg),
         callbacks=[StudioCallback(ctx), *callbacks],
     )
     kept = len(trainer.train_dataset) + (len(trainer.eval_dataset) if held else 0)
@@ -382,6 +439,15 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     acc = next((m["eval_accuracy"] for m in reversed(ctx.feed) if "eval_accuracy" in m), None)
     tail = f"; held-out accuracy {acc:.1%}" if acc is not None else ""
     return f"{'stopped' if ctx.should_stop() else 'finished'} at step {step}{tail}; adapter saved"
+
+
+def _peft_config(cfg: RewardJobConfig):
+    from rloo_studio.core.models import lora_config
+
+    pc = lora_config(cfg.lora, "SEQ_CLS")  # SEQ_CLS: PEFT trains and saves the score head
+    if cfg.modules_to_save:
+        pc.modules_to_save = list(cfg.modules_to_save)
+    return pc
 
 
 def _tokens_seen(checkpoint: str) -> int:
