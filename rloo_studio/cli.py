@@ -70,7 +70,8 @@ def _train(a, kind: str) -> int:
     from rloo_studio.core.workspace import Workspace
 
     if kind == "rloo":
-        from rloo_studio.rloo.job import PRESETS, RlooJobConfig as Cfg, preset, train_rloo as fn
+        from rloo_studio.rloo.config import PRESETS, RlooJobConfig as Cfg, preset
+        from rloo_studio.rloo.job import train_rloo as fn
     else:
         from rloo_studio.reward.job import PRESETS, RewardJobConfig as Cfg, preset, train_reward as fn
     if a.preset and a.preset not in PRESETS:

@@ -14,7 +14,8 @@ TRAIN = dict(max_steps=2, beta=0.0, per_device_train_batch_size=8, num_generatio
 
 def trained_run(root: Path) -> tuple[Path, str]:
     """(workspace folder, run id) of a completed 2-step RLOO run on the demo model under `root`."""
-    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
     from rloo_studio.core.workspace import Workspace
 

@@ -3,7 +3,7 @@ import pytest
 from rloo_studio.core.config import build, to_yaml
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.reward.job import RewardJobConfig
-from rloo_studio.rloo.job import RlooJobConfig
+from rloo_studio.rloo.config import RlooJobConfig
 
 
 def test_yaml_round_trip_and_sets(tmp_path):
@@ -60,7 +60,7 @@ def test_nested_override_keeps_the_parent_defaults():
 
 
 def test_single_value_for_a_list_and_presets_as_base():
-    from rloo_studio.rloo.job import preset
+    from rloo_studio.rloo.config import preset
 
     assert build(RlooJobConfig, None, ["rewards=correctness", "reward_weights=1.0"]).reward_weights == [1.0]
     base = preset("demo-cpu")

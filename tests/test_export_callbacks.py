@@ -3,7 +3,7 @@ run picked, a reward-model run, an RLOO run that saved no adapter or is still ru
 (The export itself, from the page, is tests/test_export_ui.py.)"""
 from rloo_studio.core.studio import Studio
 from rloo_studio.reward.job import RewardJobConfig
-from rloo_studio.rloo.job import RlooJobConfig
+from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.runs.export_model import default_out, resolve_out
 from rloo_studio.runs.runner import prepare_run
 from rloo_studio.ui.runs_tab import start_export

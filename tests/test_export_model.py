@@ -103,7 +103,8 @@ def test_cli_export_model(run, tmp_path):
 
 def test_a_run_on_a_4bit_base_is_merged_into_the_full_precision_base_and_says_so(tmp_path):
     from rloo_run_fixture import TRAIN
-    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
 
     ws = Workspace(tmp_path / "ws", seed_demo=True)

@@ -9,7 +9,8 @@ import pytest
 
 from rloo_studio.core.config import build
 from rloo_studio.reward.job import RewardJobConfig, train_reward
-from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+from rloo_studio.rloo.config import RlooJobConfig
+from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
 from rloo_studio.label.store import progress
 from rloo_studio.core.workspace import Workspace

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.train
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     from rloo_studio.core.workspace import Workspace
-    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
 
     ws = Workspace(tmp_path_factory.mktemp("view-rm-run") / "ws", seed_demo=True)

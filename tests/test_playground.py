@@ -59,7 +59,8 @@ def test_bad_input_is_refused_in_plain_words(run):
 
 
 def test_answers_while_a_training_job_runs(run):
-    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
 
     ws, rid = run

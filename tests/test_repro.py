@@ -73,7 +73,8 @@ def test_tensorboard_event_files_in_the_run_folder(ui_run):
 
 
 def test_rloo_standalone_script_reaches_the_same_metrics(tmp_path):
-    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.job import train_rloo
 
     ws = Workspace(tmp_path / "ws", seed_demo=True)
     r = JobRunner(ws)

@@ -206,7 +206,8 @@ def test_trl_rewards_in_the_mix():
 def test_rloo_config_checks_the_new_rewards(workspace):
     from rloo_studio.core.config import build
     from rloo_studio.core.errors import ConfigError
-    from rloo_studio.rloo.job import RlooJobConfig, preflight
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.job import preflight
     from rloo_studio.rloo.view import form_fields
 
     cfg = build(RlooJobConfig, None, ["enable_thinking=false", "answer_format=boxed",

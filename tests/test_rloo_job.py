@@ -9,7 +9,8 @@ import pytest
 
 from rloo_studio.core.config import build, field_docs
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.rloo.job import PRESETS, RlooJobConfig, preflight, preset, run_config, train_rloo
+from rloo_studio.rloo.config import PRESETS, RlooJobConfig, preset, run_config
+from rloo_studio.rloo.job import preflight, train_rloo
 from rloo_studio.rloo.compare import compare, read_eval
 from rloo_studio.rloo.samples import read_samples
 from rloo_studio.runs.runner import JobRunner, read_metrics

@@ -6,7 +6,8 @@ on 200 held-out prompts accuracy went from 55.5% to 72.5% after 10 steps.
 """
 import dataclasses
 
-from rloo_studio.rloo.job import preset, train_rloo
+from rloo_studio.rloo.config import preset
+from rloo_studio.rloo.job import train_rloo
 from rloo_studio.rloo.compare import read_eval
 from rloo_studio.runs.runner import JobRunner, read_metrics
 

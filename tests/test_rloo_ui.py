@@ -117,7 +117,7 @@ def test_launch_panel_writes_the_form_and_an_accelerate_config(app):
     import yaml
 
     from rloo_studio.core.config import build
-    from rloo_studio.rloo.job import RlooJobConfig, preset
+    from rloo_studio.rloo.config import RlooJobConfig, preset
 
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()

@@ -17,7 +17,8 @@ def _reward_run(ws, rid="reward-seeded"):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
     from rloo_studio.core.workspace import Workspace
 

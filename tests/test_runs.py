@@ -94,7 +94,7 @@ def test_launch_from_the_form_writes_a_config_the_cli_reads(tmp_path):
 
     from rloo_studio.core.config import build
     from rloo_studio.reward.job import RewardJobConfig
-    from rloo_studio.rloo.job import RlooJobConfig, preset
+    from rloo_studio.rloo.config import RlooJobConfig, preset
     from rloo_studio.runs.accelerate_launch import launch_from_form
 
     for kind, cfg in (("rloo", preset("gpu-24gb")), ("reward", RewardJobConfig(max_steps=7))):

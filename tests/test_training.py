@@ -3,7 +3,8 @@ import torch
 from safetensors.torch import load_file
 
 from rloo_studio.reward.job import RewardJobConfig, train_reward
-from rloo_studio.rloo.job import RlooJobConfig, train_rloo
+from rloo_studio.rloo.config import RlooJobConfig
+from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, read_metrics
 from rloo_studio.core.models import LoraSpec
 

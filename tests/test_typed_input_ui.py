@@ -14,6 +14,7 @@ from rloo_studio.label.store import preference_pairs
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.rloo import job as rloo_job
+from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.reward.job import RewardJobConfig, train_reward
 from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.workspace import Workspace
@@ -30,7 +31,7 @@ def app(tmp_path_factory):
     # Two runs that failed for real, before the app starts: the job functions raise, the runner records it.
     runner = JobRunner(ws)
     reward = runner.submit("reward", RewardJobConfig(model=str(ws_dir / "models" / "gone")), train_reward)
-    rloo = runner.submit("rloo", rloo_job.RlooJobConfig(prompt_set="no-such-set"), rloo_job.train_rloo)
+    rloo = runner.submit("rloo", RlooJobConfig(prompt_set="no-such-set"), rloo_job.train_rloo)
     assert runner.wait(reward, 120) == "failed" and runner.wait(rloo, 120) == "failed"
     with running_app(ws_dir, seed=False) as a:
         a.failed = {"reward": reward, "rloo": rloo}

@@ -156,7 +156,8 @@ def _bnb_config(load_in_4bit: bool):
 LOAD_LOCK = threading.RLock()
 
 
-def _load(loader, path: str, **kw):
+def load_locked(loader, path: str, **kw):
+    """loader(path, **kw) under LOAD_LOCK; a failure other than out-of-memory becomes a plain ModelLoadError."""
     try:
         with LOAD_LOCK:
             return loader(path, **kw)
@@ -174,7 +175,7 @@ def load_causal_lm(name_or_path: str, backend: str = "auto", load_in_4bit: bool 
     if use_unsloth(backend):
         from unsloth import FastLanguageModel
 
-        model, tok = _load(
+        model, tok = load_locked(
             FastLanguageModel.from_pretrained, path, max_seq_length=max_seq_length, dtype=default_dtype(),
             load_in_4bit=load_in_4bit, trust_remote_code=trust_remote_code,
         )
@@ -184,7 +185,7 @@ def load_causal_lm(name_or_path: str, backend: str = "auto", load_in_4bit: bool 
     from transformers import AutoModelForCausalLM
 
     tok = load_tokenizer(path, trust_remote_code)
-    model = _load(
+    model = load_locked(
         AutoModelForCausalLM.from_pretrained, path, dtype=default_dtype(),
         quantization_config=_bnb_config(load_in_4bit), trust_remote_code=trust_remote_code,
     )
@@ -220,7 +221,7 @@ def load_seq_cls(name_or_path: str, load_in_4bit: bool = False, trust_remote_cod
 
     path = resolve(name_or_path)
     tok = load_tokenizer(path, trust_remote_code)
-    model = _load(
+    model = load_locked(
         AutoModelForSequenceClassification.from_pretrained, path, num_labels=1, dtype=default_dtype(),
         quantization_config=_bnb_config(load_in_4bit), trust_remote_code=trust_remote_code,
     )

@@ -305,7 +305,7 @@ def pair_key(prompt: str, turns, a: str, b: str) -> str:
     return hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def _fill_keys(con) -> None:
+def fill_keys(con) -> None:
     """Give a dedup_key to pairs written without one (the demo seed, generated candidates, older imports)."""
     rows = con.execute(
         """SELECT p.id, pr.text, pr.extra, ra.text, rb.text FROM pairs p JOIN prompts pr ON pr.id = p.prompt_id
@@ -366,7 +366,7 @@ def write_records(ws: Workspace, kind: str, records: list[Row], name: str,
         if keep_duplicates:
             existing: set[str] = set()
         else:
-            _fill_keys(con)
+            fill_keys(con)
             existing = _existing_keys(con, (k for plan in plans for _, _, k in plan))
         ann = None
         if kind == "preference":

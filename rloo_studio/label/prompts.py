@@ -4,7 +4,10 @@ from __future__ import annotations
 import json
 import time
 
+from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.workspace import Workspace
+
+LABELED_PAIRS = "labeled-pairs"  # a prompt-set name: the prompts of the labeled preference pairs
 
 
 def get_or_create_set(con, name: str, source: str) -> int:
@@ -55,3 +58,23 @@ def load_prompt_set(ws: Workspace, name: str) -> list[dict]:
     if not rows:
         raise KeyError(f"no prompt set named {name!r} in this workspace")
     return [{"prompt": r["text"], **json.loads(r["extra"])} for r in rows]
+
+
+def load_prompts(ws, name: str) -> list[dict]:
+    """The rows of a prompt set, or (LABELED_PAIRS) the distinct prompts of the labeled pairs; a ConfigError
+    that names what is missing."""
+    if name == LABELED_PAIRS:
+        from rloo_studio.label.store import preference_pairs
+
+        seen, rows = set(), []
+        for p in preference_pairs(ws):
+            if p["prompt"] not in seen:
+                seen.add(p["prompt"])
+                rows.append({"prompt": p["prompt"]})
+        if not rows:
+            raise ConfigError("there are no labeled pairs yet; label some or choose another prompt set")
+        return rows
+    try:
+        return load_prompt_set(ws, name)
+    except KeyError as exc:
+        raise ConfigError(str(exc.args[0])) from None

@@ -280,11 +280,11 @@ def _load_model(cfg: RewardJobConfig, ctx: RunContext):
     if cfg.use_unsloth and bootstrap.UNSLOTH_VERSION and torch.cuda.is_available():
         from unsloth import FastModel
 
-        from rloo_studio.core.models import _load, check_remote_code, default_dtype
+        from rloo_studio.core.models import load_locked, check_remote_code, default_dtype
 
         path = resolve(cfg.model)
         check_remote_code(path, cfg.trust_remote_code)
-        model, tok = _load(FastModel.from_pretrained, path, num_labels=1, max_seq_length=cfg.max_length,
+        model, tok = load_locked(FastModel.from_pretrained, path, num_labels=1, max_seq_length=cfg.max_length,
                            dtype=default_dtype(), load_in_4bit=cfg.load_in_4bit, full_finetuning=False,
                            trust_remote_code=cfg.trust_remote_code)
         tok = getattr(tok, "tokenizer", tok)

@@ -99,13 +99,6 @@ def cli_command(cfg: RewardJobConfig | dict, workspace: str) -> str:
     return " \\\n  ".join(parts)
 
 
-def run_config(ws: Workspace, run_id: str) -> dict:
-    try:
-        return yaml.safe_load((ws.run_dir(run_id) / "config.yaml").read_text()) or {}
-    except OSError:
-        return {}
-
-
 # -- plots, progress, runs list --------------------------------------------------------------------
 
 def plot_frames(records: list[dict]):

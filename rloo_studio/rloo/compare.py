@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING
 
 from rloo_studio.core.errors import ConfigError
+from rloo_studio.label.prompts import load_prompts
+from rloo_studio.rloo.config import RlooJobConfig, run_config
 from rloo_studio.runs.runner import RunContext
-
-if TYPE_CHECKING:
-    from rloo_studio.rloo.job import RlooJobConfig
 
 
 def eval_problems(ws, cfg: RlooJobConfig) -> list[dict]:
-    from rloo_studio.rloo.job import load_prompts
-
     return load_prompts(ws, cfg.eval_prompt_set)[: cfg.eval_prompts]
 
 
@@ -67,8 +63,6 @@ def compare(ws, run_id: str, n: int = 50) -> dict:
     from rloo_studio.rloo.evaluate import score_samples
     from rloo_studio.core.models import load_causal_lm
     from rloo_studio.runs.catalog import adapter_dir
-
-    from rloo_studio.rloo.job import run_config
 
     cfg = run_config(ws, run_id)
     ad = adapter_dir(ws, run_id)

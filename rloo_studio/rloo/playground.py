@@ -63,7 +63,7 @@ _LOADED: dict = {}  # {"key": ..., "model": PeftModel | model, "tok": ..., "rewa
 
 def _load(ws: Workspace, run_id: str | None, base: str | None):
     """(model with the adapter (or the bare base), tokenizer, run config or None), cached by what they are."""
-    from rloo_studio.rloo.job import run_config
+    from rloo_studio.rloo.config import run_config
     from rloo_studio.core.models import load_causal_lm, resolve
     from rloo_studio.runs.catalog import adapter_dir, find_run
 

@@ -43,19 +43,14 @@ def source_of(run_id: str) -> str:
 
 def _run(ws: Workspace, run_id: str) -> tuple[str, list[dict], dict]:
     """(run id, samples, config) of an RLOO run; DataError in plain words when there is nothing to send."""
-    import yaml
-
     from rloo_studio.rloo.samples import read_samples
-    from rloo_studio.runs.catalog import find_run
+    from rloo_studio.runs.catalog import find_run, run_config
 
     rid = find_run(ws, run_id, "rloo")["id"]
     rows = read_samples(ws.run_dir(rid))
     if not rows:
         raise DataError(f"Run {rid} has logged no completions yet: wait for its first step.")
-    try:
-        cfg = yaml.safe_load((ws.run_dir(rid) / "config.yaml").read_text()) or {}
-    except (OSError, ValueError):
-        cfg = {}
+    cfg = run_config(ws, rid)
     return rid, rows, cfg
 
 
@@ -124,7 +119,7 @@ def pick_pairs(rows: list[dict], how: str, rewards: list[str], weights: list[flo
 
 def send_group(ws: Workspace, run_id: str, step: int, prompt: str, how: str = "extremes") -> SendResult:
     """Write the picked pair(s) of one group into the Label queue (source rloo:<run-id>), unlabeled."""
-    from rloo_studio.label.importing import _fill_keys, pair_key
+    from rloo_studio.label.importing import fill_keys, pair_key
     from rloo_studio.label.prompts import add_prompt, get_or_create_set
 
     rid, _, cfg = _run(ws, run_id)
@@ -134,7 +129,7 @@ def send_group(ws: Workspace, run_id: str, step: int, prompt: str, how: str = "e
     extra = _prompt_extra(ws, rid, prompt)
     added, skipped, ids = 0, 0, []
     with ws.transaction() as con:
-        _fill_keys(con)  # pairs written before dedup keys existed get theirs, so that they count as duplicates
+        fill_keys(con)  # pairs written before dedup keys existed get theirs, so that they count as duplicates
         for a, b in picked:
             ta, tb = _text(a), _text(b)
             key = pair_key(prompt, None, ta, tb)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rloo_studio.core import form
 from rloo_studio.core.answers import ANSWER_FORMATS
-from rloo_studio.rloo.job import RlooJobConfig
+from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.core.thinking import parse
 
 # (plot title, metric keys); a key ending in '/*/mean' expands to every reward function's mean.
@@ -232,7 +232,7 @@ def model_views(ws, run_id: str, sample: dict) -> list:
     core.model_view Views, built with the run's own tokenizers and enable_thinking."""
     from rloo_studio.core import model_view as MV
     from rloo_studio.core.models import run_setting, run_trusts_code
-    from rloo_studio.rloo.job import REWARD_MODEL, run_config
+    from rloo_studio.rloo.config import REWARD_MODEL, run_config
     from rloo_studio.runs.catalog import adapter_dir
 
     cfg = run_config(ws, run_id)
@@ -277,7 +277,8 @@ def launch_check(cfg: RlooJobConfig, ws) -> None:
     would only trip over after loading the model (LoRA layers, optimizer name, the held-out prompt set).
     Raises ConfigError in plain words."""
     from rloo_studio.core.errors import ConfigError
-    from rloo_studio.rloo.job import load_prompts, preflight
+    from rloo_studio.label.prompts import load_prompts
+    from rloo_studio.rloo.job import preflight
 
     preflight(cfg, ws)
     for name in ("seed", "eval_seed"):
@@ -315,7 +316,7 @@ MAX_COMPARE = 1000  # held-out prompts for before / after: more is a typo (each 
 
 def reward_choices(ws) -> list[str]:
     """Reward names a user can tick: the rules, the reward model, and each .py file in <workspace>/rewards/."""
-    from rloo_studio.rloo.job import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS
+    from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS
     from rloo_studio.rloo.rewards import CUSTOM_DIR
 
     files = sorted(p.name for p in (Path(ws.root) / CUSTOM_DIR).glob("*.py"))
@@ -323,7 +324,7 @@ def reward_choices(ws) -> list[str]:
 
 
 def prompt_set_choices(ws) -> list[str]:
-    from rloo_studio.rloo.job import LABELED_PAIRS
+    from rloo_studio.label.prompts import LABELED_PAIRS
     from rloo_studio.label.prompts import prompt_sets
 
     return [s["name"] for s in prompt_sets(ws)] + [LABELED_PAIRS]

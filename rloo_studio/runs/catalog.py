@@ -35,6 +35,27 @@ def find_run(ws: Workspace, run_id, kind: str | None = None) -> dict:
     return r
 
 
+def run_config(ws: Workspace, run_id: str, cls=None):
+    """The config a run was launched with (its config.yaml): as `cls`, a job's config dataclass (settings it
+    no longer has are left out; a missing file is a DataError), or as the plain dict ({} when missing)."""
+    import dataclasses
+
+    import yaml
+
+    try:
+        data = yaml.safe_load((ws.run_dir(run_id) / "config.yaml").read_text()) or {}
+    except OSError:
+        if cls is not None:
+            raise DataError(f"Run {run_id} has no config.yaml: it cannot be resumed or compared.") from None
+        return {}
+    if cls is None:
+        return data
+    from rloo_studio.core.config import from_dict
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    return from_dict(cls, {k: v for k, v in data.items() if k in names})
+
+
 _STAMP = re.compile(r"\d\d:\d\d:\d\d ")
 
 

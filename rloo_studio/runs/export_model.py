@@ -69,9 +69,7 @@ def check_out(out: str | Path) -> Path:
 
 def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
     """(run id, adapter folder, run config) of an RLOO run that saved its adapter; a DataError otherwise."""
-    import yaml
-
-    from rloo_studio.runs.catalog import KIND_NAMES, adapter_dir, find_run
+    from rloo_studio.runs.catalog import KIND_NAMES, adapter_dir, find_run, run_config
     from rloo_studio.runs.runner import ACTIVE
 
     try:
@@ -90,10 +88,7 @@ def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
     ad = adapter_dir(ws, rid)
     if not (ad / "adapter_config.json").exists():
         raise DataError(f"Run {rid} saved no adapter (did it fail before training ended?): nothing to export.")
-    try:
-        cfg = yaml.safe_load((ws.run_dir(rid) / "config.yaml").read_text()) or {}
-    except (OSError, ValueError):
-        cfg = {}
+    cfg = run_config(ws, rid)
     return rid, ad, cfg
 
 

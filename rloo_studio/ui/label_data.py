@@ -45,18 +45,18 @@ def do_import(studio: Studio, path, keep_duplicates, nm, sess, f, s, rw, av, pro
     """Outputs: message, the view (prompt … current), sources, file box, empty notice."""
     if not path:
         view = T.cleared(studio, nm, "No file was chosen, so nothing was imported.", True)
-        return T._msg("Choose a file first.", True), *view, gr.update(), None, empty_update(studio)
+        return T.status_html("Choose a file first.", True), *view, gr.update(), None, empty_update(studio)
     try:
         kw = {"keep_duplicates": True} if keep_duplicates else {}  # skipping rows already there is the default
         res = import_upload(studio.ws, path, progress=lambda frac, what: progress(frac, desc=what), **kw)
     except Exception as e:  # every failure is a message; the import wrote nothing
         view = T.cleared(studio, nm, "The import was refused; nothing was changed.", True)
-        return (T._msg(f"Import refused, nothing was changed: {explain(e)}", True), *view, gr.update(), None,
+        return (T.status_html(f"Import refused, nothing was changed: {explain(e)}", True), *view, gr.update(), None,
                 empty_update(studio))
     finally:
         discard_upload(studio.ws, path)  # the workspace keeps its own copy (uploads/); Gradio's goes
     view = T.show_next(studio, nm, sess, f, s, rw, av)
-    return T._msg(res.summary()), *view, T.sources_update(studio), None, empty_update(studio)
+    return T.status_html(res.summary()), *view, T.sources_update(studio), None, empty_update(studio)
 
 
 def load_demo(studio: Studio, nm, sess, f, s, rw, av):
@@ -66,7 +66,7 @@ def load_demo(studio: Studio, nm, sess, f, s, rw, av):
     except Exception as e:
         note, error = f"The demo data could not be loaded, nothing was changed: {explain(e)}", True
     view = T.show_next(studio, nm, sess, f, s, rw, av, note)  # said where the eyes are, and under Import
-    return T._msg(note, error), *view, T.sources_update(studio), empty_update(studio)
+    return T.status_html(note, error), *view, T.sources_update(studio), empty_update(studio)
 
 
 def do_export(studio: Studio, fmt, fname, split, ties, nm):
@@ -74,13 +74,13 @@ def do_export(studio: Studio, fmt, fname, split, ties, nm):
     fname = (fname or "").strip()
     view = T.cleared(studio, nm, "Exported; press a label key to go on labeling.")
     if not fname or "/" in fname or "\\" in fname or fname.startswith("."):
-        return T._msg("Give a plain file name (no folders); files go to the workspace's exports/.", True), None, *view
+        return T.status_html("Give a plain file name (no folders); files go to the workspace's exports/.", True), None, *view
     try:
         res = export(studio.ws, studio.ws.exports_dir / fname, fmt, ties_apart=ties, test_fraction=float(split))
     except Exception as e:
-        return T._msg(explain(e), True), None, *view
+        return T.status_html(explain(e), True), None, *view
     files = [str(p) for p in res.paths if p.is_file()]
-    return T._msg(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *view
+    return T.status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *view
 
 
 def start_gen(studio: Studio, pset, limit, k, typed, model, trust, tokens, temp):
@@ -90,25 +90,25 @@ def start_gen(studio: Studio, pset, limit, k, typed, model, trust, tokens, temp)
                              trust_remote_code=bool(trust))
         cfg.validate()
     except Exception as e:
-        return "", T._msg(explain(e), True)
+        return "", T.status_html(explain(e), True)
     busy = (studio.runner.current or "the queued runs") if studio.runner.busy() else None
     rid = studio.runner.submit("generate", cfg, generate_candidates)
-    return rid, T._msg(f"Queued ({rid}) behind {busy}; it starts when that run ends." if busy
+    return rid, T.status_html(f"Queued ({rid}) behind {busy}; it starts when that run ends." if busy
                        else f"Generating ({rid})…")
 
 
 def poll_gen(studio: Studio, rid):
     if not rid:
-        return T._msg(""), gr.Timer(active=False)
+        return T.status_html(""), gr.Timer(active=False)
     st = studio.runner.status(rid)
     pr = st.get("progress") or {}
     if st.get("status") == "queued":
-        return T._msg(f"queued ({rid}): it starts when the running job ends"), gr.Timer(active=True)
+        return T.status_html(f"queued ({rid}): it starts when the running job ends"), gr.Timer(active=True)
     if st.get("status") == "running":
         eta = f", about {pr['eta_s']:.0f} s left" if pr.get("eta_s") else ""
         done = f"{pr.get('done', 0)} / {pr.get('total', '?')} prompts" if pr else "loading the model"
-        return T._msg(f"{st['status']}: {done}{eta}"), gr.Timer(active=True)
-    return (T._msg(f"{st.get('status')}: {st.get('message', '')}", st.get("status") == "failed"),
+        return T.status_html(f"{st['status']}: {done}{eta}"), gr.Timer(active=True)
+    return (T.status_html(f"{st.get('status')}: {st.get('message', '')}", st.get("status") == "failed"),
             gr.Timer(active=False))
 
 
@@ -159,7 +159,7 @@ def build(studio: Studio, common: list, outs: list, src, empty_box, b_demo_empty
     b_import.click(partial(do_import, studio), [up, keep, *common], [import_msg, *outs, src, up, empty_box])
     for b in (b_demo, b_demo_empty):
         b.click(partial(load_demo, studio), common, [import_msg, *outs, src, empty_box])
-    g_trust.input(lambda on: T._msg(TRUST_WARNING, True) if on else T._msg(""), g_trust, gen_msg)
+    g_trust.input(lambda on: T.status_html(TRUST_WARNING, True) if on else T.status_html(""), g_trust, gen_msg)
     b_gen.click(partial(start_gen, studio), [g_set, g_limit, g_k, g_typed, g_model, g_trust, g_tokens, g_temp],
                 [gen_run, gen_msg]).then(lambda rid: gr.Timer(active=bool(rid)), gen_run, gen_timer)
     gen_timer.tick(partial(poll_gen, studio), gen_run, [gen_msg, gen_timer], show_progress="hidden")

@@ -20,7 +20,7 @@ from rloo_studio.reward.view import uncertainty_queue
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.core.studio import Studio
 from rloo_studio.ui import label_data, render
-from rloo_studio.ui.label_view import NOTHING_SAVED, _msg, show_next, sources_update, view
+from rloo_studio.ui.label_view import NOTHING_SAVED, status_html, show_next, sources_update, view
 
 CSS = render.CSS + """
 #lbl-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill)}
@@ -104,15 +104,15 @@ def rerender(studio: Studio, nm, rw, shown, av):
 
 def choose_order(studio: Studio, run_id, nm, sess, f, s, rw, progress=gr.Progress()):
     if not run_id:
-        return None, _msg("Pairs in their usual order."), *relabel(studio, nm, sess, f, s, rw, None)
+        return None, status_html("Pairs in their usual order."), *relabel(studio, nm, sess, f, s, rw, None)
     progress(0.1, desc="scoring unlabeled pairs with the reward model")
     try:
         queue = uncertainty_queue(studio.ws, run_id)
     except Exception as e:  # a broken or deleted run: say so, keep labeling in the usual order
-        return None, _msg(explain(e), True), *relabel(studio, nm, sess, f, s, rw, None)
+        return None, status_html(explain(e), True), *relabel(studio, nm, sess, f, s, rw, None)
     av = {"order": [q[0] for q in queue], "info": {str(q[0]): (q[1], q[2]) for q in queue}}
     note = f"{len(queue)} unlabeled pairs ordered by the reward model's uncertainty (smallest margin first)."
-    return av, _msg(note), *relabel(studio, nm, sess, f, s, rw, av)
+    return av, status_html(note), *relabel(studio, nm, sess, f, s, rw, av)
 
 
 def annotators_md(studio: Studio) -> str:
@@ -160,8 +160,8 @@ def save_guidelines(studio: Studio, text):
     try:
         kept = G.save(studio.ws, text)
     except Exception as e:  # too long, or the disk refused: say so, the stored text stays as it was
-        return gr.skip(), _msg(explain(e), True)
-    return kept or NO_GUIDELINES, _msg("Guidelines saved: everyone labeling in this workspace sees them." if kept
+        return gr.skip(), status_html(explain(e), True)
+    return kept or NO_GUIDELINES, status_html("Guidelines saved: everyone labeling in this workspace sees them." if kept
                                        else "Guidelines removed.")
 
 

@@ -19,7 +19,8 @@ CLEARED = "<i>No pair on screen. Press a label key, or choose a filter, to show 
 NOTHING_SAVED = "No pair was on screen, so nothing was saved."
 
 
-def _msg(text: str, error: bool = False) -> str:
+def status_html(text: str, error: bool = False) -> str:
+    """A line for the Label tab's status box: what happened, or (error) what went wrong."""
     return f"<span class='{'lbl-msg-error' if error else ''}'>{html.escape(text)}</span>" if text else ""
 
 
@@ -37,9 +38,9 @@ def view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str 
     """Outputs for: prompt, left, right, status line, progress, current pair (None: nothing on screen)."""
     name = (name or "").strip()
     if not name:
-        return "", "", "", _msg(f"{note} {NO_NAME}" if note else NO_NAME, error), progress_md(studio, ""), None
+        return "", "", "", status_html(f"{note} {NO_NAME}" if note else NO_NAME, error), progress_md(studio, ""), None
     if shown is None:
-        return empty, "", "", _msg(note, error), progress_md(studio, name), None
+        return empty, "", "", status_html(note, error), progress_md(studio, name), None
     flag = f" · flagged: {shown.flag}" if shown.flag else ""
     mine = f" · your label: {shown.current}" if shown.current else ""
     hint = ""
@@ -52,7 +53,7 @@ def view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str 
     if note and not error:
         status = f"{html.escape(note)} · {status}"
     elif note:
-        status = _msg(note, True)
+        status = status_html(note, True)
     prompt = f"<div data-pair='{shown.pair_id}'>{prompt_html(shown)}</div>"
     return (prompt, render.response_html(shown.left, raw), render.response_html(shown.right, raw), status,
             progress_md(studio, name), shown)

@@ -74,7 +74,7 @@ def answer(ws, run_id, base, prompt, expected, max_new, temperature, top_p, seed
         names, weights = [], []
         for state in P.play(ws, prompt, run_id or None, s, base=base, answer=expected):
             if not names and run_id:
-                from rloo_studio.rloo.job import run_config
+                from rloo_studio.rloo.config import run_config
 
                 cfg = run_config(ws, run_id)
                 names, weights = list(cfg.rewards), list(cfg.reward_weights)

@@ -12,7 +12,6 @@ import gradio as gr
 
 from rloo_studio.reward import view as rv
 from rloo_studio.runs import catalog as runs
-from rloo_studio.core.config import from_dict
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.reward.job import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
 from rloo_studio.core.models import TRUST_WARNING
@@ -123,7 +122,7 @@ def on_resume(studio: Studio, rid):
     if studio.runner.busy():
         return gr.skip(), _note(f"Run {studio.runner.current} is still going; stop it first.")
     try:  # the run's own config: the checkpoint was made with it
-        cfg = from_dict(RewardJobConfig, rv.run_config(studio.ws, rid))
+        cfg = runs.run_config(studio.ws, rid, RewardJobConfig)
     except StudioError as exc:
         return gr.skip(), _note(str(exc))
     studio.runner.submit("reward", cfg, train_reward, run_id=rid)
@@ -150,7 +149,7 @@ def on_tick(studio: Studio, n_plots: int, rid, last):
     out_plots = _plots(records) if changed else [gr.skip()] * n_plots
     # the failure box is redrawn only when something changed, so a traceback the user unfolded stays open
     failure = _failure_html(studio, rid) if changed else gr.skip()
-    cfg = rv.run_config(ws, rid)
+    cfg = runs.run_config(ws, rid)
     return [_status_html(studio, rid), failure, *out_plots, rv.log_tail(ws, rid), table,
             rv.config_yaml(cfg) if fresh else gr.skip(),
             rv.cli_command(cfg, str(ws.root)) if fresh else gr.skip(), list(sig)]

@@ -1,7 +1,7 @@
 """RLOO tab: config form (from RlooJobConfig, with presets), validate, launch / stop / resume,
 live plots from TRL's metrics, warnings, the completions table, and a before/after panel.
 
-Thin: callbacks read widgets, call rloo_studio.rloo.job / rloo_studio.rloo.view, and format.
+Thin: callbacks read widgets, call rloo_studio.rloo.config / job / view, and format.
 The run shown is the one picked in the run list (by default the active or newest run).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rloo_studio.rloo import view as rv
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.label.importing import import_upload
 from rloo_studio.ui.uploads import discard_upload
-from rloo_studio.rloo import job
+from rloo_studio.rloo import config as rc, job
 from rloo_studio.rloo import compare as rloo_eval, samples as rloo_samples
 from rloo_studio.core import memory, model_choices
 from rloo_studio.runs import series as S
@@ -109,8 +109,8 @@ def _run(ws, rid) -> tuple[str | None, str | None]:
 # -- callbacks (wired with functools.partial(callback, studio)): read widgets, call the core, format ----------
 
 def on_preset(fields, name):
-    vals = [_as_widget(f, v) for f, v in zip(fields, rv.form_values(job.preset(name)))]
-    return [*vals, job.preset(name).rewards]
+    vals = [_as_widget(f, v) for f, v in zip(fields, rv.form_values(rc.preset(name)))]
+    return [*vals, rc.preset(name).rewards]
 
 
 def on_model(value) -> str:
@@ -188,7 +188,7 @@ def on_resume(studio: Studio, rid):
     if runner.busy():
         return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
     try:
-        cfg = job.run_config(ws, rid)
+        cfg = rc.run_config(ws, rid)
     except Exception as exc:  # noqa: BLE001 — an old or hand-edited config.yaml
         return _check_html(False, explain(exc)), gr.update()
     runner.submit("rloo", cfg, job.train_rloo, run_id=rid)
@@ -236,7 +236,7 @@ def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, order, seen, 
     samples = rloo_samples.read_samples(ws.run_dir(rid), last_steps=rv.WINDOW)
     cfg_len = None
     try:
-        cfg_len = job.run_config(ws, rid).max_completion_length
+        cfg_len = rc.run_config(ws, rid).max_completion_length
     except Exception:  # noqa: BLE001 — an old or hand-edited config.yaml: warn without the limit
         pass
     fail, shown = _failure(studio, rid, runner.status(rid).get("status"), shown)
@@ -298,7 +298,7 @@ def _groups(fields: list) -> list:
 def _form(studio: Studio, fields: list, values: dict) -> tuple:
     """Preset, prompt upload and the config form: (preset dropdown, upload, widgets by key)."""
     with gr.Row():
-        preset_dd = gr.Dropdown(list(job.PRESETS), value="demo-cpu", label="Preset", scale=1, elem_id="rloo-preset",
+        preset_dd = gr.Dropdown(list(rc.PRESETS), value="demo-cpu", label="Preset", scale=1, elem_id="rloo-preset",
                                 info="demo-cpu learns on the bundled model in minutes; the GPU presets follow the "
                                      "Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
         upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
@@ -376,7 +376,7 @@ def _compare() -> tuple:
 
 def build(studio: Studio):
     fields = rv.form_fields()
-    values = dict(zip([f.key for f in fields], rv.form_values(job.preset("demo-cpu"))))
+    values = dict(zip([f.key for f in fields], rv.form_values(rc.preset("demo-cpu"))))
     preset_dd, upload, widgets = _form(studio, fields, values)
     inputs = [widgets[f.key] for f in fields]
     check, validate_btn, launch_btn, stop_btn, resume_btn = _actions()
