@@ -106,14 +106,32 @@ def time_core(ws: Workspace, name: str, n: int) -> list[float]:
     return times
 
 
-def time_browser(ws_dir: Path, name: str, n: int) -> list[float]:
+# Installed in the page: each key press's time from the keydown event to the first animation frame
+# after the next pair's status line is in the page (what a person waits for), measured by the page's
+# own clock, so that the driver's round trips (Playwright: about 50-65 ms a command here) are not in it.
+IN_PAGE = """() => {
+  window.__lat = [];
+  const box = document.querySelector('#lbl-status');
+  const text = () => box.innerText || '';
+  document.addEventListener('keydown', () => { window.__t0 = performance.now(); window.__before = text(); }, true);
+  new MutationObserver(() => {
+    const t0 = window.__t0, t = text();
+    if (t0 == null || !/pair #\\d+/.test(t) || t === window.__before) return;
+    window.__t0 = null;
+    requestAnimationFrame(() => window.__lat.push(performance.now() - t0));
+  }).observe(box, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def time_browser(ws_dir: Path, name: str, n: int) -> tuple[list[float], list[float]]:
+    """(in-page key-to-frame latencies, the same presses timed by the driver) in ms."""
     from playwright.sync_api import sync_playwright
 
     from browser import App, launch_browser
 
     app = App(ws_dir)
     app.wait_ready()
-    times = []
+    driver = []
     status = "(document.querySelector('#lbl-status')?.innerText || '')"
     try:
         with sync_playwright() as p:
@@ -125,6 +143,7 @@ def time_browser(ws_dir: Path, name: str, n: int) -> list[float]:
             page.keyboard.type(name)
             page.keyboard.press("Enter")
             page.wait_for_function(f"() => /pair #\\d+/.test({status})")
+            page.evaluate(IN_PAGE)
             for i in range(n + 5):
                 before = page.evaluate(f"() => {status}")
                 t0 = time.perf_counter()
@@ -132,12 +151,19 @@ def time_browser(ws_dir: Path, name: str, n: int) -> list[float]:
                 page.wait_for_function(f"b => {{ const t = {status}; return /pair #\\d+/.test(t) && t !== b; }}",
                                        arg=before, polling="raf", timeout=60000)
                 if i >= 5:  # the first few warm up the page
-                    times.append((time.perf_counter() - t0) * 1000)
+                    driver.append((time.perf_counter() - t0) * 1000)
                 page.wait_for_timeout(READ_MS)  # a person reads the new pair before the next key
+            in_page = page.evaluate("() => window.__lat")[5:]
             b.close()
     finally:
         app.stop()
-    return times
+    return in_page, driver
+
+
+def stats(times: list[float]) -> dict:
+    times = sorted(times)
+    return {"p50_ms": round(statistics.median(times), 1), "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1),
+            "max_ms": round(times[-1], 1)}
 
 
 def main() -> None:
@@ -153,14 +179,17 @@ def main() -> None:
     stop = threading.Event()
     bg = background(ws_dir, [f"ann{k}" for k in range(1, args.annotators)], args.pace, stop)
     try:
-        times = time_core(ws, "ann0", args.labels) if args.mode == "core" else time_browser(ws_dir, "ann0", args.labels)
+        if args.mode == "core":
+            times, driver = time_core(ws, "ann0", args.labels), None
+        else:
+            times, driver = time_browser(ws_dir, "ann0", args.labels)
     finally:
         stop.set()
         bg.join(30)
-    times.sort()
-    print(json.dumps({"pairs": args.pairs, "annotators": args.annotators, "mode": args.mode, "labels": len(times),
-                      "p50_ms": round(statistics.median(times), 1),
-                      "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1), "max_ms": round(times[-1], 1)}))
+    out = {"pairs": args.pairs, "annotators": args.annotators, "mode": args.mode, "labels": len(times), **stats(times)}
+    if driver:
+        out["driver"] = stats(driver)  # the same presses timed by Playwright, its round trips included
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def bench_reward_model(calls: int) -> None:
 
 
 def _cfg(steps: int):
-    from rloo_studio.rloo.job import RlooJobConfig
+    from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.core.models import LoraSpec
 
     return RlooJobConfig(rewards=["correctness"], reward_weights=[1.0], num_generations=4,

@@ -163,7 +163,10 @@ def cmd_runs(a) -> int:
 
     ws = Workspace(a.workspace)
     if a.action == "list":
-        for r in R.summaries(ws):
+        rows = R.summaries(ws)
+        if not rows:
+            print(f"No runs in {ws.root} yet: train-reward, train-rloo or generate start one.")
+        for r in rows:
             print(f"{r['id']:34} {r['kind']:8} {r['status']:11} {r['duration_s']:>6}s  {r['figures']}")
         return 0
     if not a.run_ids:

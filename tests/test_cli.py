@@ -98,3 +98,5 @@ def test_commands_that_load_no_model_import_no_torch_and_print_no_banner(tmp_pat
     assert p.returncode == 0, p.stderr
     assert "HEAVY:\n" in p.stdout, p.stdout  # nothing heavy was imported
     assert "Unsloth" not in p.stdout + p.stderr
+    if args[:2] == ["runs", "list"]:  # an empty workspace says so, and what starts a run
+        assert "No runs in" in p.stdout and "train-reward" in p.stdout
