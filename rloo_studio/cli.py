@@ -20,6 +20,15 @@ import sys
 
 from rloo_studio.core.errors import StudioError
 from rloo_studio.core.paths import DEFAULT_WORKSPACE
+from rloo_studio.core.config import build
+from rloo_studio.core.paths import ASSETS
+from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import wants_demo
+from rloo_studio.label.exporting import export
+from rloo_studio.label.importing import import_file
+from rloo_studio.runs import catalog as R
+from rloo_studio.runs.export_model import export_model
+from rloo_studio.runs.runner import RunContext, execute, prepare_run, read_status
 
 
 def _trust_arg(p, extra: str = "") -> None:
@@ -34,8 +43,6 @@ def _workspace_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _demo(a) -> bool:
-    from rloo_studio.label.demo_data import wants_demo
-
     return wants_demo(a.workspace, a.demo)
 
 
@@ -54,7 +61,6 @@ def cmd_serve(a) -> int:
     from rloo_studio.ui.app import launch
 
     from rloo_studio.core import models
-    from rloo_studio.core.paths import ASSETS
 
     auth = parse_auth(a.auth)
     studio = Studio(a.workspace, seed_demo=_demo(a))
@@ -65,10 +71,6 @@ def cmd_serve(a) -> int:
 
 
 def _train(a, kind: str) -> int:
-    from rloo_studio.core.config import build
-    from rloo_studio.runs.runner import RunContext, execute, prepare_run
-    from rloo_studio.core.workspace import Workspace
-
     if kind == "rloo":
         from rloo_studio.rloo.config import PRESETS, RlooJobConfig as Cfg, preset
         from rloo_studio.rloo.job import train_rloo as fn
@@ -112,9 +114,6 @@ def cmd_eval_demo(a) -> int:
 
 
 def cmd_import(a) -> int:
-    from rloo_studio.label.importing import import_file
-    from rloo_studio.core.workspace import Workspace
-
     res = import_file(Workspace(a.workspace, seed_demo=_demo(a)), a.file, name=a.name,
                       keep_duplicates=a.keep_duplicates)
     print(res.summary())
@@ -122,9 +121,6 @@ def cmd_import(a) -> int:
 
 
 def cmd_export(a) -> int:
-    from rloo_studio.label.exporting import export
-    from rloo_studio.core.workspace import Workspace
-
     res = export(Workspace(a.workspace, seed_demo=_demo(a)), a.out, a.format, ties_apart=a.ties_apart,
                  test_fraction=a.test_fraction, seed=a.seed)
     print(res.summary())
@@ -132,16 +128,12 @@ def cmd_export(a) -> int:
 
 
 def cmd_export_model(a) -> int:
-    from rloo_studio.runs.export_model import export_model
-    from rloo_studio.core.workspace import Workspace
-
     print(export_model(Workspace(a.workspace), a.run, a.out, merged=a.merged).summary())
     return 0
 
 
 def cmd_score(a) -> int:
     from rloo_studio.reward.scoring import score_json
-    from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(a.workspace) if a.reward_run else None
     response = sys.stdin.read() if a.response == "-" else a.response
@@ -157,10 +149,6 @@ def cmd_score(a) -> int:
 
 
 def cmd_runs(a) -> int:
-    from rloo_studio.runs import catalog as R
-    from rloo_studio.runs.runner import read_status
-    from rloo_studio.core.workspace import Workspace
-
     ws = Workspace(a.workspace)
     if a.action == "list":
         rows = R.summaries(ws)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rloo_studio.core.paths import ASSETS, DEMO_MODEL
+from rloo_studio.core.errors import ModelLoadError
 
 CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 SKIP_DIRS = {"runs", "checkpoints", "uploads", "node_modules", "__pycache__", "blobs", "snapshots", "refs"}
@@ -174,7 +175,6 @@ def dropdown_choices(workspace_root: str | Path | None = None, **kw) -> list[tup
 def availability(value: str) -> str | None:
     """None when `value` names a model this machine has (a folder, a cached hub id); else the plain
     reason it cannot be loaded (not cached: download it first), said before anything starts."""
-    from rloo_studio.core.errors import ModelLoadError
     from rloo_studio.core.models import resolve
 
     try:

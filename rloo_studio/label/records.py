@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rloo_studio.label import store as L
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.catalog import adapter_dir, find_run
 
 LABELS = ("any", "unlabeled", "a", "b", "tie", "skip")
 FLAGGED = ("any", "flagged", "not flagged")
@@ -104,7 +105,6 @@ _DISAGREE: dict = {}  # (reward run, its adapter's mtime, the labels' state) -> 
 def disagreements(ws: Workspace, reward_run: str) -> list[int]:
     """Pairs whose labeled preference the reward run's model scores the other way (margin < 0), most
     negative first. Scored once per reward model and state of the labels, then kept."""
-    from rloo_studio.runs.catalog import adapter_dir, find_run
     from rloo_studio.reward.scoring import dataset_view, load_scorer
 
     rid = find_run(ws, reward_run, "reward")["id"]

@@ -21,6 +21,8 @@ import torch  # noqa: E402
 
 from rloo_studio.core.errors import DataError, ModelLoadError  # noqa: E402
 from rloo_studio.core.thinking import answer_alone as alone_text, body_start, chat_prompt, parse, template_info, token_span  # noqa: E402
+from rloo_studio.core.models import load_reward_adapter, load_seq_cls, resolve, run_setting, run_trusts_code
+from rloo_studio.label.store import preference_pairs
 
 UNTRAINED = "base model, untrained head"
 LENGTH_BIAS_WARN = 0.5
@@ -88,8 +90,6 @@ def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None
     The last load is cached (keyed by path and modification time). enable_thinking (hybrid chat
     templates): None takes a reward run's own setting (True for a model folder).
     """
-    from rloo_studio.core.models import load_reward_adapter, load_seq_cls, resolve, run_setting, run_trusts_code
-
     if bool(reward_run) == bool(reward_model):
         raise DataError("Choose one reward model: a trained reward run, or a base model (untrained head).")
     if reward_run:
@@ -372,8 +372,6 @@ def summarize(pairs: list[PairScore], bins: int = 20, top: int = 10, warn_r: flo
 
 def dataset_view(scorer: Scorer, ws, batch_size: int = 16, top: int = 10) -> DatasetView:
     """Score every labeled pair (labels.preference_pairs) and summarize."""
-    from rloo_studio.label.store import preference_pairs
-
     rows = preference_pairs(ws)
     if not rows:
         raise DataError("No labeled pairs with a preference yet: label some in the Label tab.")
@@ -415,8 +413,6 @@ def parse_pair_id(value) -> int:
 def pair_texts(ws, pair_id: int) -> dict:
     """{prompt, chosen, rejected} of a labeled pair (for the pair view and 'open'); a DataError that says
     whether the pair does not exist or has no preference label yet."""
-    from rloo_studio.label.store import preference_pairs
-
     for r in preference_pairs(ws):
         if r["pair_id"] == pair_id:
             return r

@@ -16,6 +16,10 @@ from rloo_studio.reward.job import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
 from rloo_studio.reward.breakdown import read as read_breakdown
 from rloo_studio.runs.runner import read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.core.models import load_reward_adapter, run_trusts_code
+from rloo_studio.reward.job import preflight
+from rloo_studio.reward.scoring import Scorer, score_texts as _score
+from rloo_studio.runs.catalog import adapter_dir, without_traceback
 
 # plot title -> (series label, metric key); held-out values come at each evaluation
 PLOTS = {
@@ -54,8 +58,6 @@ def launch_check(ws: Workspace, cfg: RewardJobConfig) -> dict:
     """The pre-flight as a gate: raises a StudioError (missing model, too few pairs, every pair too long)
     for a run that could only fail, before a run folder exists; returns the pre-flight otherwise.
     Loads the tokenizer, never the model."""
-    from rloo_studio.reward.job import preflight
-
     if not 0 <= cfg.seed < 2 ** 32:  # numpy's seeds are 32-bit; set_seed would fail in the job
         raise DataError(f"seed must be a whole number from 0 to {2 ** 32 - 1}, got {cfg.seed}.")
     pf = preflight(ws, cfg)
@@ -138,8 +140,6 @@ def last_step_text(records: list[dict]) -> str:
 
 def log_tail(ws: Workspace, run_id: str, lines: int = 12) -> str:
     """The log's last lines, tracebacks left out (a failed run's page shows its traceback folded)."""
-    from rloo_studio.runs.catalog import without_traceback
-
     try:
         text = (ws.run_dir(run_id) / "log.txt").read_text(errors="replace")
     except (OSError, ValueError):
@@ -193,8 +193,6 @@ def run_state(ws: Workspace, run_id: str) -> dict:
 
 def score_texts(model, tok, prompts: list[str], responses: list[str], batch_size: int = 16) -> list[float]:
     """Reward of each (prompt, response), formatted exactly as in training (one scoring path: scoring.py)."""
-    from rloo_studio.reward.scoring import Scorer, score_texts as _score
-
     return _score(Scorer(model, tok, "", True), prompts, responses, batch_size)
 
 
@@ -204,9 +202,6 @@ def uncertainty_queue(ws: Workspace, run_id: str, pair_ids: list[int] | None = N
     margin = reward(a) - reward(b) under the run's adapter; the suggestion is the side it prefers.
     `pair_ids` restricts the candidates (they must still be unlabeled).
     """
-    from rloo_studio.core.models import load_reward_adapter, run_trusts_code
-    from rloo_studio.runs.catalog import adapter_dir
-
     rows = ws.query(
         """SELECT pr.id, p.text AS prompt, ra.text AS a, rb.text AS b FROM pairs pr
            JOIN prompts p ON p.id = pr.prompt_id JOIN responses ra ON ra.id = pr.response_a

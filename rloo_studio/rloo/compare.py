@@ -9,6 +9,10 @@ from rloo_studio.core.errors import ConfigError
 from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo.config import RlooJobConfig, run_config
 from rloo_studio.runs.runner import RunContext
+from rloo_studio.core.models import load_causal_lm
+from rloo_studio.core.sampling import sample
+from rloo_studio.rloo.evaluate import score_samples
+from rloo_studio.runs.catalog import adapter_dir
 
 
 def eval_problems(ws, cfg: RlooJobConfig) -> list[dict]:
@@ -17,8 +21,6 @@ def eval_problems(ws, cfg: RlooJobConfig) -> list[dict]:
 
 def answer_prompts(model, tok, problems: list[dict], cfg: RlooJobConfig, should_stop=None):
     """Sample one response per problem at the run's temperature and length, with a fixed seed."""
-    from rloo_studio.core.sampling import sample
-
     was_training = model.training
     model.eval()
     try:
@@ -35,8 +37,6 @@ def summary(m: dict) -> str:
 
 def evaluate_into(ctx: RunContext, cfg: RlooJobConfig, model, tok, when: str) -> dict:
     """Score the policy on held-out prompts; record it under `when` in eval.json (kept across resume)."""
-    from rloo_studio.rloo.evaluate import score_samples
-
     path = ctx.dir / "eval.json"
     data = read_eval(ctx.ws, ctx.run_id)
     if when == "before" and "before" in data:  # a resumed run keeps its first measurement
@@ -60,9 +60,6 @@ def compare(ws, run_id: str, n: int = 50) -> dict:
     """
     from peft import PeftModel
 
-    from rloo_studio.rloo.evaluate import score_samples
-    from rloo_studio.core.models import load_causal_lm
-    from rloo_studio.runs.catalog import adapter_dir
 
     cfg = run_config(ws, run_id)
     ad = adapter_dir(ws, run_id)

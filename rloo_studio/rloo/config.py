@@ -9,6 +9,7 @@ from rloo_studio.core.models import LoraSpec
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.label.prompts import LABELED_PAIRS
 from rloo_studio.runs.catalog import run_config as saved_config
+from rloo_studio.core.answers import ANSWER_FORMATS
 
 TRL_REWARDS = ("accuracy", "reasoning_accuracy", "soft_overlong", "repetition_penalty")
 """From TRL's reward library (trl.rewards): accuracy_reward and reasoning_accuracy_reward (math-verify,
@@ -110,7 +111,6 @@ class RlooJobConfig:
             raise ConfigError("gradient_accumulation_steps must be at least 1.")
         if not self.rewards:
             raise ConfigError("choose at least one reward function")
-        from rloo_studio.core.answers import ANSWER_FORMATS
 
         if self.answer_format not in ANSWER_FORMATS:
             raise ConfigError(f"answer_format must be one of {', '.join(ANSWER_FORMATS)}, got {self.answer_format!r}")

@@ -15,15 +15,17 @@ from rloo_studio.rloo.compare import evaluate_into
 from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig
 from rloo_studio.rloo.samples import SamplesCallback
 from rloo_studio.runs.runner import RunContext, resume_point
+from rloo_studio.core.memory import for_rloo
+from rloo_studio.core.models import add_lora, check_remote_code, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
+from rloo_studio.core.thinking import template_kwargs
+from rloo_studio.rloo import rewards as R
+from rloo_studio.rloo.rewards import custom_reward_path
+from rloo_studio.runs.callback import StudioCallback
+from rloo_studio.runs.catalog import adapter_dir
 
 
 def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
     """Everything that can be checked before loading the model; returns the prompt rows."""
-    from rloo_studio.runs.catalog import adapter_dir
-    from rloo_studio.rloo.rewards import custom_reward_path
-
-    from rloo_studio.core.models import check_remote_code, resolve
-
     cfg.validate()
     # a model that is not there, or that needs its own code, is said before launch, not after a failed run
     check_remote_code(resolve(cfg.model), cfg.trust_remote_code)
@@ -56,10 +58,6 @@ def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
 
 def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
     """The reward functions, in cfg.rewards order, named as TRL will log them."""
-    from rloo_studio.rloo import rewards as R
-    from rloo_studio.core.models import load_reward_adapter, run_trusts_code
-    from rloo_studio.runs.catalog import adapter_dir
-
     out = []
     think = cfg.enable_thinking
     for r in cfg.rewards:
@@ -107,15 +105,11 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     from datasets import Dataset
     from trl import RLOOConfig, RLOOTrainer
 
-    from rloo_studio.core.models import add_lora, load_causal_lm
-    from rloo_studio.core.thinking import template_kwargs
-    from rloo_studio.runs.callback import StudioCallback
 
     rows = preflight(cfg, ctx.ws)
     prompts_file = ctx.dir / "prompts.jsonl"  # the prompts as they were, for reproduce.py
     if not prompts_file.exists():
         prompts_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    from rloo_studio.core.memory import for_rloo
 
     ctx.log(for_rloo(cfg))
     ctx.log(f"loading {cfg.model}")

@@ -19,6 +19,9 @@ from typing import Iterator
 
 from rloo_studio.core.errors import ConfigError, DataError, StudioError
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.core.thinking import chat_prompt, full_response, parse, template_info
+from rloo_studio.runs.catalog import adapter_dir, find_run, trained_adapters
+from rloo_studio.runs.runner import read_jsonl
 
 
 @dataclass
@@ -65,7 +68,6 @@ def _load(ws: Workspace, run_id: str | None, base: str | None):
     """(model with the adapter (or the bare base), tokenizer, run config or None), cached by what they are."""
     from rloo_studio.rloo.config import run_config
     from rloo_studio.core.models import load_causal_lm, resolve
-    from rloo_studio.runs.catalog import adapter_dir, find_run
 
     cfg, ad = None, None
     if run_id:
@@ -168,8 +170,6 @@ def _stream(model, tok, prompt_text: str, s: PlaySettings, use_adapter: bool) ->
 
 
 def _fill(side: Side, tok, tpl, ids: list[int]) -> None:
-    from rloo_studio.core.thinking import full_response, parse
-
     body = [i for i in ids if i != tok.eos_token_id]
     side.text = full_response(tpl, tok.decode(body, skip_special_tokens=True))
     p = parse(side.text, start="answer")
@@ -180,8 +180,6 @@ def play(ws: Workspace, prompt: str, run_id: str | None, settings: PlaySettings 
          base: str | None = None, answer: str | None = None) -> Iterator[dict[str, Side]]:
     """Stream {"base": Side, "adapter": Side} (no "adapter" without a run). `answer`: the expected answer
     for rewards that need one (correctness); by default the run's prompt set's answer when the prompt is in it."""
-    from rloo_studio.core.thinking import chat_prompt, template_info
-
     s = settings or PlaySettings()
     s.validate()
     prompt = (prompt or "").strip()
@@ -215,7 +213,6 @@ def play(ws: Workspace, prompt: str, run_id: str | None, settings: PlaySettings 
 def _rewards(ws, run_id, cfg, tok, prompt, ids, side: Side, answer) -> tuple[dict, list[str]]:
     """The run's rewards of one answer, weighted as in training; a reward that cannot be computed is None."""
     from rloo_studio.rloo.job import build_rewards
-    from rloo_studio.runs.runner import read_jsonl
 
     funcs = _LOADED["rewards"].get(run_id)
     if funcs is None:
@@ -278,8 +275,6 @@ def unload(timeout: float = 10) -> str | None:
 
 
 def run_choices(ws: Workspace) -> list[tuple[str, str]]:
-    from rloo_studio.runs.catalog import trained_adapters
-
     return trained_adapters(ws, "rloo")
 
 

@@ -28,6 +28,7 @@ from rloo_studio.core.answers import EXTRACTORS, last_number, matches
 from rloo_studio.core.errors import ConfigError, StudioError
 from rloo_studio.core.models import think_token_ids
 from rloo_studio.core.thinking import chat_prompt, continuation, parse, split_ids, template_info
+from rloo_studio.core.thinking import full_response
 
 SELF_QUESTION = re.compile(r"\?|\b(wait|let me check|double[- ]check|is that right)\b", re.I)
 CUSTOM_DIR = "rewards"  # custom reward files live in <workspace>/rewards/
@@ -133,7 +134,6 @@ def trl_reward(name: str, tokenizer=None, enable_thinking: bool = True, max_comp
     """
     from trl import rewards as T
 
-    from rloo_studio.core.thinking import full_response
 
     if name == "accuracy":
         fn = T.accuracy_reward

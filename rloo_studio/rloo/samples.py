@@ -10,6 +10,7 @@ from transformers import TrainerCallback
 
 from rloo_studio.core.thinking import full_response
 from rloo_studio.runs.runner import RunContext, read_jsonl
+from rloo_studio.core.thinking import template_info
 
 
 class SamplesCallback(TrainerCallback):
@@ -23,7 +24,6 @@ class SamplesCallback(TrainerCallback):
     def __init__(self, ctx: RunContext, trainer, cfg):
         self.path, self.trainer, self.cfg = ctx.dir / "samples.jsonl", trainer, cfg
         self.last_step = max((r["step"] for r in read_samples(ctx.dir)), default=0)  # a resumed run appends
-        from rloo_studio.core.thinking import template_info
 
         self.template = template_info(trainer.processing_class, getattr(cfg, "enable_thinking", True))
 

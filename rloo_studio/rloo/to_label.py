@@ -17,6 +17,10 @@ from itertools import combinations
 
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.importing import fill_keys, pair_key
+from rloo_studio.label.prompts import add_prompt, get_or_create_set
+from rloo_studio.runs.catalog import find_run, run_config
+from rloo_studio.runs.runner import read_jsonl
 
 HOW = ("extremes", "disagreement")
 REWARD_MODEL = "reward_model"
@@ -44,7 +48,6 @@ def source_of(run_id: str) -> str:
 def _run(ws: Workspace, run_id: str) -> tuple[str, list[dict], dict]:
     """(run id, samples, config) of an RLOO run; DataError in plain words when there is nothing to send."""
     from rloo_studio.rloo.samples import read_samples
-    from rloo_studio.runs.catalog import find_run, run_config
 
     rid = find_run(ws, run_id, "rloo")["id"]
     rows = read_samples(ws.run_dir(rid))
@@ -119,9 +122,6 @@ def pick_pairs(rows: list[dict], how: str, rewards: list[str], weights: list[flo
 
 def send_group(ws: Workspace, run_id: str, step: int, prompt: str, how: str = "extremes") -> SendResult:
     """Write the picked pair(s) of one group into the Label queue (source rloo:<run-id>), unlabeled."""
-    from rloo_studio.label.importing import fill_keys, pair_key
-    from rloo_studio.label.prompts import add_prompt, get_or_create_set
-
     rid, _, cfg = _run(ws, run_id)
     rows = group(ws, rid, step, prompt)
     picked = pick_pairs(rows, how, list(cfg.get("rewards") or []), list(cfg.get("reward_weights") or []))
@@ -149,8 +149,6 @@ def send_group(ws: Workspace, run_id: str, step: int, prompt: str, how: str = "e
 
 def _prompt_extra(ws: Workspace, rid: str, prompt: str) -> dict:
     """The prompt's other columns (answer, ...) as the run read them (prompts.jsonl), for later RLOO runs."""
-    from rloo_studio.runs.runner import read_jsonl
-
     for r in read_jsonl(ws.run_dir(rid) / "prompts.jsonl"):
         if r.get("prompt") == prompt:
             return {k: v for k, v in r.items() if k != "prompt"}

@@ -12,6 +12,13 @@ from rloo_studio.core import form
 from rloo_studio.core.answers import ANSWER_FORMATS
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.core.thinking import parse
+from rloo_studio.core import model_view as MV
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.core.models import run_setting, run_trusts_code
+from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
+from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, run_config
+from rloo_studio.rloo.rewards import CUSTOM_DIR
+from rloo_studio.runs.catalog import adapter_dir
 
 # (plot title, metric keys); a key ending in '/*/mean' expands to every reward function's mean.
 PLOTS: list[tuple[str, list[str]]] = [
@@ -230,11 +237,6 @@ def picked_sample(samples: list[dict], key: str) -> dict | None:
 def model_views(ws, run_id: str, sample: dict) -> list:
     """What the policy and (when the run used one) the reward model read for this completion:
     core.model_view Views, built with the run's own tokenizers and enable_thinking."""
-    from rloo_studio.core import model_view as MV
-    from rloo_studio.core.models import run_setting, run_trusts_code
-    from rloo_studio.rloo.config import REWARD_MODEL, run_config
-    from rloo_studio.runs.catalog import adapter_dir
-
     cfg = run_config(ws, run_id)
     response = sample.get("response") or sample.get("completion", "")
     tok = MV.tokenizer(cfg.model, cfg.trust_remote_code)
@@ -276,8 +278,6 @@ def launch_check(cfg: RlooJobConfig, ws) -> None:
     """Everything Launch can know before a run exists: the job's pre-flight, plus the settings the job
     would only trip over after loading the model (LoRA layers, optimizer name, the held-out prompt set).
     Raises ConfigError in plain words."""
-    from rloo_studio.core.errors import ConfigError
-    from rloo_studio.label.prompts import load_prompts
     from rloo_studio.rloo.job import preflight
 
     preflight(cfg, ws)
@@ -316,17 +316,11 @@ MAX_COMPARE = 1000  # held-out prompts for before / after: more is a typo (each 
 
 def reward_choices(ws) -> list[str]:
     """Reward names a user can tick: the rules, the reward model, and each .py file in <workspace>/rewards/."""
-    from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS
-    from rloo_studio.rloo.rewards import CUSTOM_DIR
-
     files = sorted(p.name for p in (Path(ws.root) / CUSTOM_DIR).glob("*.py"))
     return [*RULE_REWARDS, REWARD_MODEL, *[CUSTOM_PREFIX + f for f in files]]
 
 
 def prompt_set_choices(ws) -> list[str]:
-    from rloo_studio.label.prompts import LABELED_PAIRS
-    from rloo_studio.label.prompts import prompt_sets
-
     return [s["name"] for s in prompt_sets(ws)] + [LABELED_PAIRS]
 
 

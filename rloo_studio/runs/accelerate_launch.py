@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 
 import yaml
+from rloo_studio.core.config import to_yaml
 
 STRATEGIES = ("DDP", "FSDP", "DeepSpeed ZeRO-2", "DeepSpeed ZeRO-3")
 
@@ -68,7 +69,6 @@ def launch_from_form(kind: str, workspace: Path, cfg, strategy: str, num_gpus: i
     beside it, and the command (config.yaml, accelerate file, command)."""
     import time
 
-    from rloo_studio.core.config import to_yaml
 
     accelerate_config(strategy, num_gpus, num_machines)  # a bad choice is said before anything is written
     base = Path(workspace) / "launch" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -9,6 +9,7 @@ from pathlib import Path
 from rloo_studio.core.errors import DataError
 from rloo_studio.runs.runner import ACTIVE, read_metrics
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.core.config import from_dict
 
 KIND_NAMES = {"reward": "reward-model", "rloo": "RLOO", "generate": "generate"}
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -50,7 +51,6 @@ def run_config(ws: Workspace, run_id: str, cls=None):
         return {}
     if cls is None:
         return data
-    from rloo_studio.core.config import from_dict
 
     names = {f.name for f in dataclasses.fields(cls)}
     return from_dict(cls, {k: v for k, v in data.items() if k in names})

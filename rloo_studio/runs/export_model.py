@@ -25,6 +25,8 @@ from typing import Callable
 
 from rloo_studio.core.errors import DataError, ModelLoadError
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.catalog import KIND_NAMES, adapter_dir, find_run, run_config
+from rloo_studio.runs.runner import ACTIVE
 
 INFO_FILE = "rloo_studio_export.json"
 # Files of a saved adapter folder that a server does not need: TRL's frozen reference adapter and the
@@ -69,9 +71,6 @@ def check_out(out: str | Path) -> Path:
 
 def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
     """(run id, adapter folder, run config) of an RLOO run that saved its adapter; a DataError otherwise."""
-    from rloo_studio.runs.catalog import KIND_NAMES, adapter_dir, find_run, run_config
-    from rloo_studio.runs.runner import ACTIVE
-
     try:
         r = find_run(ws, run_id, "rloo")
     except DataError:

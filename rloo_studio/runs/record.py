@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from rloo_studio.core.paths import REPO
+from rloo_studio.runs.reproduce_script import write_script
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "bitsandbytes", "unsloth",
             "unsloth_zoo", "gradio")
@@ -54,6 +55,5 @@ def write(run_dir: Path, kind: str, workspace: Path, config: dict) -> None:
     info = {"versions": versions(), "git_commit": git_commit(), "seed": config.get("seed"),
             "platform": platform.platform(), "argv": sys.argv}
     (run_dir / "environment.json").write_text(json.dumps(info, indent=1))
-    from rloo_studio.runs.reproduce_script import write_script
 
     write_script(run_dir, kind, config)

@@ -24,6 +24,7 @@ import yaml
 
 from rloo_studio.core.errors import explain
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.record import write as write_repro
 
 STATES = ("queued", "running", "completed", "stopped", "failed", "interrupted")
 ACTIVE = ("queued", "running")
@@ -132,8 +133,6 @@ def config_dict(config: Any) -> dict:
 def prepare_run(ws: Workspace, kind: str, config: Any, run_id: str | None = None, name: str | None = None,
                 pid: int | None = None) -> RunContext:
     """Create (or reopen, to resume) a run folder with its config and reproduction records."""
-    from rloo_studio.runs.record import write as write_repro
-
     rid = run_id or ws.new_run_id(kind)
     d = ws.run_dir(rid)
     d.mkdir(parents=True, exist_ok=True)

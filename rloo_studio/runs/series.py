@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, field
+from rloo_studio.core.thinking import parse
 
 # Tableau 10: colours a reader can tell apart, also in print.
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d",
@@ -237,7 +238,6 @@ def completion_groups(samples: list[dict], order: str = ORDERS[0], limit: int = 
     verl / miles), with each reward, the weighted total and the leave-one-out advantage; thinking and
     answer apart. Within a group the rows follow `order`."""
     from rloo_studio.rloo.view import completion_columns
-    from rloo_studio.core.thinking import parse
 
     names = completion_columns(samples)[4:-4]
     recent = samples[-limit:]

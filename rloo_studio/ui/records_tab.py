@@ -13,6 +13,7 @@ from rloo_studio.label import records as R
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.core.studio import Studio
 from rloo_studio.ui import rloo_send
+from rloo_studio.runs.catalog import trained_adapters
 
 HEADERS = ["pair", "prompt", "response A", "response B", "source", "labels", "flag"]
 CHOICE_NAMES = {"a": "A is better", "b": "B is better", "tie": "tie", "skip": "skip"}
@@ -42,8 +43,6 @@ def search(ws, text, source, annotator, label, flagged, sort, page, per_page, re
 
 
 def _reward_runs(ws) -> list[tuple[str, str]]:
-    from rloo_studio.runs.catalog import trained_adapters
-
     return [("", "")] + trained_adapters(ws, "reward")
 
 
