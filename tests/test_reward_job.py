@@ -239,7 +239,12 @@ def test_resume_from_half_way_equals_the_uninterrupted_run(workspace, tmp_path):
     assert status == "completed", r.status(rid)
     d = workspace.run_dir(rid)
     full = shutil.copytree(d, tmp_path / "uninterrupted")
-    shutil.rmtree(d / "checkpoints" / "checkpoint-8")
+    # checkpoint-8 as a save cut short by a crash leaves it: weights half written, no trainer_state.json
+    # (the Trainer writes it last). Resume must pass it over and continue from checkpoint-4.
+    cut = d / "checkpoints" / "checkpoint-8"
+    (cut / "trainer_state.json").unlink()
+    weights = cut / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     shutil.rmtree(d / "adapter")
     assert r.submit("reward", cfg, train_reward, run_id=rid) == rid
     assert r.wait(rid, 900) == "completed", r.status(rid)

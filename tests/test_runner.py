@@ -5,8 +5,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
-from rloo_studio.core.errors import ConfigError
+from rloo_studio.core.errors import ConfigError, DataError
 from rloo_studio.runs.runner import JobRunner, mark_interrupted, read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
 
@@ -126,3 +127,50 @@ def test_feed_of_a_finished_run_in_another_process_reads_the_file(empty_workspac
     r.wait(rid, 30)
     r2 = JobRunner(empty_workspace)
     assert [m["step"] for m in r2.feed(rid)] == [1, 2]
+
+
+def test_resume_passes_over_a_checkpoint_cut_short(tmp_path):
+    """The one resume rule: the newest checkpoint whose trainer_state.json was written (the Trainer writes it
+    last), never a half-written one, nor a folder that only looks like a checkpoint."""
+    from rloo_studio.runs.runner import last_good_checkpoint
+
+    ck = tmp_path / "checkpoints"
+    assert last_good_checkpoint(tmp_path) is None
+    for step, complete in ((4, True), (8, True), (12, False)):
+        (ck / f"checkpoint-{step}").mkdir(parents=True)
+        if complete:
+            (ck / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (ck / "checkpoint-final").mkdir()
+    (ck / "checkpoint-final" / "trainer_state.json").write_text("{}")
+    assert last_good_checkpoint(tmp_path) == str(ck / "checkpoint-8")
+
+
+def test_one_resume_rule_for_the_tabs_and_the_cli(tmp_path):
+    """catalog.resumable: a stopped, failed or interrupted run of the kind asked for, with a complete checkpoint."""
+    from rloo_studio.runs.catalog import resumable
+    from rloo_studio.runs.runner import prepare_run, write_status
+
+    ws = Workspace(tmp_path / "ws")
+    ctx = prepare_run(ws, "rloo", {"max_steps": 4})
+    rid, d = ctx.run_id, ctx.dir
+
+    def refused(status, match, kind="rloo"):
+        write_status(d, {"status": status})
+        with pytest.raises(DataError, match=match):
+            resumable(ws, rid, kind)
+
+    refused("running", "running already")
+    refused("completed", "completed all its steps")
+    refused("stopped", "no complete checkpoint")
+    (d / "checkpoints" / "checkpoint-2").mkdir(parents=True)
+    refused("stopped", "no complete checkpoint")  # cut short: no trainer_state.json
+    (d / "checkpoints" / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    for status in ("stopped", "failed", "interrupted"):
+        write_status(d, {"status": status})
+        assert resumable(ws, rid, "rloo") == rid
+    refused("stopped", "no reward-model run", kind="reward")
+    with pytest.raises(DataError, match="not a run id"):
+        resumable(ws, "../../etc", "rloo")
+    # a live status from the job runner overrides the file
+    with pytest.raises(DataError, match="queued already"):
+        resumable(ws, rid, "rloo", status="queued")
