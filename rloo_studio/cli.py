@@ -28,7 +28,7 @@ from rloo_studio.label.exporting import export
 from rloo_studio.label.importing import import_file
 from rloo_studio.runs import catalog as R
 from rloo_studio.runs.export_model import export_model
-from rloo_studio.runs.runner import RunContext, execute, prepare_run, read_status
+from rloo_studio.runs.runner import RunContext, execute, mark_interrupted, prepare_run, read_status
 
 
 def _trust_arg(p, extra: str = "") -> None:
@@ -87,6 +87,9 @@ def _train(a, kind: str) -> int:
     with state.main_process_first():  # the main process creates and seeds a new workspace
         ws = Workspace(a.workspace, seed_demo=state.is_main_process and _demo(a))
     if state.is_main_process:
+        if a.resume:  # the tabs' rule: a stopped, failed or interrupted run with a complete checkpoint
+            mark_interrupted(ws)  # a run whose process died (kill -9, a crash) resumes like an interrupted one
+            R.resumable(ws, a.resume, kind)
         ctx = prepare_run(ws, kind, cfg, a.resume)
     if state.num_processes > 1:
         from accelerate.utils import broadcast_object_list

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from rloo_studio.core.errors import DataError
-from rloo_studio.runs.runner import ACTIVE, read_metrics
+from rloo_studio.runs.runner import ACTIVE, last_good_checkpoint, read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.core.config import from_dict
 
@@ -34,6 +34,21 @@ def find_run(ws: Workspace, run_id, kind: str | None = None) -> dict:
     if r is None or (kind and r["kind"] != kind):
         raise DataError(f"There is no {what + ' ' if what else ''}run {rid} in this workspace: pick one from the list.")
     return r
+
+
+def resumable(ws: Workspace, run_id, kind: str, status: str | None = None) -> str:
+    """The run id of a run that Resume may continue, or a DataError that says in plain words why not.
+    The one rule for the tabs and the CLI: a stopped, failed or interrupted run of this kind with a complete
+    checkpoint. `status`: what the caller knows of it (a job runner's live status), else its status.json."""
+    rid = find_run(ws, run_id, kind)["id"]
+    status = status or (read_status(ws.run_dir(rid)) or {}).get("status")
+    if status in ACTIVE:
+        raise DataError(f"{rid} is {status} already: there is nothing to resume.")
+    if status == "completed":
+        raise DataError(f"{rid} completed all its steps: to train longer, start a new run with a higher max_steps.")
+    if last_good_checkpoint(ws.run_dir(rid)) is None:
+        raise DataError(f"{rid} saved no complete checkpoint to resume from: start it again.")
+    return rid
 
 
 def run_config(ws: Workspace, run_id: str, cls=None):

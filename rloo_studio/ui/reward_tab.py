@@ -114,11 +114,9 @@ def on_stop(studio: Studio, rid):
 def on_resume(studio: Studio, rid):
     try:
         rid = runs.find_run(studio.ws, rid or rv.latest_run(studio.ws) or "", "reward")["id"]
+        rid = runs.resumable(studio.ws, rid, "reward", rv.run_state(studio.ws, rid).get("status"))
     except StudioError as exc:
         return gr.skip(), _note(str(exc))
-    state = rv.run_state(studio.ws, rid).get("status")
-    if state not in ("stopped", "failed", "interrupted"):
-        return gr.skip(), _note(f"Run {rid} is {state}; only a stopped, failed or interrupted run resumes.")
     if studio.runner.busy():
         return gr.skip(), _note(f"Run {studio.runner.current} is still going; stop it first.")
     try:  # the run's own config: the checkpoint was made with it

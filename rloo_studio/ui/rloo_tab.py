@@ -21,7 +21,7 @@ from rloo_studio.rloo import compare as rloo_eval, samples as rloo_samples
 from rloo_studio.core import memory, model_choices
 from rloo_studio.runs import series as S
 from rloo_studio.core.models import TRUST_WARNING
-from rloo_studio.runs.catalog import failure, find_run, trained_adapters
+from rloo_studio.runs.catalog import failure, find_run, resumable, trained_adapters
 from rloo_studio.core.studio import Studio
 from rloo_studio.ui import charts, launch_panel, messages, render, rloo_send
 from rloo_studio.ui import fields as F, rloo_model_view
@@ -175,16 +175,11 @@ def on_stop(studio: Studio, rid):
 
 def on_resume(studio: Studio, rid):
     ws, runner = studio.ws, studio.runner
-    rid, err = _run(ws, rid)
-    if err:
-        return _check_html(False, err), gr.update()
-    state = runner.status(rid).get("status")
-    if state in ("running", "queued"):
-        return _check_html(False, f"{rid} is {state} already."), gr.update()
-    if state == "completed":
-        return _check_html(False, f"{rid} completed all its steps; raise max_steps in a new run instead."), gr.update()
-    if not (ws.run_dir(rid) / "checkpoints").exists():
-        return _check_html(False, f"{rid} saved no checkpoint to resume from; launch it again."), gr.update()
+    try:
+        rid = find_run(ws, rid, "rloo")["id"]  # a typed id is checked before anything reads its folder
+        rid = resumable(ws, rid, "rloo", runner.status(rid).get("status"))
+    except StudioError as exc:
+        return _check_html(False, str(exc)), gr.update()
     if runner.busy():
         return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
     try:
