@@ -48,6 +48,14 @@ def test_model_dropdowns_list_the_demo_first_and_the_cache(app):
         page.get_by_role("tab", name="Reward model").click()
         page.locator("#reward-model input").click()
         expect(page.get_by_role("option").first).to_contain_text("demo model · ", timeout=LONG)
+        # every other model field says it too, as soon as such a model is typed (here: Generate, Label tab)
+        page.get_by_role("tab", name="Label").click()
+        page.get_by_text("Generate candidates").first.click()
+        box = page.locator("#lbl-gen-model input")
+        box.fill("Qwen/Qwen3-4B-Thinking-2507")
+        box.press("Tab")
+        expect(page.get_by_text(re.compile("is not in the local Hugging Face cache")).filter(visible=True).first).to_be_visible(
+            timeout=LONG)
 
 
 def test_inspect_shows_what_the_policy_and_the_reward_model_read(app):

@@ -3,6 +3,7 @@ dropdown (the demo model first, then local folders and cached hub models; any ot
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import gradio as gr
 
@@ -58,10 +59,29 @@ def models(workspace_root=None) -> list[tuple[str, str]]:
 
 def model_dropdown(value, label: str, elem_id: str, workspace_root=None, info: str | None = HELP["model"], **kw):
     """The model field of a tab: discovered models to pick from (refreshed on focus), any value typed."""
-    dd = gr.Dropdown(models(workspace_root), value=value, label=label, info=info, allow_custom_value=True,
-                     elem_id=elem_id, **kw)
-    dd.focus(lambda: gr.Dropdown(choices=models(workspace_root)), None, dd, show_progress="hidden", queue=False)
+    listed = models(workspace_root)
+    dd = gr.Dropdown(listed, value=value, label=label, info=info, allow_custom_value=True, elem_id=elem_id, **kw)
+    shown = gr.State(listed)
+    dd.focus(partial(_refresh_models, workspace_root), shown, [dd, shown], show_progress="hidden", queue=False)
+    dd.input(warn_unavailable, dd, None, show_progress="hidden")
     return dd
+
+
+def warn_unavailable(value) -> None:
+    """Said as soon as a model is typed or picked that this machine does not have (not cached, no such
+    folder), before anything is started with it."""
+    problem = model_choices.availability(str(value or "").strip()) if str(value or "").strip() else None
+    if problem:
+        gr.Warning(problem)
+
+
+def _refresh_models(workspace_root, shown):
+    """New choices only when the models on disk changed: an update redraws the field from the server's value
+    and would drop text being typed into it."""
+    now = models(workspace_root)
+    if now == shown:
+        return gr.skip(), gr.skip()
+    return gr.Dropdown(choices=now), now
 
 
 def widget(f: FormField, value, prefix: str, special=None, workspace_root=None, **kw):

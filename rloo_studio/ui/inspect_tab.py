@@ -13,7 +13,7 @@ import gradio as gr
 from rloo_studio.runs import catalog as runs
 from rloo_studio.reward import scoring
 from rloo_studio.core import model_view
-from rloo_studio.core.errors import explain
+from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.label.store import flag_for_relabel
 from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.core.paths import DEMO_MODEL
@@ -212,10 +212,27 @@ def restore(ws, current, picked):
     return refresh(ws, current if picked else None), saved_split(ws)
 
 
+def run_base(ws, choice) -> str:
+    """The base model a reward run trained on ('' for the untrained head or an unknown run)."""
+    if not choice or choice == BASE:
+        return ""
+    try:
+        return str(runs.run_config(ws, runs.find_run(ws, choice, "reward")["id"]).get("model") or "")
+    except StudioError:
+        return ""
+
+
+def follow_run_base(ws, choice):
+    """Picking a reward run puts its base model in the base box: the policy's view then reads the text with the
+    tokenizer that run was trained with (a Qwen3 run is not shown through the demo tokenizer)."""
+    return run_base(ws, choice) or gr.skip()
+
+
 def scorer_for(ws, choice, base, trust=False):
     if choice == BASE or not choice:
-        return scoring.load_scorer(reward_model=(base or "").strip() or str(DEMO_MODEL),
-                                   trust_remote_code=bool(trust))
+        if not (base or "").strip():
+            raise DataError("Choose a base model for the untrained head (the model field above).")
+        return scoring.load_scorer(reward_model=base.strip(), trust_remote_code=bool(trust))
     return scoring.load_scorer(ws, reward_run=choice)
 
 
@@ -307,7 +324,9 @@ def do_view(ws, choice, base_model, trust_code, p, r):
         rm = model_view.reward_view(sc.tok, p, r, sc.enable_thinking, model=sc.label)
     except Exception:  # noqa: BLE001 — the same inputs failed to score: the score's box says why
         return ""
-    policy = (base_model or "").strip() or str(DEMO_MODEL)
+    policy = (base_model or "").strip() or run_base(ws, choice)
+    if not policy:
+        return render.model_views_html([rm])
     try:
         pv = model_view.policy_view(model_view.tokenizer(policy, bool(trust_code)), p, r, sc.enable_thinking,
                                     model=policy)
@@ -412,6 +431,7 @@ def build(studio: Studio):
     relabel_btn.click(partial(do_relabel, ws), picked_pair, ds_msg)
     messages.clear_on([(ds_btn.click, []), (dis.select, [])], [ds_msg])
     model.input(lambda: True, None, picked)
+    model.change(partial(follow_run_base, ws), model, base, show_progress="hidden")
     refresh_btn.click(partial(refresh, ws), model, model)
     trust.input(warn_trust, trust, None)
 
