@@ -27,8 +27,43 @@ CHART_JS = """el => {
               .map(t => [t.textContent, box(t)]),
     lines: [...plot.querySelectorAll('g.scatterlayer g.trace')].map(g => {
       const p = g.querySelector('path.js-line'); return p ? (p.getAttribute('d') || '') : ''; }),
+    colors: [...plot.querySelectorAll('g.legend g.traces')].map(g => [
+      (g.querySelector('text.legendtext') || {}).textContent || '',
+      ((g.querySelector('g.legendpoints path') || {}).style || {}).stroke || '']),
   };
 }"""
+
+# Every word of every visible table header, checked for being laid out on one line (a header that breaks
+# mid-word, "correctn / ess", reads as two words).
+BROKEN_HEADER_WORDS_JS = """() => {
+  const bad = [];
+  for (const th of document.querySelectorAll('th, [role=columnheader]')) {
+    if (!th.offsetParent) continue;
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    let n;
+    while ((n = walker.nextNode())) {
+      const re = /\\S+/g; let m;
+      while ((m = re.exec(n.textContent))) {
+        const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+        if (tops.size > 1) bad.push(m[0]);
+      }
+    }
+  }
+  return bad;
+}"""
+
+
+def assert_headers_whole(page, where: str):
+    headers = page.locator("th, [role=columnheader]").filter(visible=True)
+    assert headers.count() > 0, f"{where}: no table header on screen"
+    broken = page.evaluate(BROKEN_HEADER_WORDS_JS)
+    assert not broken, f"{where}: table headers break mid-word: {broken}"
+
+
+def run_colors(page, elem_id, run_id) -> set[str]:
+    """The line colours of the legend entries that name `run_id` on a chart."""
+    return {c for text, c in chart_state(page, elem_id)["colors"] if run_id in text and c}
 
 
 @pytest.fixture(scope="module")
@@ -113,12 +148,15 @@ def rloo_expected(records, run_id="", earlier=None, earlier_id=""):
     return out
 
 
-def launch_rloo(page, steps: int):
+def launch_rloo(page, ws, steps: int):
     fill(page, "rloo-num-generations", 2)
     fill(page, "rloo-per-device-train-batch-size", 4)
     fill(page, "rloo-max-completion-length", 48)
     fill(page, "rloo-max-steps", steps)
+    before = {r["id"] for r in ws.runs("rloo")}
     page.locator("#rloo-launch").click()
+    # the message of an earlier launch may still stand: wait for the new run itself
+    wait_until(lambda: {r["id"] for r in ws.runs("rloo")} - before, 120, "the launched RLOO run")
     expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
 
 
@@ -141,12 +179,14 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
             check_chart(page, f"reward-plot-{t}", ["training batches", "held-out pairs"])
         screenshot(page, "charts-reward-done")
         view(page, "charts-reward-done-view", "#reward-status")
+        page.locator("#reward-runs").scroll_into_view_if_needed()
+        assert_headers_whole(page, "Reward tab")
 
         # -- RLOO: a short run, then a shorter second one to overlay
         page.get_by_role("tab", name="RLOO").click()
         page.get_by_text("Checkpoints and before/after").click()
         fill(page, "rloo-eval-prompts", 0)
-        launch_rloo(page, 6)
+        launch_rloo(page, ws, 6)
         expect(page.locator("#rloo-status")).to_contain_text("running", timeout=LONG)
         wait_until(lambda: len(chart_state(page, "rloo-plot-reward")["lines"]) >= 2
                    and all("L" in d for d in chart_state(page, "rloo-plot-reward")["lines"]), 900, "two RLOO steps")
@@ -166,10 +206,12 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
         expect(table).to_contain_text("advantage")
         groups = table.inner_text().count("· k=2")  # each row names its prompt's group ("3 · k=2")
         assert groups > 5, table.inner_text()[:2000]  # more than five completions shown
+        table.scroll_into_view_if_needed()
+        assert_headers_whole(page, "RLOO tab")
         screenshot(page, "charts-rloo-done")
         view(page, "charts-rloo-done-view", "#rloo-status")
 
-        launch_rloo(page, 3)
+        launch_rloo(page, ws, 3)
         second = [r for r in ws.runs("rloo") if r["id"] != first["id"]][0]
         expect(page.locator("#rloo-status")).to_contain_text(re.compile(second["id"] + ".*completed"), timeout=LONG)
         # the earlier run overlaid on the RLOO tab: each run named on every chart
@@ -180,6 +222,8 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
         for elem_id in ("rloo-plot-loss", "rloo-plot-reward", "rloo-plot-kl"):
             check_chart(page, elem_id, both[elem_id])
         screenshot(page, "charts-rloo-overlay")
+        rloo_tab_colors = {rid: run_colors(page, "rloo-plot-kl", rid) for rid in (first["id"], second["id"])}
+        assert all(rloo_tab_colors.values()) and not set.intersection(*rloo_tab_colors.values()), rloo_tab_colors
         view(page, "charts-rloo-overlay-view", "#rloo-status")
 
         # -- the Runs tab overlay of the two RLOO runs, each named, in its colour
@@ -195,7 +239,9 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
         choose_option(page, metric, "reward")
         wait_until(lambda: len(chart_state(page, "runs-overlay")["legend"]) >= 2, 120, "both runs in the overlay")
         check_chart(page, "runs-overlay", [first["id"], second["id"]])
-        colors = S.run_colors([first["id"], second["id"]])
-        assert len(set(colors.values())) == 2
+        for rid in (first["id"], second["id"]):  # a run has the colour it has on the RLOO tab
+            drawn = run_colors(page, "runs-overlay", rid)
+            assert drawn and drawn <= rloo_tab_colors[rid], (rid, drawn, rloo_tab_colors)
+        assert_headers_whole(page, "Runs tab")
         screenshot(page, "charts-runs-overlay")
         view(page, "charts-runs-overlay-view", "#runs-pick")
