@@ -7,19 +7,23 @@ Builds a workspace of --pairs pairs (a quarter imported with labels, three quart
 annotators label in the background, one label every --pace seconds each (through the core, in
 this process):
 
-  browser  the real app in Chromium, labeled from the keyboard; each key press is timed until the
-           next pair's id is on the page (everything: browser, Gradio, the callback, SQLite). The
-           next key comes READ_MS after the pair shows: a key pressed while the previous one is still
-           being answered is dropped by the page (trigger_mode="once"), never applied to a pair
-           that was not on screen.
+  browser  the real app in Chromium, labeled from the keyboard; each key press is timed in the page,
+           from its keydown event to the first animation frame after the next pair's status line is
+           in the page (everything a person waits for: browser, Gradio, the callback, SQLite, the
+           re-render), by the page's own clock; "driver" holds the same presses timed by Playwright,
+           whose round trips (about 50-65 ms a command here) are in it. The next key comes READ_MS
+           after the pair shows: a key pressed while the previous one is still being answered is
+           dropped by the page (trigger_mode="once"), never applied to a pair that was not on screen.
   core     the callback's work without the browser: save the label, claim the next pair, count the
            progress line (labels.save_on_screen + next_pair + progress), as label_tab.label does.
 
-Prints one JSON line: pairs, annotators, mode, labels timed, p50_ms, p95_ms, max_ms.
+Prints one JSON line: pairs, annotators, mode, labels timed, p50_ms, p95_ms, max_ms (in the page for
+browser mode), load average at the start and end, and in browser mode "driver": the Playwright-timed stats.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import random
 import statistics
@@ -176,6 +180,7 @@ def main() -> None:
     args = ap.parse_args()
     ws_dir = Path(tempfile.mkdtemp()) / "ws"
     ws = build(ws_dir, args.pairs, args.annotators)
+    load0 = round(os.getloadavg()[0], 2)
     stop = threading.Event()
     bg = background(ws_dir, [f"ann{k}" for k in range(1, args.annotators)], args.pace, stop)
     try:
@@ -186,7 +191,8 @@ def main() -> None:
     finally:
         stop.set()
         bg.join(30)
-    out = {"pairs": args.pairs, "annotators": args.annotators, "mode": args.mode, "labels": len(times), **stats(times)}
+    out = {"pairs": args.pairs, "annotators": args.annotators, "mode": args.mode, "labels": len(times), **stats(times),
+           "load_average": [load0, round(os.getloadavg()[0], 2)]}
     if driver:
         out["driver"] = stats(driver)  # the same presses timed by Playwright, its round trips included
     print(json.dumps(out))
