@@ -201,10 +201,16 @@ def position_scores(scorer: Scorer, id_lists: list[list[int]], batch_size: int =
     return out
 
 
+def final_scores(scorer: Scorer, id_lists: list[list[int]], batch_size: int = 8) -> list[float]:
+    """The head at the last token of each sequence: what the sequence classifier outputs, what TRL trained."""
+    with torch.inference_mode():
+        return [s[-1] for s in position_scores(scorer, id_lists, batch_size)]
+
+
 def score_texts(scorer: Scorer, prompts: list[str], responses: list[str], batch_size: int = 8) -> list[float]:
     """Total score of each prompt + response (the head at EOS), batched."""
     ids = [_encode(scorer.tok, p, r, scorer.enable_thinking)[0] for p, r in zip(prompts, responses)]
-    return [s[-1] for s in position_scores(scorer, ids, batch_size)]
+    return final_scores(scorer, ids, batch_size)
 
 
 def score_responses(scorer: Scorer, items: list[tuple[str, str]], split: str = "blank", batch_size: int = 8,

@@ -208,20 +208,10 @@ def _strip_end(tok, completion_ids: Sequence[int]) -> list[int]:
 
 
 def score_ids(model, tok, id_lists: list[list[int]], batch_size: int = 16) -> list[float]:
-    """Reward-model scores of token-id sequences, in batches (right padding; the head reads the last real token)."""
-    import torch
+    """Reward-model scores of token-id sequences (reward.scoring: the one scorer Inspect uses too)."""
+    from rloo_studio.reward.scoring import Scorer, final_scores  # torch: only when a reward model scores
 
-    device = next(model.parameters()).device
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    out: list[float] = []
-    with torch.inference_mode():
-        for i in range(0, len(id_lists), batch_size):
-            chunk = id_lists[i : i + batch_size]
-            width = max(len(x) for x in chunk)
-            ids = torch.tensor([x + [pad] * (width - len(x)) for x in chunk], device=device)
-            mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in chunk], device=device)
-            out.extend(model(input_ids=ids, attention_mask=mask).logits[:, 0].float().tolist())
-    return out
+    return final_scores(Scorer(model, tok, "reward model", True), id_lists, batch_size)
 
 
 def make_reward_model_reward(model, rm_tok, policy_tok, batch_size: int = 16, use_ids: bool | None = None,

@@ -6,6 +6,7 @@ metric records (metrics.jsonl) and the job's samples.jsonl.
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 
 from rloo_studio.core import form
@@ -114,13 +115,11 @@ def _mean(xs):
 
 
 def _corr(a: list[float], b: list[float]) -> float:
-    n = len(a)
-    ma, mb = sum(a) / n, sum(b) / n
-    va = sum((x - ma) ** 2 for x in a)
-    vb = sum((y - mb) ** 2 for y in b)
-    if va == 0 or vb == 0:
+    """Pearson's r; 0 when either side is constant (a flat reward or length says nothing here)."""
+    try:
+        return statistics.correlation(a, b)
+    except statistics.StatisticsError:
         return 0.0
-    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / math.sqrt(va * vb)
 
 
 def warnings(records: list[dict], max_completion_length: int | None = None, samples: list[dict] | None = None,
