@@ -8,6 +8,7 @@ import pytest
 
 from rloo_studio.core.config import to_yaml
 from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.reward.job import trl_args as reward_trl_args
 from rloo_studio.runs.runner import JobRunner, read_metrics
 from rloo_studio.core.workspace import Workspace
 
@@ -49,6 +50,9 @@ def test_run_folder_records_how_to_repeat_it(ui_run):
     env = json.loads((d / "environment.json").read_text())
     assert env["versions"]["trl"] == "1.15.0" and env["seed"] == cfg.seed and env["git_commit"]
     assert "import rloo_studio" not in (d / "reproduce.py").read_text()
+    held = sum(json.loads(x)["split"] == "held_out" for x in (d / "pairs.jsonl").read_text().splitlines())
+    spec = json.loads((d / "reproduce.json").read_text())  # what reproduce.py gives RewardConfig
+    assert spec["trl_args"] == reward_trl_args(cfg, held_out=held) and spec["config"]["seed"] == cfg.seed
 
 
 def test_standalone_script_reaches_the_same_metrics(ui_run):
@@ -73,14 +77,16 @@ def test_tensorboard_event_files_in_the_run_folder(ui_run):
 
 
 def test_rloo_standalone_script_reaches_the_same_metrics(tmp_path):
-    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.config import RlooJobConfig, trl_args
     from rloo_studio.rloo.job import train_rloo
 
     ws = Workspace(tmp_path / "ws", seed_demo=True)
     r = JobRunner(ws)
-    rid = r.submit("rloo", RlooJobConfig(max_steps=3, per_device_train_batch_size=8, eval_prompts=0), train_rloo)
+    cfg = RlooJobConfig(max_steps=3, per_device_train_batch_size=8, eval_prompts=0)
+    rid = r.submit("rloo", cfg, train_rloo)
     assert r.wait(rid, 600) == "completed", r.status(rid)
     d = ws.run_dir(rid)
+    assert json.loads((d / "reproduce.json").read_text())["trl_args"] == trl_args(cfg)
     src = (d / "reproduce.py").read_text()
     assert "import rloo_studio" not in src and "from rloo_studio" not in src
     out = subprocess.run([sys.executable, str(d / "reproduce.py")], cwd="/", capture_output=True, text=True,

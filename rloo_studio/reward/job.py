@@ -111,6 +111,23 @@ class RewardJobConfig:
             raise ConfigError("logging_steps, eval_steps and save_steps must be at least 1.")
 
 
+def trl_args(cfg: RewardJobConfig, held_out: int, max_length: int | None = None) -> dict:
+    """RewardConfig's keyword arguments from the job's config and its split (`held_out` pairs; `max_length` when
+    over_length=fit raised it): the one mapping, used by the job and recorded in the run folder for reproduce.py.
+    Left to the caller: output_dir, use_cpu / bf16 (the device), report_to and eval_on_start (not on resume)."""
+    return dict(
+        learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        per_device_eval_batch_size=cfg.eval_batch_size or max(1, min(held_out, 64)),  # 0: one exact batch
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=max_length or cfg.max_length,
+        center_rewards_coefficient=cfg.center_rewards_coefficient, seed=cfg.seed, optim=cfg.optim,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        logging_nan_inf_filter=False,  # the default logs a NaN loss as 0 and hides the divergence from the guard
+        logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
+        eval_strategy="steps" if held_out else "no", eval_steps=cfg.eval_steps, disable_tqdm=True,
+    )
+
+
 _QWEN3_GPU = dict(  # the seed recipe: r=16, alpha=16, lr 1e-5, max_length 1024 for thinking data, 8-bit AdamW
     lora=LoraSpec(r=16, alpha=16), learning_rate=1e-5, num_train_epochs=1.0, max_length=1024,
     optim="adamw_8bit", gradient_checkpointing=True, eval_steps=50, save_steps=100, logging_steps=5,
@@ -392,17 +409,12 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     ctx.log(f"{len(train)} training pairs, {len(held)} held out, max_length {max_length}")
     cuda = torch.cuda.is_available()
     resume = resume_point(ctx)
-    eval_bs = cfg.eval_batch_size or max(1, min(len(held), 64))
+    from rloo_studio.runs.reproduce_script import record_trl_args
+
+    kw = trl_args(cfg, held_out=len(held), max_length=max_length)
+    record_trl_args(ctx.dir, kw)  # reproduce.py gives TRL the same arguments
     args = RewardConfig(
-        output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
-        learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.per_device_train_batch_size, per_device_eval_batch_size=eval_bs,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=max_length,
-        center_rewards_coefficient=cfg.center_rewards_coefficient, seed=cfg.seed, optim=cfg.optim,
-        gradient_checkpointing=cfg.gradient_checkpointing,
-        logging_nan_inf_filter=False,  # the default logs a NaN loss as 0 and hides the divergence from the guard
-        logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
-        eval_strategy="steps" if held else "no", eval_steps=cfg.eval_steps, disable_tqdm=True,
+        **kw, output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
         report_to=["tensorboard"],  # event files under checkpoints/runs/, beside metrics.jsonl
         eval_on_start=bool(held) and resume is None,  # the untrained baseline: step 0 of the held-out curves
     )

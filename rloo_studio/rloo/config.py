@@ -10,6 +10,7 @@ from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.label.prompts import LABELED_PAIRS
 from rloo_studio.runs.catalog import run_config as saved_config
 from rloo_studio.core.answers import ANSWER_FORMATS
+from rloo_studio.core.thinking import template_kwargs
 
 TRL_REWARDS = ("accuracy", "reasoning_accuracy", "soft_overlong", "repetition_penalty")
 """From TRL's reward library (trl.rewards): accuracy_reward and reasoning_accuracy_reward (math-verify,
@@ -134,6 +135,25 @@ class RlooJobConfig:
                 raise ConfigError(f"{name} must be [low, high] with low < high, got {rng}")
         if self.eval_prompts < 0:
             raise ConfigError("eval_prompts must be 0 (skip) or more")
+
+
+def trl_args(cfg: RlooJobConfig) -> dict:
+    """RLOOConfig's keyword arguments that follow from the job's config: the one mapping, used by the job and
+    recorded in the run folder for reproduce.py. Plain JSON values, so the recorded copy is the same dict.
+    Left to the caller: output_dir, use_cpu / bf16 (the device) and report_to."""
+    return dict(
+        learning_rate=cfg.learning_rate, optim=cfg.optim, beta=cfg.beta, num_generations=cfg.num_generations,
+        max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_steps=cfg.max_steps, seed=cfg.seed,
+        normalize_advantages=cfg.normalize_advantages, mask_truncated_completions=cfg.mask_truncated_completions,
+        reward_clip_range=list(cfg.reward_clip_range) if cfg.reward_clip_range else None,
+        reward_weights=list(cfg.reward_weights), logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
+        save_strategy="steps", disable_tqdm=True,
+        remove_unused_columns=False,  # the rewards read the prompt set's extra columns (answer, solution)
+        chat_template_kwargs=template_kwargs(cfg.enable_thinking),  # TRL renders the prompts with it
+    )
+
 
 # -- presets -----------------------------------------------------------------------------------
 QWEN3_THINKING = "Qwen/Qwen3-4B-Thinking-2507"

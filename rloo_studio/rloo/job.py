@@ -12,15 +12,15 @@ from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before trl)
 from rloo_studio.core.errors import ConfigError  # noqa: E402
 from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo.compare import evaluate_into
-from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig
+from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, trl_args
 from rloo_studio.rloo.samples import SamplesCallback
 from rloo_studio.runs.runner import RunContext, resume_point
 from rloo_studio.core.memory import for_rloo
 from rloo_studio.core.models import add_lora, check_remote_code, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
-from rloo_studio.core.thinking import template_kwargs
 from rloo_studio.rloo import rewards as R
 from rloo_studio.rloo.rewards import custom_reward_path
 from rloo_studio.runs.callback import StudioCallback
+from rloo_studio.runs.reproduce_script import record_trl_args
 from rloo_studio.runs.catalog import adapter_dir
 
 
@@ -124,20 +124,11 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
         evaluate_into(ctx, cfg, model, tok, "before")  # LoRA B starts at zero: this is the base policy
     data = Dataset.from_list([{**r, "prompt": [{"role": "user", "content": r["prompt"]}]} for r in rows])
     cuda = torch.cuda.is_available()
-    args = RLOOConfig(
-        output_dir=str(ctx.dir / "checkpoints"),
-        use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
-        learning_rate=cfg.learning_rate, optim=cfg.optim, beta=cfg.beta, num_generations=cfg.num_generations,
-        max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_steps=cfg.max_steps, seed=cfg.seed,
-        normalize_advantages=cfg.normalize_advantages, mask_truncated_completions=cfg.mask_truncated_completions,
-        reward_clip_range=tuple(cfg.reward_clip_range) if cfg.reward_clip_range else None,
-        reward_weights=cfg.reward_weights, logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
-        save_strategy="steps", disable_tqdm=True, remove_unused_columns=False,
-        report_to=["tensorboard"],  # event files under checkpoints/runs/, beside metrics.jsonl
-        chat_template_kwargs=template_kwargs(cfg.enable_thinking),  # TRL renders the prompts with it
-    )
+    kw = trl_args(cfg)
+    record_trl_args(ctx.dir, kw)  # reproduce.py gives TRL the same arguments
+    args = RLOOConfig(**kw, output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda,
+                      bf16=cuda and torch.cuda.is_bf16_supported(),
+                      report_to=["tensorboard"])  # event files under checkpoints/runs/, beside metrics.jsonl
     trainer = RLOOTrainer(
         model=model, reward_funcs=funcs, args=args, train_dataset=data,
         processing_class=tok, callbacks=[StudioCallback(ctx)],
