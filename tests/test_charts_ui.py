@@ -27,9 +27,11 @@ CHART_JS = """el => {
               .map(t => [t.textContent, box(t)]),
     lines: [...plot.querySelectorAll('g.scatterlayer g.trace')].map(g => {
       const p = g.querySelector('path.js-line'); return p ? (p.getAttribute('d') || '') : ''; }),
-    colors: [...plot.querySelectorAll('g.legend g.traces')].map(g => [
-      (g.querySelector('text.legendtext') || {}).textContent || '',
-      ((g.querySelector('g.legendpoints path') || {}).style || {}).stroke || '']),
+    colors: [...plot.querySelectorAll('g.legend g.traces')].map(g => {
+      const line = g.querySelector('path.js-line'), dot = g.querySelector('path.scatterpts');
+      return [(g.querySelector('text.legendtext') || {}).textContent || '',
+              (line && line.style.stroke) || (dot && dot.style.fill) || ''];
+    }),
   };
 }"""
 
@@ -63,7 +65,11 @@ def assert_headers_whole(page, where: str):
 
 def run_colors(page, elem_id, run_id) -> set[str]:
     """The line colours of the legend entries that name `run_id` on a chart."""
-    return {c for text, c in chart_state(page, elem_id)["colors"] if run_id in text and c}
+    def names(text: str) -> bool:  # a legend label may be cut to fit: 'rloo-20261202-0058…'
+        t = text.rstrip("…").strip()
+        return len(t) >= 8 and run_id.startswith(t)
+
+    return {c for text, c in chart_state(page, elem_id)["colors"] if names(text) and c}
 
 
 @pytest.fixture(scope="module")

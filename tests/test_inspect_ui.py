@@ -5,7 +5,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser import App, open_page, screenshot
+from browser import fill, App, open_page, screenshot
 
 RESPONSE = "<think>\n3+4+0=7\n\n2+5+0=7\n\n1+1+0=2\n\n9+0+0=9\n</think>\n\nThe answer is 277."
 NUMBER = re.compile(r"[+-]\d+\.\d{4}")
@@ -79,7 +79,7 @@ def test_split_choice_is_remembered(app, page):
 
 
 def test_bad_model_path_is_a_message_not_a_traceback(page):
-    page.get_by_label("Base model (for the untrained head)").fill("/no/such/model")
+    fill(page, "inspect-base", "/no/such/model")
     page.locator("#inspect-score").click()
     expect(page.locator("#inspect-summary .rs-error")).to_contain_text("/no/such/model", timeout=30_000)
     expect(page.locator("#inspect-steps .rs-step")).to_have_count(0)  # nothing stale from an earlier score

@@ -72,6 +72,8 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
     seed_demo(Workspace(app.ws_dir))  # whatever ran before: the demo is there (once)
     bad = tmp_path / "same.jsonl"
     bad.write_text(json.dumps({"prompt": "q", "chosen": "a", "rejected": "a"}) + "\n")
+    good = tmp_path / "one.jsonl"
+    good.write_text(json.dumps({"prompt": "screen test prompt", "chosen": "yes", "rejected": "no"}) + "\n")
     with open_page(app.url) as page:
         start_labeling(page, "screen")
         open_accordion(page, "Import pairs or prompts")
@@ -86,6 +88,15 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
         page.get_by_role("button", name="Import", exact=True).click()
         expect(page.get_by_text("Import refused, nothing was changed")).to_be_visible(timeout=20000)
         press_with_nothing_on_screen(page, app.ws_dir, "2")
+        # 2b. An import that succeeds shows the next pair: a key labels exactly the pair it shows.
+        page.locator("input[type=file]").first.set_input_files(str(good))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(page.get_by_text(re.compile("Imported 1 rows? from one.jsonl"))).to_be_visible(timeout=20000)
+        after_import = shown_id(page)
+        assert after_import
+        page.keyboard.press("2")
+        page.wait_for_function("b => { const el = document.querySelector('#lbl-prompt [data-pair]');"
+                               " return el && el.getAttribute('data-pair') !== b; }", arg=after_import, timeout=20000)
         # 3. Export.
         open_accordion(page, "Export for other tools")
         page.get_by_role("button", name="Export", exact=True).click()
@@ -118,8 +129,8 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
                                " return el && el.getAttribute('data-pair') !== b; }", arg=on_page, timeout=20000)
         screenshot(page, "label-screen-guard")
     rows = Workspace(app.ws_dir).query("SELECT l.pair_id FROM labels l JOIN annotators a ON a.id = l.annotator_id "
-                                       "WHERE a.name='screen'")
-    assert [r[0] for r in rows] == [int(on_page)]  # one label in all, on the pair that was on the page
+                                       "WHERE a.name='screen' ORDER BY l.id")
+    assert [r[0] for r in rows] == [int(after_import), int(on_page)]  # a label only for each pair on the page
 
 
 def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):

@@ -243,3 +243,52 @@ def test_runs_tab(app):
         page.locator("#runs-launch-write").click()
         expect(page.locator("#runs-launch-out")).to_contain_text("accelerate launch", timeout=T)
         no_error_word(page)
+
+
+def test_label_records_and_playground_tabs(app):
+    """The free-text fields of the Label tab's export, the Records tab and the Playground: plain answers,
+    no bare "Error", nothing stored, and the page keeps serving."""
+    ws = Workspace(app.ws_dir)
+    labels_before = ws.query("SELECT COUNT(*) FROM labels")[0][0]
+    with open_page(app.url) as page:
+        page.get_by_text("Export for other tools").first.click()
+        for bad, says in ((LONG, "too long"), ("../pairs.jsonl", "plain file name"), (" ", "plain file name")):
+            fill(page, "lbl-export-name", bad)
+            page.locator("#lbl-export-go").click()
+            expect(page.locator("#lbl-export-msg")).to_contain_text(says, timeout=T)
+            no_error_word(page)
+        assert not any((app.ws_dir / "exports").glob("a" * 50 + "*"))
+
+        page.get_by_role("tab", name="Records").click()
+        for bad, says in (("abc", "is not a pair number"), ("999999", "There is no pair 999999")):
+            fill(page, "records-pair", bad)
+            expect(page.locator("#records-detail")).to_contain_text(says, timeout=T)
+            no_error_word(page)
+        page.locator("#records-name input").fill("tester")
+        page.locator("#records-a").click()
+        expect(page.locator("#records-msg")).to_contain_text("no pair 999999", timeout=T)
+        for field, bad in (("records-page", -3), ("records-per-page", 0)):
+            fill(page, field, bad)
+            page.locator("#records-go").click()
+            expect(page.locator("#records-count")).to_contain_text("match", timeout=T)  # clamped, still serves
+            no_error_word(page)
+        fill(page, "records-search", HUGE[:2000])
+        page.locator("#records-go").click()
+        expect(page.locator("#records-count")).to_contain_text("0 pairs match", timeout=T)
+        no_error_word(page)
+
+        page.get_by_role("tab", name="Playground").click()
+        page.locator("#playground-go").click()  # no prompt
+        expect(page.locator("#playground-msg")).not_to_be_empty(timeout=T)
+        no_error_word(page)
+        fill(page, "playground-prompt", "What is 2+2?")
+        fill(page, "playground-base-model", "../../../etc")
+        page.locator("#playground-go").click()
+        expect(page.locator("#playground-msg")).not_to_be_empty(timeout=T)
+        no_error_word(page)
+        fill(page, "playground-base-model", "")
+        fill(page, "playground-max-new", -5)
+        page.locator("#playground-go").click()
+        expect(page.locator("#playground-msg")).not_to_be_empty(timeout=T)
+        no_error_word(page)
+    assert ws.query("SELECT COUNT(*) FROM labels")[0][0] == labels_before  # nothing was labeled

@@ -149,11 +149,12 @@ def build(studio: Studio, common: list, outs: list, src, empty_box, b_demo_empty
     with gr.Accordion("Export for other tools", open=False):
         with gr.Row():
             e_fmt = gr.Radio(list(FORMATS), value="standard", label="Format")
-            e_name = gr.Textbox("pairs.jsonl", label="File name (.jsonl, .parquet, or a folder name for `datasets`)")
+            e_name = gr.Textbox("pairs.jsonl", label="File name (.jsonl, .parquet, or a folder name for `datasets`)",
+                                elem_id="lbl-export-name")
             e_split = gr.Slider(0, 0.5, 0, step=0.05, label="Test fraction")
             e_ties = gr.Checkbox(label="Write ties to a separate file")
-        b_export = gr.Button("Export")
-        export_msg = gr.HTML()
+        b_export = gr.Button("Export", elem_id="lbl-export-go")
+        export_msg = gr.HTML(elem_id="lbl-export-msg")
         export_files = gr.File(label="Exported files", file_count="multiple", interactive=False)
 
     b_import.click(partial(do_import, studio), [up, keep, *common], [import_msg, *outs, src, up, empty_box])

@@ -80,10 +80,12 @@ def pick(ws, evt: gr.SelectData):
 
 
 def show(ws, pid):
-    try:
-        return pair_html(ws, int(str(pid).strip())) or "No such pair."
-    except (TypeError, ValueError):
+    typed = str(pid or "").strip()
+    if not typed:
         return ""
+    if not typed.isdigit():
+        return f"**{html.escape(typed[:40])!s} is not a pair number: click a row of the table, or type its number.**"
+    return pair_html(ws, int(typed)) or f"**There is no pair {int(typed)} in this workspace.**"
 
 
 def give(ws, choice, pid, name, comment):
