@@ -200,6 +200,35 @@ def annotators_panel(studio: Studio):
     return agree
 
 
+def pair_view():
+    """The prompt, and the two responses side by side: (prompt, left, right)."""
+    prompt = gr.HTML(elem_id="lbl-prompt")
+    with gr.Row(equal_height=True):
+        with gr.Column():
+            gr.HTML("<div class='lbl-side-title'>A</div>")
+            left = gr.HTML(elem_classes="lbl-side", elem_id="lbl-left-text")
+        with gr.Column():
+            gr.HTML("<div class='lbl-side-title'>B</div>")
+            right = gr.HTML(elem_classes="lbl-side", elem_id="lbl-right-text")
+    return prompt, left, right
+
+
+def label_buttons():
+    """({side: its button}, undo, comment): the buttons under the pair, each with its key."""
+    with gr.Row():
+        buttons = {"left": gr.Button("A is better  [1]", variant="primary", elem_id="lbl-left"),
+                   "right": gr.Button("B is better  [2]", variant="primary", elem_id="lbl-right"),
+                   "tie": gr.Button("Tie  [3]", elem_id="lbl-tie"),
+                   "skip": gr.Button("Skip  [4]", elem_id="lbl-skip"),
+                   "flag": gr.Button("Flag for re-labeling  [f]", elem_id="lbl-flag")}
+        b_undo = gr.Button("Undo  [u]", elem_id="lbl-undo")
+    comment = gr.Textbox(label="Comment (optional, saved with the label; Esc leaves the box)", max_lines=2,
+                         elem_id="lbl-comment")
+    gr.HTML("<div class='lbl-keys'>Keys: 1 or ← for A, 2 or → for B, 3 tie, 4 skip, f flag for re-labeling, "
+            "u undo (not while typing; Esc leaves the comment box).</div>")
+    return buttons, b_undo, comment
+
+
 def build(studio: Studio):
     ws = studio.ws
     saved_name = gr.BrowserState("", storage_key="rloo-studio-annotator")
@@ -221,29 +250,12 @@ def build(studio: Studio):
     guides = guidelines_section(studio)
     progress = gr.Markdown(elem_id="lbl-progress")
     status = gr.HTML(elem_id="lbl-status")  # which pair, or what went wrong: above the texts, where eyes are
-    prompt = gr.HTML(elem_id="lbl-prompt")
-    with gr.Row(equal_height=True):
-        with gr.Column():
-            gr.HTML("<div class='lbl-side-title'>A</div>")
-            left = gr.HTML(elem_classes="lbl-side", elem_id="lbl-left-text")
-        with gr.Column():
-            gr.HTML("<div class='lbl-side-title'>B</div>")
-            right = gr.HTML(elem_classes="lbl-side", elem_id="lbl-right-text")
-    with gr.Row():
-        b_left = gr.Button("A is better  [1]", variant="primary", elem_id="lbl-left")
-        b_right = gr.Button("B is better  [2]", variant="primary", elem_id="lbl-right")
-        b_tie = gr.Button("Tie  [3]", elem_id="lbl-tie")
-        b_skip = gr.Button("Skip  [4]", elem_id="lbl-skip")
-        b_flag = gr.Button("Flag for re-labeling  [f]", elem_id="lbl-flag")
-        b_undo = gr.Button("Undo  [u]", elem_id="lbl-undo")
-    comment = gr.Textbox(label="Comment (optional, saved with the label; Esc leaves the box)", max_lines=2,
-                         elem_id="lbl-comment")
-    gr.HTML("<div class='lbl-keys'>Keys: 1 or ← for A, 2 or → for B, 3 tie, 4 skip, f flag for re-labeling, "
-            "u undo (not while typing; Esc leaves the comment box).</div>")
+    prompt, left, right = pair_view()
+    buttons, b_undo, comment = label_buttons()
     outs = [prompt, left, right, status, progress, current]
     common = [name, session, flt, src, raw, active]
 
-    for btn, side in ((b_left, "left"), (b_right, "right"), (b_tie, "tie"), (b_skip, "skip"), (b_flag, "flag")):
+    for side, btn in buttons.items():
         btn.click(partial(label, studio, side), [*common, current, comment, screen], [*outs, comment],
                   js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="once")
     b_undo.click(partial(undo, studio), [*common, current], outs, show_progress="hidden")
