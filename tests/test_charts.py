@@ -99,7 +99,7 @@ def test_completion_groups_keep_a_prompts_completions_together():
 
 def test_inspect_pair_shares_one_y_scale_and_colours_the_answer():
     from rloo_studio.reward.scoring import Scored, StepScore
-    from rloo_studio.ui import inspect_tab as I
+    from rloo_studio.ui import inspect_render as I
 
     text = "<think>\n1+2=3\n</think>\n\nThe answer is 3."
     a = Scored("p", text, 0.9, 0.8, 0.2, [StepScore("1+2=3", 8, 13, 0.2, 0.1, 3)], ["<think>", "1", "+", "EOS"],
