@@ -67,7 +67,7 @@ def run_colors(page, elem_id, run_id) -> set[str]:
     """The line colours of the legend entries that name `run_id` on a chart."""
     def names(text: str) -> bool:  # a legend label may be cut to fit: 'rloo-20261202-0058…'
         t = text.rstrip("…").strip()
-        return len(t) >= 8 and run_id.startswith(t)
+        return len(t) >= 8 and (run_id.startswith(t) or t.startswith(run_id))
 
     return {c for text, c in chart_state(page, elem_id)["colors"] if names(text) and c}
 
@@ -229,7 +229,8 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
             check_chart(page, elem_id, both[elem_id])
         screenshot(page, "charts-rloo-overlay")
         rloo_tab_colors = {rid: run_colors(page, "rloo-plot-kl", rid) for rid in (first["id"], second["id"])}
-        assert all(rloo_tab_colors.values()) and not set.intersection(*rloo_tab_colors.values()), rloo_tab_colors
+        assert all(rloo_tab_colors.values()) and not set.intersection(*rloo_tab_colors.values()), \
+            (rloo_tab_colors, chart_state(page, "rloo-plot-kl")["colors"])
         view(page, "charts-rloo-overlay-view", "#rloo-status")
 
         # -- the Runs tab overlay of the two RLOO runs, each named, in its colour
