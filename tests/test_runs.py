@@ -67,6 +67,8 @@ def test_cli_runs_list_show_compare(empty_workspace):
 def test_accelerate_launch_files_for_each_strategy(tmp_path):
     import yaml
 
+    from accelerate.commands.config.config_args import load_config_from_file
+
     from rloo_studio.runs.accelerate_launch import STRATEGIES, launch_files
 
     cfg = tmp_path / "config.yaml"
@@ -77,6 +79,8 @@ def test_accelerate_launch_files_for_each_strategy(tmp_path):
         c = yaml.safe_load(path.read_text())
         assert c["num_processes"] == 4
         seen.add(c["distributed_type"])
+        assert load_config_from_file(str(path)).num_processes == 4  # accelerate launch reads it as written
+        assert "fsdp_transformer_layer_cls_to_wrap" not in c.get("fsdp_config", {})  # any model's own layers
         assert cmd.startswith(f"accelerate launch --config_file {path} -m rloo_studio train-rloo")
         if "ZeRO" in s:
             assert c["deepspeed_config"]["zero_stage"] == int(s[-1])

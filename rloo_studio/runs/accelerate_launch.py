@@ -20,25 +20,24 @@ def accelerate_config(strategy: str, num_gpus: int, num_machines: int = 1, machi
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if num_gpus < 1 or num_machines < 1:
         raise ValueError("need at least one GPU and one machine")
-    cfg = {
-        "compute_environment": "LOCAL_MACHINE", "machine_rank": machine_rank, "num_machines": num_machines,
-        "num_processes": num_gpus * num_machines, "mixed_precision": mixed_precision, "rdzv_backend": "static",
-        "same_network": True, "use_cpu": False, "main_training_function": "main",
-    }
-    if num_machines > 1:
-        cfg.update(main_process_ip=main_ip or "MAIN_NODE_IP", main_process_port=29500)
-    if strategy == "DDP":
-        cfg["distributed_type"] = "MULTI_GPU"
-    elif strategy == "FSDP":
-        cfg["distributed_type"] = "FSDP"
+    from accelerate.commands.config.config_args import ClusterConfig  # accelerate's own schema and defaults
+    from accelerate.utils import ComputeEnvironment, DistributedType
+
+    kind = {"DDP": DistributedType.MULTI_GPU, "FSDP": DistributedType.FSDP}.get(strategy, DistributedType.DEEPSPEED)
+    cfg = ClusterConfig(
+        compute_environment=ComputeEnvironment.LOCAL_MACHINE, distributed_type=kind, mixed_precision=mixed_precision,
+        use_cpu=False, debug=False, num_processes=num_gpus * num_machines, machine_rank=machine_rank,
+        num_machines=num_machines, main_process_ip=(main_ip or "MAIN_NODE_IP") if num_machines > 1 else None,
+        main_process_port=29500 if num_machines > 1 else None, rdzv_backend="static", same_network=True,
+        main_training_function="main").to_dict()
+    if strategy == "FSDP":
+        # no layer class named: accelerate wraps the model's own _no_split_modules (any architecture)
         cfg["fsdp_config"] = {
-            "fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-            "fsdp_transformer_layer_cls_to_wrap": "Qwen3DecoderLayer", "fsdp_state_dict_type": "SHARDED_STATE_DICT",
+            "fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "fsdp_state_dict_type": "SHARDED_STATE_DICT",
             "fsdp_cpu_ram_efficient_loading": True, "fsdp_offload_params": False, "fsdp_reshard_after_forward": True,
         }
-    else:
+    elif strategy != "DDP":
         stage = 2 if strategy.endswith("2") else 3
-        cfg["distributed_type"] = "DEEPSPEED"
         cfg["deepspeed_config"] = {
             "zero_stage": stage, "offload_optimizer_device": "none", "offload_param_device": "none",
             "zero3_init_flag": stage == 3, "zero3_save_16bit_model": stage == 3,
