@@ -161,7 +161,8 @@ def build(studio: Studio):
         return pick(ws, evt)
 
     table.select(on_pick, None, [pid, detail])
-    pid.submit(partial(show, ws), pid, detail)
+    for typed in (pid.submit, pid.blur):  # Enter, or leaving the box, shows the typed pair
+        typed(partial(show, ws), pid, detail)
     for c, b in buttons.items():
         b.click(partial(give, ws, c), [pid, name, comment], [msg, detail]).then(**refresh).then(
             partial(filter_choices, ws), [source, annotator, disagree], [source, annotator, disagree])
