@@ -54,7 +54,7 @@ class RewardJobConfig:
     gradient_accumulation_steps: int = 1
     """Batches summed per optimizer step: a larger effective batch without more memory."""
     eval_batch_size: int = 0
-    """Pairs per evaluation batch; 0: the whole held-out set (at most 64 pairs) in one batch, so
+    """Pairs per evaluation batch; 0: the whole held-out set (at most 256 pairs) in one batch, so
     the held-out accuracy is exact rather than a mean of batch means."""
     max_length: int = 1024
     """Tokens per prompt+response (chat template and EOS included). TRL drops longer pairs."""
@@ -118,7 +118,7 @@ def trl_args(cfg: RewardJobConfig, held_out: int, max_length: int | None = None)
     return dict(
         learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
-        per_device_eval_batch_size=cfg.eval_batch_size or max(1, min(held_out, 64)),  # 0: one exact batch
+        per_device_eval_batch_size=cfg.eval_batch_size or max(1, min(held_out, 256)),  # 0: one exact batch
         gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=max_length or cfg.max_length,
         center_rewards_coefficient=cfg.center_rewards_coefficient, seed=cfg.seed, optim=cfg.optim,
         gradient_checkpointing=cfg.gradient_checkpointing,
