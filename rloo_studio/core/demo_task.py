@@ -64,8 +64,16 @@ def grade(response: str, answer: str | None, stopped: bool = True, start: str = 
 # -- demo preference pairs labeled by the known answer (a synthetic annotator, not a person) ------
 
 ANSWER_KEY = "answer key (synthetic)"
-"""Who labels the bundled demo pairs: the known answer, not a person. scripts/build_demo.py samples the
-demo policy and keeps pairs whose better side is clear from the answer key alone."""
+"""Who labels the bundled demo pairs: the known answer, not a person. The bundled pairs.jsonl prefers, of a
+prompt's sampled responses, the one that is right over one that is wrong, else the better formed
+(answer_key_score); `scripts/build_demo.py --pairs-only` can rebuild it as answer_key_pairs (slip and format
+kinds, below), which docs/REWARD.md measured and did not adopt."""
+
+
+def answer_key_score(response: str, answer: str, stopped: bool = True) -> float:
+    """How the answer key ranks one response: right first, then well formed, then reasoned."""
+    g = grade(response, answer, stopped)
+    return 2 * g["correct"] + g["formatted"] + 0.5 * g["thinking"]
 
 
 def answer_key_pairs(prompt: str, answer: str, samples: list[tuple[str, bool]], rng: random.Random) -> list[dict]:

@@ -22,7 +22,8 @@ from rloo_studio.core.workspace import Workspace
 IMPORT_ANNOTATOR = "import"
 DEMO_SOURCES = ("demo-pairs", "demo-candidates")
 MARK = "demo_loaded"  # settings key, written in the same transaction as the data
-LABEL_COMMENT = f"{ANSWER_KEY}: the response with the known right answer, reasoned, is preferred"
+LABEL_COMMENT = (f"{ANSWER_KEY}: the preferred response has the known right answer where the other does not, "
+                 "or is better formed (closes its reasoning, answers)")
 
 
 def _rows(path: Path) -> list[dict]:
