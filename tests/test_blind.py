@@ -8,7 +8,8 @@ from rloo_studio.reward import view as rv
 from rloo_studio.rloo import view as rloo_view
 from rloo_studio.cli import main
 from rloo_studio.reward import breakdown as reward_breakdown
-from rloo_studio.reward.job import RewardJobConfig, held_out_rows, train_reward
+from rloo_studio.reward.config import RewardJobConfig
+from rloo_studio.reward.job import held_out_rows, train_reward
 from rloo_studio.runs.runner import JobRunner, read_metrics
 from rloo_studio.core.models import LoraSpec
 

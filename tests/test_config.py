@@ -2,7 +2,7 @@ import pytest
 
 from rloo_studio.core.config import build, to_yaml
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.reward.job import RewardJobConfig
+from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.rloo.config import RlooJobConfig
 
 

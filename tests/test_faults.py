@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.core.config import build
-from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.reward.config import RewardJobConfig
+from rloo_studio.reward.job import train_reward
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status

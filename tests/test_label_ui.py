@@ -84,7 +84,8 @@ def test_every_bad_file_through_the_ui_is_refused_with_a_message(app, tmp_path):
 
 
 def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
-    from rloo_studio.reward.job import RewardJobConfig, train_reward
+    from rloo_studio.reward.config import RewardJobConfig
+    from rloo_studio.reward.job import train_reward
     from rloo_studio.runs.runner import JobRunner
     from rloo_studio.reward.view import uncertainty_queue
 

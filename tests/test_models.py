@@ -84,7 +84,7 @@ def test_app_restricts_local_model_paths(tmp_path, monkeypatch):
 def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
     from custom_model import make_custom_code_model
     from rloo_studio.label.generate import GenerateConfig
-    from rloo_studio.reward.job import RewardJobConfig
+    from rloo_studio.reward.config import RewardJobConfig
     from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.core.models import ships_code
 

@@ -12,7 +12,8 @@ from transformers import TrainerCallback
 from rloo_studio.reward import view as rv
 from rloo_studio.core.config import build, from_dict
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.reward.job import PRESETS, RewardJobConfig, held_out_rows, preflight, preset, token_length, train_reward, truncate_thinking
+from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
+from rloo_studio.reward.job import held_out_rows, preflight, token_length, train_reward, truncate_thinking
 from rloo_studio.runs.runner import JobRunner, read_metrics, read_status
 from rloo_studio.core.models import LoraSpec, load_reward_adapter, load_seq_cls
 

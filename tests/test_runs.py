@@ -97,7 +97,7 @@ def test_launch_from_the_form_writes_a_config_the_cli_reads(tmp_path):
     import yaml
 
     from rloo_studio.core.config import build
-    from rloo_studio.reward.job import RewardJobConfig
+    from rloo_studio.reward.config import RewardJobConfig
     from rloo_studio.rloo.config import RlooJobConfig, preset
     from rloo_studio.runs.accelerate_launch import launch_from_form
 

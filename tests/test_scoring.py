@@ -5,7 +5,8 @@ import math
 import pytest
 
 from rloo_studio.core.errors import DataError
-from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.reward.config import RewardJobConfig
+from rloo_studio.reward.job import train_reward
 from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.reward.scoring import PairScore, format_text, load_scorer, naive_step_scores, score_json, score_responses, score_texts, summarize

@@ -2,7 +2,8 @@
 import torch
 from safetensors.torch import load_file
 
-from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.reward.config import RewardJobConfig
+from rloo_studio.reward.job import train_reward
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, read_metrics

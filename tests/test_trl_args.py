@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.reward import job as reward_job
+from rloo_studio.reward import config as reward_config
 from rloo_studio.rloo import config as rloo_config
 from rloo_studio.runs.reproduce_script import TEMPLATE, record_trl_args, write_script
 
@@ -68,18 +68,18 @@ def test_rloo_trl_args_are_plain_data_that_trl_takes(tmp_path):
     assert kw["chat_template_kwargs"] == {"enable_thinking": True} and kw["remove_unused_columns"] is False
 
 
-@pytest.mark.parametrize("held_out", [0, 10, 100])
+@pytest.mark.parametrize("held_out", [0, 10, 100, 300])
 def test_reward_trl_args_are_plain_data_that_trl_takes(tmp_path, held_out):
     from trl import RewardConfig
 
-    for cfg in [reward_job.RewardJobConfig(), *(reward_job.preset(p) for p in reward_job.PRESETS)]:
-        kw = reward_job.trl_args(cfg, held_out=held_out, max_length=2048 if held_out == 10 else None)
+    for cfg in [reward_config.RewardJobConfig(), *(reward_config.preset(p) for p in reward_config.PRESETS)]:
+        kw = reward_config.trl_args(cfg, held_out=held_out, max_length=2048 if held_out == 10 else None)
         assert json.loads(json.dumps(kw)) == kw
         args = RewardConfig(**kw, output_dir=str(tmp_path), use_cpu=True, report_to=[])
         assert same(args, kw)
         assert kw["eval_strategy"] == ("steps" if held_out else "no")
-        assert kw["per_device_eval_batch_size"] == (cfg.eval_batch_size or max(1, min(held_out, 64)))
-    assert reward_job.trl_args(reward_job.RewardJobConfig(), 10, 2048)["max_length"] == 2048
+        assert kw["per_device_eval_batch_size"] == (cfg.eval_batch_size or max(1, min(held_out, 256)))
+    assert reward_config.trl_args(reward_config.RewardJobConfig(), 10, 2048)["max_length"] == 2048
 
 
 def test_run_folder_holds_the_script_the_config_and_the_recorded_args(tmp_path):
@@ -99,7 +99,7 @@ def test_run_folder_holds_the_script_the_config_and_the_recorded_args(tmp_path):
 
 
 def test_a_script_run_before_training_says_so(tmp_path):
-    write_script(tmp_path, "reward", dataclasses.asdict(reward_job.RewardJobConfig()))
+    write_script(tmp_path, "reward", dataclasses.asdict(reward_config.RewardJobConfig()))
     out = subprocess.run([sys.executable, str(tmp_path / "reproduce.py")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "stopped before it started training" in out.stderr
 

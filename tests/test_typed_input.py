@@ -6,7 +6,7 @@ from rloo_studio.reward import view as reward_view, scoring
 from rloo_studio.rloo import view as rloo_view
 from rloo_studio.runs import catalog as runs
 from rloo_studio.core.errors import DataError, StudioError
-from rloo_studio.reward.job import RewardJobConfig
+from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.rloo.config import preset
 from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.models import resolve

@@ -15,7 +15,8 @@ from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.rloo import job as rloo_job
 from rloo_studio.rloo.config import RlooJobConfig
-from rloo_studio.reward.job import RewardJobConfig, train_reward
+from rloo_studio.reward.config import RewardJobConfig
+from rloo_studio.reward.job import train_reward
 from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.workspace import Workspace
 

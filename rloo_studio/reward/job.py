@@ -6,146 +6,15 @@ data), checkpoints/ and adapter/.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rloo_studio.core import bootstrap, memory  # noqa: F401  (unsloth before trl)
 from rloo_studio.reward import blind
-from rloo_studio.core.errors import ConfigError, DataError
-from rloo_studio.core.models import LoraSpec
-from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.core.errors import DataError
+from rloo_studio.reward.config import RewardJobConfig, trl_args
 from rloo_studio.runs.runner import RunContext, resume_point
-
-OVER_LENGTH = ("drop", "truncate_thinking", "fit")
-"""What to do with pairs longer than max_length: let TRL drop them, cut <think> steps until they
-fit, or raise max_length to the longest pair."""
-OPTIMIZERS = ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")
-
-
-@dataclass
-class RewardJobConfig:
-    """One reward-model run. The defaults are the demo-on-CPU preset (tuned on the bundled pairs)."""
-
-    model: str = str(DEMO_MODEL)
-    """Base model: a local folder or a hub id already in the local cache; gets a fresh score head."""
-    load_in_4bit: bool = False
-    """Load the base model in 4-bit (QLoRA) through bitsandbytes; for large models on small GPUs."""
-    use_unsloth: bool = True
-    """Load through Unsloth's FastModel on a GPU. On the CPU Unsloth has no sequence-classification
-    loader, so transformers loads the model (the log says so)."""
-    trust_remote_code: bool = False
-    """Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on
-    this machine with your permissions, so tick it only for a model whose source you trust."""
-    lora: LoraSpec = field(default_factory=lambda: LoraSpec(r=8, alpha=16, dropout=0.05))
-    modules_to_save: list[str] = field(default_factory=list)
-    """Layers trained in full beside the LoRA adapters and saved in the adapter (e.g. embed_tokens, norm);
-    the score head always is."""
-    learning_rate: float = 3e-3
-    """Peak learning rate (linear decay to 0). LoRA on the tiny demo model takes ~3e-3; 1e-5 for Qwen3 4B+."""
-    num_train_epochs: float = 3.0
-    """Passes over the training pairs (when max_steps is -1)."""
-    max_steps: int = -1
-    """Stop after this many optimizer steps; -1 trains for num_train_epochs."""
-    per_device_train_batch_size: int = 8
-    """Pairs per step and device (each pair is two sequences)."""
-    gradient_accumulation_steps: int = 1
-    """Batches summed per optimizer step: a larger effective batch without more memory."""
-    eval_batch_size: int = 0
-    """Pairs per evaluation batch; 0: the whole held-out set (at most 256 pairs) in one batch, so
-    the held-out accuracy is exact rather than a mean of batch means."""
-    max_length: int = 1024
-    """Tokens per prompt+response (chat template and EOS included). TRL drops longer pairs."""
-    over_length: str = "drop"
-    """Pairs longer than max_length: drop | truncate_thinking | fit (raise max_length to the longest)."""
-    center_rewards_coefficient: float | None = 0.01
-    """Pulls mean rewards towards 0 (keeps scores comparable across prompts)."""
-    eval_fraction: float = 0.2
-    """Share of pairs held out to measure pair accuracy."""
-    step_pairs: bool = False
-    """Step-level supervision from the same pairs: where both sides reason and part at a <think> step,
-    also train on the two responses cut just after the first step where they differ (training pairs only)."""
-    split_by_kind: bool = True
-    """Hold out the same share of each kind of pair (both reason / only chosen reasons / …), so the
-    held-out accuracy does not swing with how many hard pairs a seed happens to draw."""
-    seed: int = 0
-    """Seeds the held-out split, the score head's initialisation and the data order."""
-    optim: str = "adamw_torch"
-    """Optimizer (TRL/transformers name); adamw_8bit saves GPU memory."""
-    gradient_checkpointing: bool = False
-    """Recompute activations in the backward pass: less memory, about 30% slower."""
-    logging_steps: int = 1
-    """Log loss / accuracy / margin every this many steps (a point on each plot)."""
-    eval_steps: int = 8
-    """Measure held-out accuracy and margin every this many steps."""
-    save_steps: int = 20
-    """Checkpoint every this many steps (Stop also writes one): what Resume continues from."""
-    enable_thinking: bool = True
-    """Hybrid chat templates (Qwen3): responses reason in <think> (False: the template's generation prompt
-    closes an empty block and responses are answers). Inspect scores and the RLOO reward read it from the run."""
-
-    def validate(self) -> None:
-        if self.learning_rate <= 0:
-            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
-        if self.max_length < 8:
-            raise ConfigError(f"max_length must be at least 8 tokens, got {self.max_length}.")
-        if not 0 <= self.eval_fraction < 1:
-            raise ConfigError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}.")
-        if self.per_device_train_batch_size < 1 or self.gradient_accumulation_steps < 1:
-            raise ConfigError("per_device_train_batch_size and gradient_accumulation_steps must be at least 1.")
-        if self.eval_batch_size < 0:
-            raise ConfigError("eval_batch_size must be 0 (whole held-out set) or a positive number.")
-        if self.max_steps == 0 or self.max_steps < -1:
-            raise ConfigError("max_steps must be -1 (use epochs) or at least 1.")
-        if self.max_steps == -1 and self.num_train_epochs <= 0:
-            raise ConfigError("num_train_epochs must be positive when max_steps is -1.")
-        if self.over_length not in OVER_LENGTH:
-            raise ConfigError(f"over_length must be one of {', '.join(OVER_LENGTH)}, got {self.over_length!r}.")
-        if self.optim not in OPTIMIZERS:
-            raise ConfigError(f"optim must be one of {', '.join(OPTIMIZERS)}, got {self.optim!r}.")
-        if self.lora.r < 1 or not self.lora.target_modules:
-            raise ConfigError("lora.r must be at least 1 and lora.target_modules must name at least one layer.")
-        if min(self.logging_steps, self.eval_steps, self.save_steps) < 1:
-            raise ConfigError("logging_steps, eval_steps and save_steps must be at least 1.")
-
-
-def trl_args(cfg: RewardJobConfig, held_out: int, max_length: int | None = None) -> dict:
-    """RewardConfig's keyword arguments from the job's config and its split (`held_out` pairs; `max_length` when
-    over_length=fit raised it): the one mapping, used by the job and recorded in the run folder for reproduce.py.
-    Left to the caller: output_dir, use_cpu / bf16 (the device), report_to and eval_on_start (not on resume)."""
-    return dict(
-        learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.per_device_train_batch_size,
-        per_device_eval_batch_size=cfg.eval_batch_size or max(1, min(held_out, 256)),  # 0: one exact batch
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps, max_length=max_length or cfg.max_length,
-        center_rewards_coefficient=cfg.center_rewards_coefficient, seed=cfg.seed, optim=cfg.optim,
-        gradient_checkpointing=cfg.gradient_checkpointing,
-        logging_nan_inf_filter=False,  # the default logs a NaN loss as 0 and hides the divergence from the guard
-        logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
-        eval_strategy="steps" if held_out else "no", eval_steps=cfg.eval_steps, disable_tqdm=True,
-    )
-
-
-_QWEN3_GPU = dict(  # the seed recipe: r=16, alpha=16, lr 1e-5, max_length 1024 for thinking data, 8-bit AdamW
-    lora=LoraSpec(r=16, alpha=16), learning_rate=1e-5, num_train_epochs=1.0, max_length=1024,
-    optim="adamw_8bit", gradient_checkpointing=True, eval_steps=50, save_steps=100, logging_steps=5,
-    center_rewards_coefficient=0.01, eval_fraction=0.1,
-)
-PRESETS: dict[str, dict] = {
-    "demo (CPU)": {},
-    "16 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=True,
-                      per_device_train_batch_size=2, gradient_accumulation_steps=8, eval_batch_size=4),
-    "24 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=False,
-                      per_device_train_batch_size=4, gradient_accumulation_steps=4, eval_batch_size=8),
-}
-
-
-def preset(name: str) -> RewardJobConfig:
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return dataclasses.replace(RewardJobConfig(), **PRESETS[name])
 
 
 def pair_rows(tok, pairs: list[dict], enable_thinking: bool = True) -> list[dict]:

@@ -12,7 +12,7 @@ import yaml
 from rloo_studio.core import form
 from rloo_studio.reward.blind import breakdown_cell, breakdown_text
 from rloo_studio.core.errors import DataError
-from rloo_studio.reward.job import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
+from rloo_studio.reward.config import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
 from rloo_studio.reward.breakdown import read as read_breakdown
 from rloo_studio.runs.runner import read_metrics, read_status
 from rloo_studio.core.workspace import Workspace

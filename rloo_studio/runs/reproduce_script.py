@@ -3,7 +3,7 @@
 Each reward or RLOO run folder gets `reproduce.py` (a copy of reproduce_template.py) and `reproduce.json`,
 which it reads: the job's config (model, LoRA, rewards) and, written by the job just before it builds its
 TRL config, the exact keyword arguments it gave RLOOConfig / RewardConfig (rloo.config.trl_args,
-reward.job.trl_args). So the mapping from the studio's config to TRL's exists once. RLOO runs also get
+reward.config.trl_args). So the mapping from the studio's config to TRL's exists once. RLOO runs also get
 thinking.py and answers.py, the studio's own standard-library modules that the rule rewards stand on.
 """
 from __future__ import annotations
