@@ -41,7 +41,7 @@ class StepTimer(TrainerCallback):
 
 
 def config(steps: int):
-    from rloo_studio.reward.job import RewardJobConfig
+    from rloo_studio.reward.config import RewardJobConfig
 
     # No evaluation or checkpoint inside the timed window: both variants time pure training steps.
     return RewardJobConfig(max_steps=steps, eval_steps=10_000, save_steps=10_000, eval_fraction=0.2, seed=0)

@@ -75,7 +75,8 @@ def _train(a, kind: str) -> int:
         from rloo_studio.rloo.config import PRESETS, RlooJobConfig as Cfg, preset
         from rloo_studio.rloo.job import train_rloo as fn
     else:
-        from rloo_studio.reward.job import PRESETS, RewardJobConfig as Cfg, preset, train_reward as fn
+        from rloo_studio.reward.config import PRESETS, RewardJobConfig as Cfg, preset
+        from rloo_studio.reward.job import train_reward as fn
     if a.preset and a.preset not in PRESETS:
         raise StudioError(f"unknown preset {a.preset!r}; choose one of {', '.join(PRESETS)}")
     cfg = build(Cfg, a.config, a.set, base=preset(a.preset) if a.preset else None)

@@ -13,7 +13,8 @@ import gradio as gr
 from rloo_studio.reward import view as rv
 from rloo_studio.runs import catalog as runs
 from rloo_studio.core.errors import StudioError, explain
-from rloo_studio.reward.job import PRESETS, RewardJobConfig, format_preflight, preflight, preset, train_reward
+from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
+from rloo_studio.reward.job import format_preflight, preflight, train_reward
 from rloo_studio.core.models import TRUST_WARNING
 from rloo_studio.core.studio import Studio
 from rloo_studio.runs import series as S
