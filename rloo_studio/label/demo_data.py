@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rloo_studio.core.demo_task import ANSWER_KEY
 from rloo_studio.core.paths import DEFAULT_WORKSPACE, DEMO_DATA
-from rloo_studio.label.prompts import add_prompt, get_or_create_set
+from rloo_studio.label.prompts import add_imported_label, add_pair, add_prompt, add_response, get_or_create_set
 from rloo_studio.core.workspace import Workspace
 
 IMPORT_ANNOTATOR = "import"
@@ -28,13 +28,6 @@ LABEL_COMMENT = (f"{ANSWER_KEY}: the preferred response has the known right answ
 
 def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _response(con, prompt_id: int, text: str, source: str) -> int:
-    return con.execute(
-        "INSERT INTO responses (prompt_id, text, source, created) VALUES (?, ?, ?, ?)",
-        (prompt_id, text, source, time.time()),
-    ).lastrowid
 
 
 def wants_demo(workspace: str | Path | None, demo: bool = False) -> bool:
@@ -75,22 +68,14 @@ def seed_demo(ws: Workspace, data_dir: Path = DEMO_DATA) -> dict | None:
         ann = con.execute("SELECT id FROM annotators WHERE name=?", (IMPORT_ANNOTATOR,)).fetchone()[0]
         for row in _rows(data_dir / "pairs.jsonl"):
             pid = add_prompt(con, sid, row["prompt"], {"answer": row["answer"]})
-            a = _response(con, pid, row["chosen"], "import:pairs.jsonl")
-            b = _response(con, pid, row["rejected"], "import:pairs.jsonl")
-            pair = con.execute(
-                "INSERT INTO pairs (prompt_id, response_a, response_b, source, created) VALUES (?, ?, ?, ?, ?)",
-                (pid, a, b, "demo-pairs", now),
-            ).lastrowid
-            con.execute("INSERT INTO labels (pair_id, annotator_id, choice, comment, created) VALUES (?, ?, 'a', ?, ?)",
-                        (pair, ann, LABEL_COMMENT, now))
+            a = add_response(con, pid, row["chosen"], "import:pairs.jsonl", now)
+            b = add_response(con, pid, row["rejected"], "import:pairs.jsonl", now)
+            add_imported_label(con, add_pair(con, pid, a, b, "demo-pairs", now), ann, LABEL_COMMENT, now)
             added["labeled_pairs"] += 1
         for row in _rows(data_dir / "candidates.jsonl"):
             pid = add_prompt(con, sid, row["prompt"], {"answer": row["answer"]})
-            ids = [_response(con, pid, t, "model:demo") for t in row["responses"]]
-            con.execute(
-                "INSERT INTO pairs (prompt_id, response_a, response_b, source, created) VALUES (?, ?, ?, ?, ?)",
-                (pid, ids[0], ids[1], "demo-candidates", now),
-            )
+            ids = [add_response(con, pid, t, "model:demo", now) for t in row["responses"]]
+            add_pair(con, pid, ids[0], ids[1], "demo-candidates", now)
             added["candidate_pairs"] += 1
         con.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (MARK, str(now)))
     return added

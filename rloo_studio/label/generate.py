@@ -12,7 +12,7 @@ from rloo_studio.core import bootstrap  # noqa: F401
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.label.importing import candidate_pairs
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.label.prompts import add_prompt, get_or_create_set, load_prompt_set
+from rloo_studio.label.prompts import add_pair, add_prompt, add_response, get_or_create_set, load_prompt_set
 
 
 @dataclass
@@ -92,11 +92,9 @@ def generate_candidates(cfg: GenerateConfig, ctx) -> str:
                     continue  # identical samples: nothing to compare
                 pid = add_prompt(con, sid, p, extras[i + j])
                 now = time.time()
-                rids = [con.execute("INSERT INTO responses (prompt_id, text, source, created) VALUES (?, ?, ?, ?)",
-                                    (pid, t, f"model:{cfg.model}", now)).lastrowid for t in texts]
+                rids = [add_response(con, pid, t, f"model:{cfg.model}", now) for t in texts]
                 for a, b in candidate_pairs(len(rids)):
-                    con.execute("INSERT INTO pairs (prompt_id, response_a, response_b, source, created) "
-                                "VALUES (?, ?, ?, ?, ?)", (pid, rids[a], rids[b], source, now))
+                    add_pair(con, pid, rids[a], rids[b], source, now)
                     made += 1
         done = min(i + batch, len(prompts))
         ctx.set_progress(done, len(prompts), "prompts")

@@ -29,7 +29,7 @@ from typing import Callable
 from rloo_studio.label import shapes as S
 from rloo_studio.core.errors import DataError
 from rloo_studio.label.store import IMPORT_ANNOTATOR
-from rloo_studio.label.prompts import add_prompt, get_or_create_set
+from rloo_studio.label.prompts import add_imported_label, add_pair, add_prompt, add_response, get_or_create_set
 from rloo_studio.label.shapes import MAX_TEXT_CHARS, Row
 from rloo_studio.core.workspace import Workspace
 
@@ -389,14 +389,9 @@ def write_records(ws: Workspace, kind: str, records: list[Row], name: str,
             for a, b, key in new:
                 for j in (a, b):
                     if j not in rids:
-                        rids[j] = con.execute(
-                            "INSERT INTO responses (prompt_id, text, source, created) VALUES (?, ?, ?, ?)",
-                            (pid, rec.responses[j], source, now)).lastrowid
-                pair = con.execute(
-                    "INSERT INTO pairs (prompt_id, response_a, response_b, source, created, dedup_key) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", (pid, rids[a], rids[b], name, now, key)).lastrowid
+                        rids[j] = add_response(con, pid, rec.responses[j], source, now)
+                pair = add_pair(con, pid, rids[a], rids[b], name, now, key)
                 pairs += 1
                 if rec.preferred:
-                    con.execute("INSERT INTO labels (pair_id, annotator_id, choice, created) VALUES (?, ?, 'a', ?)",
-                                (pair, ann, now))
+                    add_imported_label(con, pair, ann, now=now)
     return ImportResult(kind, name, len(records), pairs, len(prompt_ids), columns, skipped, repeated)

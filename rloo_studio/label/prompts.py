@@ -1,4 +1,6 @@
-"""Prompt sets: a `prompt` column plus optional columns (answer, ...) that reach reward functions."""
+"""Prompt sets: a `prompt` column plus optional columns (answer, ...) that reach reward functions; and the rows
+every writer of the store shares (a prompt's responses, a pair of them, an imported label), inside the
+caller's transaction: importing, the demo data, generated candidates and RLOO completions sent to labeling."""
 from __future__ import annotations
 
 import json
@@ -27,6 +29,29 @@ def add_prompt(con, set_id: int, text: str, extra: dict | None = None) -> int:
     return con.execute(
         "INSERT INTO prompts (set_id, text, extra) VALUES (?, ?, ?)", (set_id, text, json.dumps(extra or {}))
     ).lastrowid
+
+
+def add_response(con, prompt_id: int, text: str, source: str, now: float | None = None) -> int:
+    return con.execute("INSERT INTO responses (prompt_id, text, source, created) VALUES (?, ?, ?, ?)",
+                       (prompt_id, text, source, now or time.time())).lastrowid
+
+
+def add_pair(con, prompt_id: int, response_a: int, response_b: int, source: str, now: float | None = None,
+             dedup_key: str | None = None) -> int:
+    """A pair of two responses to one prompt (unlabeled); `dedup_key` lets a later import find it again (pairs
+    written without one get theirs from importing.fill_keys when an import first needs them)."""
+    cols, vals = "prompt_id, response_a, response_b, source, created", [prompt_id, response_a, response_b, source,
+                                                                       now or time.time()]
+    if dedup_key is not None:
+        cols, vals = cols + ", dedup_key", vals + [dedup_key]
+    return con.execute(f"INSERT INTO pairs ({cols}) VALUES ({', '.join('?' * len(vals))})", vals).lastrowid
+
+
+def add_imported_label(con, pair_id: int, annotator_id: int, comment: str = "",
+                       now: float | None = None) -> None:
+    """An imported preference: response A (the chosen one) is better."""
+    con.execute("INSERT INTO labels (pair_id, annotator_id, choice, comment, created) VALUES (?, ?, 'a', ?, ?)",
+                (pair_id, annotator_id, comment, now or time.time()))
 
 
 def add_prompt_set(ws: Workspace, name: str, rows: list[dict], source: str) -> int:

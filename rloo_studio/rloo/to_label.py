@@ -18,7 +18,7 @@ from itertools import combinations
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.importing import fill_keys, pair_key
-from rloo_studio.label.prompts import add_prompt, get_or_create_set
+from rloo_studio.label.prompts import add_pair, add_prompt, add_response, get_or_create_set
 from rloo_studio.runs.catalog import find_run, run_config
 from rloo_studio.runs.runner import read_jsonl
 
@@ -138,11 +138,8 @@ def send_group(ws: Workspace, run_id: str, step: int, prompt: str, how: str = "e
                 continue
             sid = get_or_create_set(con, source, source)
             pid = add_prompt(con, sid, prompt, extra)
-            ra, rb = (con.execute("INSERT INTO responses (prompt_id, text, source, created) VALUES (?, ?, ?, ?)",
-                                  (pid, t, source, now)).lastrowid for t in (ta, tb))
-            ids.append(con.execute(
-                "INSERT INTO pairs (prompt_id, response_a, response_b, source, created, dedup_key) "
-                "VALUES (?, ?, ?, ?, ?, ?)", (pid, ra, rb, source, now, key)).lastrowid)
+            ra, rb = (add_response(con, pid, t, source, now) for t in (ta, tb))
+            ids.append(add_pair(con, pid, ra, rb, source, now, key))
             added += 1
     return SendResult(source, added, skipped, ids)
 
