@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from rloo_studio.core.thinking import chat_prompt as _chat_prompt
+from rloo_studio.core.thinking import chat_prompt
 from rloo_studio.core.thinking import full_response, template_info
 
 
@@ -18,11 +18,6 @@ class Sample:
     stopped: bool  # ended with EOS (False: cut at max_new_tokens)
     response: str = ""  # the whole response: `text` with the <think> (or the empty closed block) that the
     # chat template's generation prompt put before it, so that it reads the same under any template
-
-
-def chat_prompt(tokenizer, prompt: str, enable_thinking: bool = True) -> str:
-    """The prompt as the model sees it: chat template with the generation prompt."""
-    return _chat_prompt(tokenizer, prompt, enable_thinking)
 
 
 @torch.no_grad()

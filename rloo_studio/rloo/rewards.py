@@ -167,21 +167,16 @@ def shares_tokenizer(a, b) -> bool:
     return a is b or (a.get_vocab() == b.get_vocab() and a.eos_token_id == b.eos_token_id)
 
 
-def prompt_text(tok, prompt, enable_thinking: bool = True) -> str:
-    """The prompt as the reward model was trained on it: chat template with the generation prompt."""
-    return chat_prompt(tok, prompt, enable_thinking)
-
-
 def ids_from_text(tok, prompt, completion, enable_thinking: bool = True) -> list[int]:
     """Decode + re-tokenize path: chat prompt + completion text (no <think> the prompt already opened)
     + EOS (as RewardTrainer trains)."""
     body = continuation(template_info(tok, enable_thinking), _text(completion))
-    return tok(prompt_text(tok, prompt, enable_thinking) + body + tok.eos_token, add_special_tokens=False)["input_ids"]
+    return tok(chat_prompt(tok, prompt, enable_thinking) + body + tok.eos_token, add_special_tokens=False)["input_ids"]
 
 
 def ids_from_tokens(tok, prompt, completion_ids: Sequence[int], enable_thinking: bool = True) -> list[int]:
     """Token-id path: chat prompt ids + the completion's own ids, ending in exactly one EOS."""
-    return (tok(prompt_text(tok, prompt, enable_thinking), add_special_tokens=False)["input_ids"]
+    return (tok(chat_prompt(tok, prompt, enable_thinking), add_special_tokens=False)["input_ids"]
             + _body_ids(tok, completion_ids, enable_thinking) + [tok.eos_token_id])
 
 
