@@ -16,6 +16,7 @@ from rloo_studio.core.studio import Studio
 from rloo_studio.ui import charts, launch_panel, messages, render
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
+WIDTHS = ["17%", "7%", "9%", "11%", "10%", "25%", "21%"]  # every column on a 1400 px page; long text wraps
 
 
 def _table(ws) -> list[list]:
@@ -168,7 +169,8 @@ def export_section(studio: Studio, pick):
 
 def build(studio: Studio):
     ws = studio.ws
-    table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, elem_id="runs-table")
+    table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, column_widths=WIDTHS,
+                         elem_id="runs-table")
     with gr.Row():
         pick = gr.Dropdown([r["id"] for r in ws.runs()], multiselect=True, label="Runs to compare", scale=3,
                            elem_id="runs-pick")
