@@ -1,6 +1,5 @@
 """Two browser sessions label at once: no label lost, none doubled, no pair given to both."""
 import json
-import re
 import threading
 import time
 
@@ -29,7 +28,10 @@ def labeler(url: str, name: str, seen: list, errors: list, duration: float):
             k = 0
             stop_at = time.time() + duration  # from when this page is ready to label
             while time.time() < stop_at:
-                current = re.search(r"pair #(\d+)", page.locator("#lbl-status").inner_text()).group(1)
+                # the pair on the page (the status line may be between two drawings for a moment)
+                current = page.wait_for_function(
+                    "() => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
+                    " return m && m[1]; }", timeout=120000).json_value()
                 page.keyboard.press("1" if k % 2 else "2")
                 page.wait_for_function(
                     "b => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"

@@ -178,10 +178,10 @@ def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
         open_accordion(page, "Annotators and agreement")
         panel = page.locator("#lbl-annotators")
         row = panel.locator("tr", has_text="orderly")
-        expect(row.locator("td")).to_have_text(["orderly", "0", "1"], timeout=20000)  # labels, skips
+        expect(row.locator("td")).to_have_text(["orderly", "0", "0", "1"], timeout=20000)  # today, labels, skips
         page.locator("#lbl-progress").click()
         page.keyboard.press("1")
-        expect(row.locator("td")).to_have_text(["orderly", "1", "1"], timeout=20000)
+        expect(row.locator("td")).to_have_text(["orderly", "1", "1", "1"], timeout=20000)
         screenshot(page, "label-flag-annotators")
 
 
