@@ -95,7 +95,7 @@ def run_plain(steps: int) -> list[float]:
 
     from rloo_studio.core.models import add_lora, load_causal_lm
     from rloo_studio.core.paths import DEMO_DATA
-    from rloo_studio.rloo.rewards import correctness
+    from rloo_studio.rloo.rewards import make_correctness_reward
 
 
     cfg = _cfg(steps)
@@ -119,7 +119,7 @@ def run_plain(steps: int) -> list[float]:
                           per_device_train_batch_size=cfg.per_device_train_batch_size, max_steps=steps, seed=cfg.seed,
                           reward_weights=cfg.reward_weights, logging_steps=1, save_strategy="no", report_to=[],
                           disable_tqdm=True, remove_unused_columns=False)
-        RLOOTrainer(model=model, reward_funcs=[correctness], args=args, train_dataset=data, processing_class=tok,
+        RLOOTrainer(model=model, reward_funcs=[make_correctness_reward(tok)], args=args, train_dataset=data, processing_class=tok,
                     callbacks=[Keep()]).train()
     return times[1:]
 

@@ -40,6 +40,31 @@ def test_pair_kind_reads_the_think_blocks():
     assert blind.pair_kind(PLAIN, "3") == "neither reasons"
 
 
+def test_pair_kind_reads_a_response_as_the_qwen3_thinking_template_leaves_it(qwen3_tokenizer):
+    """Qwen3-Thinking's generation prompt opens <think>: a response without tags, or one cut before </think>,
+    is reasoning; the held-out breakdown and the stratified split read pairs the same way."""
+    from rloo_studio.core.thinking import continuation, template_info
+    from rloo_studio.reward.job import pair_rows, split_rows
+
+    start = template_info(qwen3_tokenizer).start
+    assert start == "think"
+    tagless = "7+5+0=12\n\n3+4+1=8\n</think>\n\nThe answer is 812."  # as Qwen3-Thinking writes it
+    cut = "7+5+0=12\n\n3+4+1="  # stopped at max length inside the reasoning: no tag at all
+    cut_opened = "<think>\n7+5+0=12\n\n3+4"  # the same, with the opening tag written out
+    for text in (tagless, cut, cut_opened, THINK.format(a=1)):
+        assert blind.reasons(text, start), text
+    assert not blind.reasons(cut) and blind.reasons(cut_opened)  # without the template: a cut tagless text is answer
+    assert blind.pair_kind(cut, tagless, start) == "both reason"
+    assert blind.pair_kind(cut, tagless) == "only rejected reasons"
+    # the job's rows drop the <think> the template opened; the split still counts both sides as reasoning
+    rows = pair_rows(qwen3_tokenizer, [{"prompt": "Add.", "chosen": THINK.format(a=k), "rejected": cut_opened,
+                                        "pair_id": k} for k in range(10)])
+    assert rows[0]["rejected"] == continuation(template_info(qwen3_tokenizer), cut_opened) and "<think>" not in rows[0]["rejected"]
+    assert {blind.pair_kind(r["chosen"], r["rejected"], start) for r in rows} == {"both reason"}
+    held, train = split_rows(rows, 0.3, 0, start=start)
+    assert len(held) == 3 and len(train) == 7
+
+
 def test_blind_warning_fires_when_the_reward_model_sees_only_the_format():
     format_only = _samples(lambda thinks, correct, rng: (1.0 if thinks else -1.0) + rng.gauss(0, 0.1))
     warns = blind.blind_warnings(format_only)

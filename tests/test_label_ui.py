@@ -87,7 +87,7 @@ def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
     from rloo_studio.reward.config import RewardJobConfig
     from rloo_studio.reward.job import train_reward
     from rloo_studio.runs.runner import JobRunner
-    from rloo_studio.reward.view import uncertainty_queue
+    from rloo_studio.reward.uncertainty import uncertainty_queue
 
     ws_dir = tmp_path / "ws"
     ws = Workspace(ws_dir, seed_demo=True)

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import TrainerCallback
 
-from rloo_studio.reward import view as rv
+from rloo_studio.reward import uncertainty, view as rv
 from rloo_studio.core.config import build, from_dict
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
@@ -29,8 +29,8 @@ def _run(workspace, cfg, callbacks=(), runner=None):
 
 def _pair_accuracy(model, tok, rows):
     n = len(rows)
-    s = rv.score_texts(model, tok, [r["raw_prompt"] for r in rows] * 2,
-                       [r["chosen"] for r in rows] + [r["rejected"] for r in rows])
+    s = uncertainty.score_texts(model, tok, [r["raw_prompt"] for r in rows] * 2,
+                                [r["chosen"] for r in rows] + [r["rejected"] for r in rows])
     return sum(s[i] > s[n + i] for i in range(n)) / n
 
 
@@ -109,8 +109,8 @@ def test_saved_adapter_reloads_with_the_in_memory_scores_and_holds_the_score_hea
     trained = keep.model.eval()
     rows = _raw_prompts(workspace, held_out_rows(workspace.run_dir(rid)))[:12]
     prompts, texts = [x["raw_prompt"] for x in rows], [x["chosen"] for x in rows]
-    a = torch.tensor(rv.score_texts(trained, tok, prompts, texts))
-    b = torch.tensor(rv.score_texts(reloaded, tok, prompts, texts))
+    a = torch.tensor(uncertainty.score_texts(trained, tok, prompts, texts))
+    b = torch.tensor(uncertainty.score_texts(reloaded, tok, prompts, texts))
     assert torch.allclose(a, b, atol=1e-5), (a, b)
     (w,) = [saved[k] for k in head if k.endswith("weight")]
     assert not torch.allclose(w, fresh_head)  # the trained head, not a fresh random one
@@ -203,7 +203,7 @@ def test_uncertainty_queue_orders_unlabeled_pairs_by_smallest_margin(workspace):
     assert state == "completed"
     unlabeled = [x["id"] for x in workspace.query(
         "SELECT id FROM pairs WHERE id NOT IN (SELECT pair_id FROM labels WHERE superseded=0)")]
-    q = rv.uncertainty_queue(workspace, rid)
+    q = uncertainty.uncertainty_queue(workspace, rid)
     assert sorted(p for p, _, _ in q) == sorted(unlabeled) and len(q) == 80
     margins = [abs(m) for _, m, _ in q]
     assert margins == sorted(margins)
@@ -214,10 +214,10 @@ def test_uncertainty_queue_orders_unlabeled_pairs_by_smallest_margin(workspace):
         JOIN prompts p ON p.id=pr.prompt_id JOIN responses ra ON ra.id=pr.response_a
         JOIN responses rb ON rb.id=pr.response_b WHERE pr.id=?""", (pid,))[0]
     model, tok = load_reward_adapter(workspace.run_dir(rid) / "adapter")
-    sa, sb = rv.score_texts(model, tok, [row["prompt"]] * 2, [row["a"], row["b"]])
+    sa, sb = uncertainty.score_texts(model, tok, [row["prompt"]] * 2, [row["a"], row["b"]])
     assert abs((sa - sb) - margin) < 1e-4
     some = unlabeled[:5] + [1]  # pair 1 is labeled: never offered
-    assert sorted(p for p, _, _ in rv.uncertainty_queue(workspace, rid, some)) == sorted(unlabeled[:5])
+    assert sorted(p for p, _, _ in uncertainty.uncertainty_queue(workspace, rid, some)) == sorted(unlabeled[:5])
 
 
 def test_cli_train_reward_writes_the_run_folder(tmp_path):

@@ -2,7 +2,7 @@ import pytest
 
 from rloo_studio.core.models import load_tokenizer, think_token_ids
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.rloo.rewards import correctness, make_answer_present_reward, make_think_format_reward
+from rloo_studio.rloo.rewards import make_answer_present_reward, make_correctness_reward, make_think_format_reward
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,7 @@ def test_answer_present(tok):
 
 
 def test_correctness_needs_closed_thinking_and_last_number():
+    correctness = make_correctness_reward()  # the demo's answer format: the last number
     comps = [
         "<think>1+2</think>The answer is 1326.",
         "1+2</think>It is 1326",

@@ -9,7 +9,8 @@ from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.reward.job import train_reward
 from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.reward.scoring import PairScore, format_text, load_scorer, naive_step_scores, score_json, score_responses, score_texts, summarize
+from rloo_studio.reward.dataset_view import PairScore, summarize
+from rloo_studio.reward.scoring import format_text, load_scorer, naive_step_scores, score_json, score_responses, score_texts
 from rloo_studio.core.workspace import Workspace
 
 PROMPT = "Add 820 and 634."
@@ -104,7 +105,7 @@ def test_batched_equals_unbatched(scorer):
 
 
 def test_text_format_matches_training(scorer):
-    """Chat prompt + response + EOS, as TRL's RewardTrainer builds it from jobs.reward.pair_rows."""
+    """Chat prompt + response + EOS, as TRL's RewardTrainer builds it from reward.job.pair_rows."""
     from rloo_studio.reward.job import pair_rows
 
     row = pair_rows(scorer.tok, [{"prompt": PROMPT, "chosen": "x", "rejected": "y"}])[0]
@@ -164,7 +165,7 @@ def test_summarize_hand_checked():
 
 def test_dataset_view_on_the_demo_pairs(trained_ws):
     from rloo_studio.label.store import preference_pairs
-    from rloo_studio.reward.scoring import dataset_view
+    from rloo_studio.reward.dataset_view import dataset_view
 
     sc = load_scorer(trained_ws, reward_run=trained_ws.trained_run)
     v = dataset_view(sc, trained_ws, top=5)

@@ -105,7 +105,8 @@ _DISAGREE: dict = {}  # (reward run, its adapter's mtime, the labels' state) -> 
 def disagreements(ws: Workspace, reward_run: str) -> list[int]:
     """Pairs whose labeled preference the reward run's model scores the other way (margin < 0), most
     negative first. Scored once per reward model and state of the labels, then kept."""
-    from rloo_studio.reward.scoring import dataset_view, load_scorer
+    from rloo_studio.reward.dataset_view import dataset_view
+    from rloo_studio.reward.scoring import load_scorer
 
     rid = find_run(ws, reward_run, "reward")["id"]
     ad = adapter_dir(ws, rid) / "adapter_model.safetensors"

@@ -11,12 +11,12 @@
 """
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 
+from rloo_studio.core.stats import correlation
 from rloo_studio.core.thinking import parse
 
-REWARD_MODEL = "reward_model"  # the reward-model reward's name in samples.jsonl (jobs/rloo.py REWARD_MODEL)
+REWARD_MODEL = "reward_model"  # the reward-model reward's name in samples.jsonl (rloo.config.REWARD_MODEL)
 BLIND_R = 0.2
 """Pearson r below which the reward model is said not to separate what a rule separates."""
 MIN_COMPLETIONS = 16
@@ -35,14 +35,16 @@ SLICES = ("among completions that think", "within each prompt's group", "over al
 # -- held-out pairs by kind and source -----------------------------------------------------------
 
 
-def reasons(text: str) -> bool:
-    """The response holds non-empty <think> reasoning (both tags, or only the closing tag)."""
-    return parse(text).has_thinking
+def reasons(text: str, start: str = "answer") -> bool:
+    """The response holds non-empty <think> reasoning (both tags, or only the closing tag). `start`: where
+    the chat template's generation prompt leaves it (thinking.Template.start); after Qwen3-Thinking's
+    prompt ("think") a response without tags, or cut before </think>, is reasoning too."""
+    return parse(text, start=start).has_thinking
 
 
-def pair_kind(chosen: str, rejected: str) -> str:
-    """'both reason', 'only chosen reasons', 'only rejected reasons' or 'neither reasons'."""
-    c, r = reasons(chosen), reasons(rejected)
+def pair_kind(chosen: str, rejected: str, start: str = "answer") -> str:
+    """'both reason', 'only chosen reasons', 'only rejected reasons' or 'neither reasons' (`start` as in reasons)."""
+    c, r = reasons(chosen, start), reasons(rejected, start)
     if c and r:
         return "both reason"
     if c or r:
@@ -103,15 +105,6 @@ def breakdown_cell(b: dict | None) -> str:
 # -- live RLOO completions -----------------------------------------------------------------------
 
 
-def _r(x: list[float], y: list[float]) -> float | None:
-    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
-        return None
-    try:
-        return statistics.correlation(x, y)
-    except statistics.StatisticsError:
-        return None
-
-
 def _demeaned(rows: list[tuple], key) -> tuple[list[float], list[float]]:
     """Both values minus their group's mean, for groups of at least two completions."""
     groups: dict = defaultdict(list)
@@ -156,7 +149,7 @@ def correlations(samples: list[dict], reward_model: str = REWARD_MODEL) -> list[
         for name in SLICES:
             if name in slices:
                 x, y = slices[name]
-                out.append({"rule": rule, "slice": name, "r": _r(x, y), "n": len(x)})
+                out.append({"rule": rule, "slice": name, "r": correlation(x, y), "n": len(x)})
     return out
 
 

@@ -13,6 +13,8 @@ OVER_LENGTH = ("drop", "truncate_thinking", "fit")
 """What to do with pairs longer than max_length: let TRL drop them, cut <think> steps until they
 fit, or raise max_length to the longest pair."""
 OPTIMIZERS = ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")
+MIN_PAIRS = 4
+"""Fewest labeled pairs with a preference a reward run trains on (the job and the tab's check refuse fewer)."""
 
 
 @dataclass

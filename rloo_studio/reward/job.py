@@ -10,10 +10,13 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
+
 from rloo_studio.core import bootstrap, memory  # noqa: F401  (unsloth before trl)
 from rloo_studio.reward import blind
 from rloo_studio.core.errors import DataError
-from rloo_studio.reward.config import RewardJobConfig, trl_args
+from rloo_studio.core.reward_input import reward_ids
+from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig, trl_args
 from rloo_studio.runs.runner import RunContext, resume_point
 
 
@@ -34,11 +37,8 @@ def pair_rows(tok, pairs: list[dict], enable_thinking: bool = True) -> list[dict
 # -- pre-flight ------------------------------------------------------------------------------
 
 def token_length(tok, prompt: str, response: str) -> int:
-    """Tokens TRL counts for one side: prompt + response + EOS, tokenized as one text (as TRL does)."""
-    text = prompt + response
-    if not text.endswith(tok.eos_token):
-        text += tok.eos_token
-    return len(tok(text=text)["input_ids"])
+    """Tokens TRL counts for one side of a row: prompt + response + EOS, tokenized as one text (as TRL does)."""
+    return len(reward_ids(tok, prompt, response))
 
 
 def truncate_thinking(tok, prompt: str, response: str, max_length: int, start: str = "answer") -> str:
@@ -74,11 +74,11 @@ def _label_breakdown(ws) -> dict:
 
 
 def _percentiles(values: list[int]) -> dict:
+    """{p50, p90, p99, max} of token counts, each one of the counts (numpy's nearest-rank percentile)."""
     if not values:
         return {}
-    v = sorted(values)
-    pick = lambda q: v[min(len(v) - 1, int(round(q * (len(v) - 1))))]  # noqa: E731
-    return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": v[-1]}
+    p50, p90, p99 = (int(x) for x in np.percentile(values, [50, 90, 99], method="nearest"))
+    return {"p50": p50, "p90": p90, "p99": p99, "max": int(max(values))}
 
 
 def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = None) -> dict:
@@ -190,7 +190,7 @@ def _split(ctx: RunContext, tok, pairs: list[dict], cfg: RewardJobConfig) -> tup
         rows = [json.loads(x) for x in saved.read_text().splitlines() if x.strip()]
         return [r for r in rows if r["split"] == "train"], [r for r in rows if r["split"] == "held_out"]
     rows = pair_rows(tok, pairs, cfg.enable_thinking)
-    held, train = split_rows(rows, cfg.eval_fraction, cfg.seed, cfg.split_by_kind)
+    held, train = split_rows(rows, cfg.eval_fraction, cfg.seed, cfg.split_by_kind, _start(tok, cfg))
     with open(saved, "w") as f:
         for split, part in (("held_out", held), ("train", train)):
             for r in part:
@@ -214,12 +214,14 @@ def step_rows(rows: list[dict], start: str = "answer") -> list[dict]:
     return out
 
 
-def split_rows(rows: list[dict], fraction: float, seed: int, by_kind: bool = True) -> tuple[list[dict], list[dict]]:
+def split_rows(rows: list[dict], fraction: float, seed: int, by_kind: bool = True,
+               start: str = "answer") -> tuple[list[dict], list[dict]]:
     """(held_out, train): int(len(rows) * fraction) rows held out at random (seeded).
 
     by_kind: the same share of each kind of pair (blind.pair_kind: both reason, only chosen reasons, …)
     is held out, so the held-out accuracy does not depend on how many hard pairs a seed happens to
-    draw; the rounding is settled by the largest remainders."""
+    draw; the rounding is settled by the largest remainders. `start`: where the chat template leaves a
+    response (thinking.Template.start), so that the kinds read each response as the model sees it."""
     rng = random.Random(seed)
     n_eval = int(len(rows) * fraction)
     if not by_kind:
@@ -228,7 +230,7 @@ def split_rows(rows: list[dict], fraction: float, seed: int, by_kind: bool = Tru
         return rows[:n_eval], rows[n_eval:]
     groups: dict[str, list[dict]] = {}
     for r in rows:
-        groups.setdefault(blind.pair_kind(r["chosen"], r["rejected"]), []).append(r)
+        groups.setdefault(blind.pair_kind(r["chosen"], r["rejected"], start), []).append(r)
     kinds = sorted(groups)
     quota = {k: int(len(groups[k]) * fraction) for k in kinds}
     by_remainder = sorted(kinds, key=lambda k: (-(len(groups[k]) * fraction - quota[k]), k))
@@ -247,23 +249,32 @@ def split_rows(rows: list[dict], fraction: float, seed: int, by_kind: bool = Tru
 
 def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
     """Train a LoRA reward model on the workspace's labeled pairs. `callbacks`: extra TrainerCallbacks."""
-    import torch
-    from datasets import Dataset
     from transformers import set_seed
-    from trl import RewardConfig, RewardTrainer
 
     from rloo_studio.label.store import preference_pairs
-    from rloo_studio.runs.callback import StudioCallback
 
     cfg.validate()
     pairs = preference_pairs(ctx.ws)
-    if len(pairs) < 4 and not (ctx.dir / "pairs.jsonl").exists():
-        raise DataError(f"Only {len(pairs)} labeled pairs with a preference; label at least 4 (better: 100+).")
+    if len(pairs) < MIN_PAIRS and not (ctx.dir / "pairs.jsonl").exists():
+        raise DataError(f"Only {len(pairs)} labeled pairs with a preference; label at least {MIN_PAIRS} "
+                        "(better: 100+).")
     ctx.log(f"loading {cfg.model}")
     set_seed(cfg.seed)  # the fresh score head is drawn at load time: seed it, or runs are not repeatable
     model, tok = _load_model(cfg, ctx)
     pf = preflight(ctx.ws, cfg, tok, pairs)
     ctx.log("pre-flight: " + format_preflight(pf).replace("**", "").replace("\n\n", " "))
+    train, held, max_length = _training_rows(ctx, tok, pairs, cfg)
+    resume = resume_point(ctx)
+    trainer = _trainer(cfg, ctx, model, tok, train, held, max_length, resume, callbacks)
+    _record_kept(ctx, pf, trainer, train, held, max_length)
+    if resume:  # TRL counts num_tokens in memory only: carry the checkpoint's count on
+        trainer._total_train_tokens = _tokens_seen(resume)
+    trainer.train(resume_from_checkpoint=resume)
+    return _after_training(ctx, trainer, tok, held, max_length, _start(tok, cfg))
+
+
+def _training_rows(ctx: RunContext, tok, pairs: list[dict], cfg: RewardJobConfig) -> tuple[list, list, int]:
+    """(train rows, held-out rows, max_length) after cfg.over_length and cfg.step_pairs."""
     train, held = _split(ctx, tok, pairs, cfg)
     max_length = cfg.max_length
     if cfg.over_length == "fit":
@@ -276,10 +287,20 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
         ctx.log(f"step_pairs: {len(extra)} pairs cut after the first <think> step where the two sides differ")
         train = train + extra
     ctx.log(f"{len(train)} training pairs, {len(held)} held out, max_length {max_length}")
-    cuda = torch.cuda.is_available()
-    resume = resume_point(ctx)
+    return train, held, max_length
+
+
+def _trainer(cfg: RewardJobConfig, ctx: RunContext, model, tok, train: list[dict], held: list[dict],
+             max_length: int, resume: str | None, callbacks: tuple):
+    """TRL's RewardTrainer on the rows, with the LoRA SEQ_CLS adapter and the studio's callback."""
+    import torch
+    from datasets import Dataset
+    from trl import RewardConfig, RewardTrainer
+
+    from rloo_studio.runs.callback import StudioCallback
     from rloo_studio.runs.reproduce_script import record_trl_args
 
+    cuda = torch.cuda.is_available()
     kw = trl_args(cfg, held_out=len(held), max_length=max_length)
     record_trl_args(ctx.dir, kw)  # reproduce.py gives TRL the same arguments
     args = RewardConfig(
@@ -288,11 +309,15 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
         eval_on_start=bool(held) and resume is None,  # the untrained baseline: step 0 of the held-out curves
     )
     strip = lambda rows: [{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows]  # noqa: E731
-    trainer = RewardTrainer(
+    return RewardTrainer(
         model=model, args=args, processing_class=tok, train_dataset=Dataset.from_list(strip(train)),
         eval_dataset=Dataset.from_list(strip(held)) if held else None, peft_config=_peft_config(cfg),
         callbacks=[StudioCallback(ctx), *callbacks],
     )
+
+
+def _record_kept(ctx: RunContext, pf: dict, trainer, train: list[dict], held: list[dict], max_length: int) -> None:
+    """preflight.json with what TRL kept (it drops pairs longer than max_length); refuse a run left with none."""
     kept = len(trainer.train_dataset) + (len(trainer.eval_dataset) if held else 0)
     pf["dropped_by_trl"] = len(train) + len(held) - kept
     pf["trained_on"] = {"train": len(trainer.train_dataset), "held_out": len(trainer.eval_dataset) if held else 0}
@@ -302,17 +327,19 @@ def train_reward(cfg: RewardJobConfig, ctx: RunContext, callbacks: tuple = ()) -
     if len(trainer.train_dataset) == 0:
         raise DataError(f"Every pair is longer than max_length={max_length}; raise max_length to "
                         f"{pf['fit_max_length']} or choose over_length=truncate_thinking.")
-    if resume:  # TRL counts num_tokens in memory only: carry the checkpoint's count on
-        trainer._total_train_tokens = _tokens_seen(resume)
-    trainer.train(resume_from_checkpoint=resume)
+
+
+def _after_training(ctx: RunContext, trainer, tok, held: list[dict], max_length: int, start: str) -> str:
+    """The last held-out evaluation (unless TRL just logged it), the held-out breakdown by kind and source,
+    the adapter saved; returns the run's closing message."""
+    from rloo_studio.reward import breakdown as reward_breakdown
+
     step = trainer.state.global_step
     evaluated = any(m.get("step") == step and "eval_accuracy" in m for m in ctx.feed)
     if held and not ctx.should_stop() and not evaluated:
         ctx.metric({"step": step, **trainer.evaluate()})
     if held and not ctx.should_stop():  # held-out accuracy per kind of pair and per source (blind.py)
-        from rloo_studio.reward import breakdown as reward_breakdown
-
-        b = reward_breakdown.held_out_breakdown(ctx.ws, trainer.model, tok, held, max_length)
+        b = reward_breakdown.held_out_breakdown(ctx.ws, trainer.model, tok, held, max_length, start=start)
         reward_breakdown.write(ctx.dir, b)
         ctx.metric({"step": step, **blind.metric_record(b)})
     trainer.save_model(str(ctx.dir / "adapter"))

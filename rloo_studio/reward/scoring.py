@@ -6,27 +6,26 @@ the head applied at *every* position gives the score of every prefix in one pass
 Step scores are read at the last token of each step. `naive_step_scores` re-scores each prefix
 with the model's own forward: the reference for tests and the benchmark.
 
-Text format equals training (TRL RewardTrainer, explicit prompt): chat prompt + response + EOS.
+Text format equals training (TRL RewardTrainer, explicit prompt): chat prompt + response + EOS, built
+by core.reward_input.format_text.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
 import torch  # noqa: E402
 
 from rloo_studio.core.errors import DataError, ModelLoadError  # noqa: E402
+from rloo_studio.core.reward_input import format_text  # noqa: E402  (the text the reward model trained on)
 from rloo_studio.core.thinking import answer_alone as alone_text, body_start, chat_prompt, parse, template_info, token_span  # noqa: E402
 from rloo_studio.core.models import load_reward_adapter, load_seq_cls, resolve, run_setting, run_trusts_code
 from rloo_studio.label.store import preference_pairs
 
 UNTRAINED = "base model, untrained head"
-LENGTH_BIAS_WARN = 0.5
-"""|Pearson r| of score vs length at or above which the dataset view warns."""
 
 
 @dataclass
@@ -146,14 +145,6 @@ def _parts(model):
 
 # ---------------------------------------------------------------- text and tokens
 
-def format_text(tok, prompt: str, response: str, enable_thinking: bool = True) -> str:
-    """Exactly what the reward model was trained on: chat prompt + response (without a <think> the
-    prompt already opened) + EOS."""
-    tpl = template_info(tok, enable_thinking)
-    text = chat_prompt(tok, prompt, enable_thinking) + response[body_start(tpl, response):]
-    return text if text.endswith(tok.eos_token) else text + tok.eos_token
-
-
 def _encode(tok, prompt: str, response: str, enable_thinking: bool = True):
     """(ids, offsets, base, k): text[base + i] == response[i] for every i >= k, where response[k:] is
     the part that follows the chat prompt (k > 0 when a leading <think> is already in the prompt)."""
@@ -224,7 +215,7 @@ def score_responses(scorer: Scorer, items: list[tuple[str, str]], split: str = "
     """
     tpl, think = scorer.template, scorer.enable_thinking
     encs = [_encode(scorer.tok, p, r, think) for p, r in items]
-    parsed = [_parse(tpl, r, split) for _, r in items]
+    parsed = [parse_response(tpl, r, split) for _, r in items]
     alone = ([_encode(scorer.tok, p, alone_text(tpl, pr.answer), think)[0] for (p, _), pr in zip(items, parsed)]
              if answer_alone else [])
     scores = position_scores(scorer, [e[0] for e in encs] + alone, batch_size, padding_side)
@@ -239,7 +230,7 @@ def score_response(scorer: Scorer, prompt: str, response: str, split: str = "bla
     return score_responses(scorer, [(prompt, response)], split)[0]
 
 
-def _parse(tpl, response: str, split: str):
+def parse_response(tpl, response: str, split: str = "blank"):
     """The response parsed from where the prompt leaves it; a leading <think> the prompt already opened
     is skipped (its offsets stay those of the whole response)."""
     k = body_start(tpl, response)
@@ -293,100 +284,11 @@ def naive_step_scores(scorer: Scorer, prompt: str, response: str, split: str = "
         return float(scorer.model(input_ids=x).logits[0, 0])
 
     steps = []
-    for st in _parse(scorer.template, response, split).steps:
+    for st in parse_response(scorer.template, response, split).steps:
         i, j = token_span(offsets, base + st.start, base + st.end)
         if j > i:
             steps.append(run(j))
     return {"total": run(len(ids)), "steps": steps}
-
-
-# ---------------------------------------------------------------- dataset view
-
-@dataclass
-class PairScore:
-    pair_id: int
-    prompt: str
-    chosen: str
-    rejected: str
-    chosen_score: float
-    rejected_score: float
-
-    @property
-    def margin(self) -> float:
-        return self.chosen_score - self.rejected_score
-
-
-@dataclass
-class DatasetView:
-    pairs: list[PairScore]
-    accuracy: float  # share of pairs where the chosen response scores higher
-    mean_margin: float
-    histogram: list[tuple[float, float, int]]  # (bin start, bin end, pairs)
-    disagreements: list[PairScore]  # the most negative margins first
-    length_r: float | None  # Pearson r of score vs response length (characters)
-    thinking_r: float | None  # ... vs thinking length (characters)
-    warnings: list[str] = field(default_factory=list)
-
-
-def _pearson(x: list[float], y: list[float]) -> float | None:
-    n = len(x)
-    if n < 3:
-        return None
-    mx, my = sum(x) / n, sum(y) / n
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
-    sx = math.sqrt(sum((a - mx) ** 2 for a in x))
-    sy = math.sqrt(sum((b - my) ** 2 for b in y))
-    return sxy / (sx * sy) if sx > 0 and sy > 0 else None
-
-
-def histogram(values: list[float], bins: int = 20) -> list[tuple[float, float, int]]:
-    if not values:
-        return []
-    lo, hi = min(values), max(values)
-    if hi == lo:
-        return [(lo, hi, len(values))]
-    width = (hi - lo) / bins
-    counts = [0] * bins
-    for v in values:
-        counts[min(int((v - lo) / width), bins - 1)] += 1
-    return [(lo + k * width, lo + (k + 1) * width, c) for k, c in enumerate(counts)]
-
-
-def summarize(pairs: list[PairScore], bins: int = 20, top: int = 10, warn_r: float = LENGTH_BIAS_WARN,
-              template=None) -> DatasetView:
-    """Accuracy, margins, disagreements and length bias of scored pairs (no model needed)."""
-    margins = [p.margin for p in pairs]
-    texts = [t for p in pairs for t in (p.chosen, p.rejected)]
-    scores = [s for p in pairs for s in (p.chosen_score, p.rejected_score)]
-    length_r = _pearson([float(len(t)) for t in texts], scores)
-    thinking_r = _pearson([float(len(_parse(template, t, "blank").thinking if template else parse(t).thinking))
-                           for t in texts], scores)  # template: read as the chat prompt leaves each response
-    warnings = [
-        f"Scores correlate with {what} (r = {r:+.2f}): the model may reward length rather than quality."
-        for what, r in (("response length", length_r), ("thinking length", thinking_r))
-        if r is not None and abs(r) >= warn_r
-    ]
-    return DatasetView(
-        pairs=pairs,
-        accuracy=sum(m > 0 for m in margins) / len(margins) if margins else 0.0,
-        mean_margin=sum(margins) / len(margins) if margins else 0.0,
-        histogram=histogram(margins, bins),
-        disagreements=sorted((p for p in pairs if p.margin < 0), key=lambda p: p.margin)[:top],
-        length_r=length_r, thinking_r=thinking_r, warnings=warnings,
-    )
-
-
-def dataset_view(scorer: Scorer, ws, batch_size: int = 16, top: int = 10) -> DatasetView:
-    """Score every labeled pair (labels.preference_pairs) and summarize."""
-    rows = preference_pairs(ws)
-    if not rows:
-        raise DataError("No labeled pairs with a preference yet: label some in the Label tab.")
-    prompts = [r["prompt"] for r in rows for _ in (0, 1)]
-    texts = [t for r in rows for t in (r["chosen"], r["rejected"])]
-    s = score_texts(scorer, prompts, texts, batch_size)
-    pairs = [PairScore(r["pair_id"], r["prompt"], r["chosen"], r["rejected"], s[2 * k], s[2 * k + 1])
-             for k, r in enumerate(rows)]
-    return summarize(pairs, top=top, template=scorer.template)
 
 
 MAX_TEXT_CHARS = 100_000  # a typed prompt or response longer than this is a paste gone wrong

@@ -1,5 +1,6 @@
-"""What the Reward model tab shows, computed without gradio: the form's fields, plot series, the
-runs list, a run's config as YAML and as a CLI command, and active-labeling order by uncertainty."""
+"""What the Reward model tab shows, computed without gradio: the form's fields, the check before Train,
+plot series, the runs list, a run's config as YAML and as a CLI command. (The Label tab's active labeling
+by the reward model's uncertainty is reward.uncertainty.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -12,14 +13,12 @@ import yaml
 from rloo_studio.core import form
 from rloo_studio.reward.blind import breakdown_cell, breakdown_text
 from rloo_studio.core.errors import DataError
-from rloo_studio.reward.config import OPTIMIZERS, OVER_LENGTH, RewardJobConfig
+from rloo_studio.reward.config import MIN_PAIRS, OPTIMIZERS, OVER_LENGTH, RewardJobConfig
 from rloo_studio.reward.breakdown import read as read_breakdown
 from rloo_studio.runs.runner import read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.core.models import load_reward_adapter, run_trusts_code
 from rloo_studio.reward.job import preflight
-from rloo_studio.reward.scoring import Scorer, score_texts as _score
-from rloo_studio.runs.catalog import adapter_dir, without_traceback
+from rloo_studio.runs.catalog import without_traceback
 
 # plot title -> (series label, metric key); held-out values come at each evaluation
 PLOTS = {
@@ -50,9 +49,6 @@ def config_from_form(values: list) -> RewardJobConfig:
 
 
 # -- the check before Train --------------------------------------------------------------------------
-
-MIN_PAIRS = 4  # train_reward refuses fewer (jobs/reward.py)
-
 
 def launch_check(ws: Workspace, cfg: RewardJobConfig) -> dict:
     """The pre-flight as a gate: raises a StudioError (missing model, too few pairs, every pair too long)
@@ -187,37 +183,3 @@ def latest_run(ws: Workspace) -> str | None:
 
 def run_state(ws: Workspace, run_id: str) -> dict:
     return read_status(ws.run_dir(run_id))
-
-
-# -- active labeling: unlabeled pairs by the reward model's uncertainty ----------------------------
-
-def score_texts(model, tok, prompts: list[str], responses: list[str], batch_size: int = 16) -> list[float]:
-    """Reward of each (prompt, response), formatted exactly as in training (one scoring path: scoring.py)."""
-    return _score(Scorer(model, tok, "", True), prompts, responses, batch_size)
-
-
-def uncertainty_queue(ws: Workspace, run_id: str, pair_ids: list[int] | None = None) -> list[tuple[int, float, str]]:
-    """Unlabeled pairs (no current label), most uncertain first: [(pair_id, margin, suggested 'a'|'b')].
-
-    margin = reward(a) - reward(b) under the run's adapter; the suggestion is the side it prefers.
-    `pair_ids` restricts the candidates (they must still be unlabeled).
-    """
-    rows = ws.query(
-        """SELECT pr.id, p.text AS prompt, ra.text AS a, rb.text AS b FROM pairs pr
-           JOIN prompts p ON p.id = pr.prompt_id JOIN responses ra ON ra.id = pr.response_a
-           JOIN responses rb ON rb.id = pr.response_b
-           WHERE NOT EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = pr.id AND l.superseded = 0)
-           ORDER BY pr.id"""
-    )
-    if pair_ids is not None:
-        keep = set(pair_ids)
-        rows = [r for r in rows if r["id"] in keep]
-    if not rows:
-        return []
-    ad = adapter_dir(ws, run_id)
-    model, tok = load_reward_adapter(ad, trust_remote_code=run_trusts_code(ad))
-    prompts = [r["prompt"] for r in rows]
-    scores = score_texts(model, tok, prompts * 2, [r["a"] for r in rows] + [r["b"] for r in rows])
-    n = len(rows)
-    out = [(r["id"], scores[i] - scores[n + i], "a" if scores[i] >= scores[n + i] else "b") for i, r in enumerate(rows)]
-    return sorted(out, key=lambda t: (abs(t[1]), t[0]))

@@ -24,10 +24,11 @@ import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
-from rloo_studio.core.answers import EXTRACTORS, last_number, matches
+from rloo_studio.core.answers import EXTRACTORS, matches
 from rloo_studio.core.errors import ConfigError, StudioError
 from rloo_studio.core.models import think_token_ids
-from rloo_studio.core.thinking import chat_prompt, continuation, parse, split_ids, template_info
+from rloo_studio.core.reward_input import format_ids
+from rloo_studio.core.thinking import chat_prompt, parse, split_ids, template_info
 from rloo_studio.core.thinking import full_response
 
 SELF_QUESTION = re.compile(r"\?|\b(wait|let me check|double[- ]check|is that right)\b", re.I)
@@ -84,17 +85,6 @@ def make_answer_present_reward(tokenizer, enable_thinking: bool = True) -> Calla
         return out
 
     return answer_present
-
-
-def correctness(prompts=None, completions=None, answer=None, **kwargs) -> list[float]:
-    """1.0 when the last number of the answer (after </think>) equals the `answer` column."""
-    if answer is None:
-        raise ValueError("the correctness reward needs an `answer` column in the prompt set")
-    out = []
-    for c, a in zip(completions, answer):
-        p = parse(_text(c))
-        out.append(1.0 if p.closed and last_number(p.answer) == str(a).strip() else 0.0)
-    return out
 
 
 def make_correctness_reward(tokenizer=None, answer_format: str = "last_number", enable_thinking: bool = True) -> Callable:
@@ -168,10 +158,9 @@ def shares_tokenizer(a, b) -> bool:
 
 
 def ids_from_text(tok, prompt, completion, enable_thinking: bool = True) -> list[int]:
-    """Decode + re-tokenize path: chat prompt + completion text (no <think> the prompt already opened)
-    + EOS (as RewardTrainer trains)."""
-    body = continuation(template_info(tok, enable_thinking), _text(completion))
-    return tok(chat_prompt(tok, prompt, enable_thinking) + body + tok.eos_token, add_special_tokens=False)["input_ids"]
+    """Decode + re-tokenize path: the text the reward model trained on (chat prompt + completion text
+    without a <think> the prompt already opened + EOS), tokenized as RewardTrainer tokenizes it."""
+    return format_ids(tok, prompt, _text(completion), enable_thinking)
 
 
 def ids_from_tokens(tok, prompt, completion_ids: Sequence[int], enable_thinking: bool = True) -> list[int]:

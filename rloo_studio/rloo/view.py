@@ -6,7 +6,6 @@ metric records (metrics.jsonl) and the job's samples.jsonl.
 from __future__ import annotations
 
 import math
-import statistics
 from pathlib import Path
 
 from rloo_studio.core import form
@@ -15,6 +14,7 @@ from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.core.thinking import parse
 from rloo_studio.core import model_view as MV
 from rloo_studio.core.errors import ConfigError
+from rloo_studio.core.stats import correlation
 from rloo_studio.core.models import run_setting, run_trusts_code
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
 from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, run_config
@@ -114,14 +114,6 @@ def _mean(xs):
     return sum(xs) / len(xs) if xs else None
 
 
-def _corr(a: list[float], b: list[float]) -> float:
-    """Pearson's r; 0 when either side is constant (a flat reward or length says nothing here)."""
-    try:
-        return statistics.correlation(a, b)
-    except statistics.StatisticsError:
-        return 0.0
-
-
 def warnings(records: list[dict], max_completion_length: int | None = None, samples: list[dict] | None = None,
              window: int = WINDOW) -> list[str]:
     """Plain warnings about the latest steps: truncation, zero-variance groups, reward rising with length or KL,
@@ -151,7 +143,7 @@ def warnings(records: list[dict], max_completion_length: int | None = None, samp
         for key, what in (("completions/mean_length", "completion length"), ("kl", "KL")):
             vals = [r.get(key) for r in recs]
             if rising and all(isinstance(v, (int, float)) for v in vals):
-                c = _corr(rew, vals)
+                c = correlation(rew, vals) or 0.0  # a flat reward or length says nothing here
                 grew = _mean(vals[-window:]) > 1.25 * max(_mean(vals[:window]), 1e-9) + (0.02 if key == "kl" else 0)
                 if c > 0.8 and grew:
                     out.append(f"The reward rises together with {what} (correlation {c:.2f}): possible reward "

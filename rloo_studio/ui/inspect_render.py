@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 
 from rloo_studio.reward import scoring
+from rloo_studio.reward.dataset_view import LENGTH_BIAS_WARN, DatasetView
 
 CSS = """
 .rs-summary {display:flex; gap:1.2em; flex-wrap:wrap; align-items:baseline}
@@ -127,7 +128,7 @@ def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240, span: tuple[float, f
     return f"<div class='rs-plot'>{''.join(out)}</div>"
 
 
-def hist_svg(view: scoring.DatasetView, w: int = 820, h: int = 200) -> str:
+def hist_svg(view: DatasetView, w: int = 820, h: int = 200) -> str:
     bins = view.histogram
     if not bins:
         return ""
@@ -148,7 +149,7 @@ def hist_svg(view: scoring.DatasetView, w: int = 820, h: int = 200) -> str:
     return f"<div class='rs-hist'>{''.join(out)}</div>"
 
 
-def dataset_html(v: scoring.DatasetView, scorer: scoring.Scorer) -> str:
+def dataset_html(v: DatasetView, scorer: scoring.Scorer) -> str:
     warn = "" if scorer.trained else "<div class='rs-untrained'>Untrained score head: accuracy is chance.</div>"
     lr = "—" if v.length_r is None else f"{v.length_r:+.2f}"
     tr = "—" if v.thinking_r is None else f"{v.thinking_r:+.2f}"
@@ -159,7 +160,7 @@ def dataset_html(v: scoring.DatasetView, scorer: scoring.Scorer) -> str:
         f"<span>{len(v.pairs)} labeled pairs · {sum(p.margin < 0 for p in v.pairs)} disagreements "
         f"({len(v.disagreements)} with the most negative margin below)</span></div>"
         f"<div>length bias: r(score, response length) = {lr}, r(score, thinking length) = {tr}"
-        f" (warning at |r| ≥ {scoring.LENGTH_BIAS_WARN})</div>{bias}"
+        f" (warning at |r| ≥ {LENGTH_BIAS_WARN})</div>{bias}"
     )
 
 

@@ -12,6 +12,7 @@ import gradio as gr
 
 from rloo_studio.runs import catalog as runs
 from rloo_studio.reward import scoring
+from rloo_studio.reward.dataset_view import dataset_view
 from rloo_studio.core import model_view
 from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.label.store import flag_for_relabel
@@ -120,7 +121,7 @@ def do_load(ws, pid, choice, base_model, trust_code, sp):
 def do_dataset(ws, choice, base_model, trust_code):
     try:
         sc = scorer_for(ws, choice, base_model, trust_code)
-        v = scoring.dataset_view(sc, ws, top=20)
+        v = dataset_view(sc, ws, top=20)
     except Exception as exc:  # noqa: BLE001
         return _error(exc), "", []
     rows = [[p.pair_id, round(p.margin, 4), round(p.chosen_score, 4), round(p.rejected_score, 4),

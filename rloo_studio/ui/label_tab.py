@@ -16,7 +16,7 @@ import gradio as gr
 from rloo_studio.label import guidelines as G
 from rloo_studio.label import store as L
 from rloo_studio.core.errors import explain
-from rloo_studio.reward.view import uncertainty_queue
+from rloo_studio.reward.uncertainty import uncertainty_queue
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.core.studio import Studio
 from rloo_studio.ui import label_data, render

@@ -1,0 +1,92 @@
+"""The labeled set as the reward model sees it: every pair scored, accuracy, the margin histogram, the
+pairs the model disagrees with, and whether scores follow length (Inspect's Dataset view, the records
+table). Scoring itself is reward.scoring's; `summarize` needs no model."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rloo_studio.core.errors import DataError
+from rloo_studio.core.stats import correlation
+from rloo_studio.core.thinking import Template
+from rloo_studio.label.store import preference_pairs
+from rloo_studio.reward.scoring import Scorer, parse_response, score_texts
+
+LENGTH_BIAS_WARN = 0.5
+"""|Pearson r| of score vs length at or above which the dataset view warns."""
+
+
+@dataclass
+class PairScore:
+    pair_id: int
+    prompt: str
+    chosen: str
+    rejected: str
+    chosen_score: float
+    rejected_score: float
+
+    @property
+    def margin(self) -> float:
+        return self.chosen_score - self.rejected_score
+
+
+@dataclass
+class DatasetView:
+    pairs: list[PairScore]
+    accuracy: float  # share of pairs where the chosen response scores higher
+    mean_margin: float
+    histogram: list[tuple[float, float, int]]  # (bin start, bin end, pairs)
+    disagreements: list[PairScore]  # the most negative margins first
+    length_r: float | None  # Pearson r of score vs response length (characters)
+    thinking_r: float | None  # ... vs thinking length (characters)
+    warnings: list[str] = field(default_factory=list)
+
+
+def histogram(values: list[float], bins: int = 20) -> list[tuple[float, float, int]]:
+    if not values:
+        return []
+    lo, hi = min(values), max(values)
+    if hi == lo:
+        return [(lo, hi, len(values))]
+    width = (hi - lo) / bins
+    counts = [0] * bins
+    for v in values:
+        counts[min(int((v - lo) / width), bins - 1)] += 1
+    return [(lo + k * width, lo + (k + 1) * width, c) for k, c in enumerate(counts)]
+
+
+def summarize(pairs: list[PairScore], bins: int = 20, top: int = 10, warn_r: float = LENGTH_BIAS_WARN,
+              template: Template | None = None) -> DatasetView:
+    """Accuracy, margins, disagreements and length bias of scored pairs (no model needed). `template`:
+    each response's thinking is read as the chat prompt leaves it (None: a template that opens nothing)."""
+    margins = [p.margin for p in pairs]
+    texts = [t for p in pairs for t in (p.chosen, p.rejected)]
+    scores = [s for p in pairs for s in (p.chosen_score, p.rejected_score)]
+    tpl = template or Template()
+    length_r = correlation([float(len(t)) for t in texts], scores)
+    thinking_r = correlation([float(len(parse_response(tpl, t).thinking)) for t in texts], scores)
+    warnings = [
+        f"Scores correlate with {what} (r = {r:+.2f}): the model may reward length rather than quality."
+        for what, r in (("response length", length_r), ("thinking length", thinking_r))
+        if r is not None and abs(r) >= warn_r
+    ]
+    return DatasetView(
+        pairs=pairs,
+        accuracy=sum(m > 0 for m in margins) / len(margins) if margins else 0.0,
+        mean_margin=sum(margins) / len(margins) if margins else 0.0,
+        histogram=histogram(margins, bins),
+        disagreements=sorted((p for p in pairs if p.margin < 0), key=lambda p: p.margin)[:top],
+        length_r=length_r, thinking_r=thinking_r, warnings=warnings,
+    )
+
+
+def dataset_view(scorer: Scorer, ws, batch_size: int = 16, top: int = 10) -> DatasetView:
+    """Score every labeled pair (label.store.preference_pairs) and summarize."""
+    rows = preference_pairs(ws)
+    if not rows:
+        raise DataError("No labeled pairs with a preference yet: label some in the Label tab.")
+    prompts = [r["prompt"] for r in rows for _ in (0, 1)]
+    texts = [t for r in rows for t in (r["chosen"], r["rejected"])]
+    s = score_texts(scorer, prompts, texts, batch_size)
+    pairs = [PairScore(r["pair_id"], r["prompt"], r["chosen"], r["rejected"], s[2 * k], s[2 * k + 1])
+             for k, r in enumerate(rows)]
+    return summarize(pairs, top=top, template=scorer.template)
