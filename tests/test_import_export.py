@@ -179,12 +179,71 @@ def test_importing_the_same_file_twice_adds_nothing_the_second_time(empty_worksp
     assert (res.rows, res.pairs, res.skipped) == (3, 0, 3)
     assert "skipped 3 rows already in the workspace" in res.summary()
     assert snapshot(ws) == before
-    # under another name, and with chosen / rejected swapped: the same comparisons, still skipped
-    swapped = write_jsonl(tmp_path / "swapped.jsonl", [{**r, "chosen": r["rejected"], "rejected": r["chosen"]} for r in STD])
-    assert import_file(ws, swapped, name="other").skipped == 3 and snapshot(ws) == before
+    # under another name: the same comparisons with the same labels, still skipped
+    assert import_file(ws, src, name="other").skipped == 3 and snapshot(ws) == before
     # on purpose: every row again, as new pairs
     res = import_file(ws, src, keep_duplicates=True)
     assert (res.pairs, res.skipped) == (3, 0) and snapshot(ws)["pairs"] == 6
+
+
+def labels_per_pair(ws) -> dict[tuple[str, str, str], list[tuple[str, str]]]:
+    """(prompt, response A, response B) -> the current labels of that pair, as (annotator, choice)."""
+    out = {}
+    for r in ws.query("""SELECT pr.text, ra.text, rb.text, a.name, l.choice FROM pairs p
+            JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a
+            JOIN responses rb ON rb.id = p.response_b
+            LEFT JOIN labels l ON l.pair_id = p.id AND l.superseded = 0 LEFT JOIN annotators a ON a.id = l.annotator_id
+            ORDER BY p.id, l.id"""):
+        out.setdefault(tuple(r[:3]), []).extend([(r[3], r[4])] if r[3] else [])
+    return out
+
+
+def test_a_preference_row_for_an_unlabeled_pair_adds_its_label_to_that_pair(empty_workspace, tmp_path):
+    ws = empty_workspace
+    cands = [{"prompt": r["prompt"], "responses": [r["rejected"], r["chosen"]]} for r in STD]  # B is the chosen one
+    assert import_file(ws, write_jsonl(tmp_path / "cand.jsonl", cands)).pairs == 3
+    before = snapshot(ws)
+    res = import_file(ws, write_jsonl(tmp_path / "std.jsonl", STD))
+    assert (res.pairs, res.labeled, res.split, res.skipped) == (0, 3, 0, 0)
+    assert "3 rows matched pairs already here: their labels were added" in res.summary()
+    assert snapshot(ws) == {**before, "labels": 3}  # no pair, prompt or response written: three labels
+    assert labels_per_pair(ws) == {(r["prompt"], r["rejected"], r["chosen"]): [("import", "b")] for r in STD}
+    assert pairs_of(ws) == sorted((r["prompt"], r["chosen"], r["rejected"]) for r in STD)
+    # the same rows again: those pairs have those labels, so the rows are true duplicates
+    again = import_file(ws, tmp_path / "std.jsonl")
+    assert (again.labeled, again.skipped) == (0, 3) and snapshot(ws) == {**before, "labels": 3}
+    assert "skipped 3 rows already in the workspace" in again.summary()
+
+
+def test_a_row_with_chosen_and_rejected_swapped_adds_the_opposite_label(empty_workspace, tmp_path):
+    ws, src = empty_workspace, write_jsonl(tmp_path / "std.jsonl", STD)
+    import_file(ws, src)
+    before = snapshot(ws)
+    swapped = write_jsonl(tmp_path / "swapped.jsonl", [{**r, "chosen": r["rejected"], "rejected": r["chosen"]}
+                                                        for r in STD[:2]])
+    res = import_file(ws, swapped)
+    assert (res.pairs, res.labeled, res.split, res.skipped) == (0, 2, 2, 0)
+    assert "2 rows matched pairs already here: their labels were added (2 the opposite of the label imported " \
+           "before, so those pairs show a split vote)" in res.summary()
+    assert snapshot(ws) == {**before, "labels": 5}
+    got = labels_per_pair(ws)
+    for r in STD[:2]:  # a split vote: one imported label each way
+        assert got[(r["prompt"], r["chosen"], r["rejected"])] == [("import", "a"), ("import", "b")]
+    assert got[(STD[2]["prompt"], STD[2]["chosen"], STD[2]["rejected"])] == [("import", "a")]
+    assert pairs_of(ws) == [(STD[2]["prompt"], STD[2]["chosen"], STD[2]["rejected"])]  # a split decides nothing
+    # both of its labels are there now: the swapped file again is a true duplicate, and so is the original
+    assert import_file(ws, swapped).skipped == 2 and import_file(ws, src).skipped == 3
+    assert snapshot(ws) == {**before, "labels": 5}
+
+
+def test_a_row_and_its_swap_in_one_file_make_one_pair_with_a_split_vote(empty_workspace, tmp_path):
+    row = STD[0]
+    res = import_file(empty_workspace, write_jsonl(tmp_path / "both.jsonl", [
+        row, {**row, "chosen": row["rejected"], "rejected": row["chosen"]}, row]))
+    assert (res.pairs, res.labeled, res.split, res.skipped, res.repeated) == (1, 1, 1, 1, 1)
+    assert "split vote" in res.summary() and "skipped 1 repeated in the file" in res.summary()
+    assert labels_per_pair(empty_workspace) == {(row["prompt"], row["chosen"], row["rejected"]):
+                                                [("import", "a"), ("import", "b")]}
 
 
 def test_repeats_within_one_file_are_counted_apart(empty_workspace, tmp_path):
@@ -209,6 +268,29 @@ def test_candidates_and_prompt_sets_are_idempotent(empty_workspace, tmp_path):
     assert (res.prompts, res.skipped) == (0, 2)
     assert res.summary() == "Imported 0 prompts into prompt set 'ps.jsonl'. Skipped 2 prompts already in that prompt set."
     assert len(load_prompt_set(ws, "ps.jsonl")) == 2
+
+
+def test_a_prompt_set_is_imported_again_only_when_asked(empty_workspace, tmp_path):
+    ws = empty_workspace
+    ps = write_jsonl(tmp_path / "ps.jsonl", [{"prompt": "p1", "answer": "1"}, {"prompt": "p2", "answer": "2"}])
+    import_file(ws, ps)
+    ids = ws.query("SELECT id, text FROM prompts ORDER BY id")
+    fixed = write_jsonl(tmp_path / "fixed.jsonl", [{"prompt": "p1", "answer": "1"}, {"prompt": "p2", "answer": "22"},
+                                                   {"prompt": "p3", "answer": "3"}])
+    res = import_file(ws, fixed, name="ps.jsonl")  # by default: the two prompts there are skipped, and counted
+    assert (res.prompts, res.skipped, res.differ, res.replaced) == (1, 2, 1, 0)
+    assert res.summary() == ("Imported 1 prompts into prompt set 'ps.jsonl'. Skipped 2 prompts already in that "
+                             "prompt set (1 with other column values than the file's; import again, keeping "
+                             "duplicates, to take the file's).")
+    assert load_prompt_set(ws, "ps.jsonl") == [{"prompt": "p1", "answer": "1"}, {"prompt": "p2", "answer": "2"},
+                                               {"prompt": "p3", "answer": "3"}]
+    res = import_file(ws, fixed, name="ps.jsonl", keep_duplicates=True)  # on purpose: every row written again
+    assert (res.prompts, res.skipped, res.replaced) == (3, 0, 3)
+    assert "Imported 3 prompts into prompt set 'ps.jsonl' (3 already there: a prompt set holds each prompt " \
+           "once, so they took the file's columns)." == res.summary()
+    assert load_prompt_set(ws, "ps.jsonl") == [{"prompt": "p1", "answer": "1"}, {"prompt": "p2", "answer": "22"},
+                                               {"prompt": "p3", "answer": "3"}]
+    assert ws.query("SELECT id, text FROM prompts ORDER BY id")[:2] == ids  # the same prompts, kept in place
 
 
 def test_pairs_already_in_a_seeded_workspace_are_found(workspace, demo_data):
@@ -239,7 +321,9 @@ def test_a_workspace_from_before_the_duplicate_check_is_migrated(tmp_path):
     ws = Workspace(tmp_path / "old")
     assert ws.schema_version() == len(SCHEMA)
     res = import_file(ws, write_jsonl(tmp_path / "std.jsonl", STD))
-    assert (res.pairs, res.skipped) == (2, 1) and snapshot(ws)["pairs"] == 3
+    # the old unlabeled pair is recognised: no pair again, the row's label is added to it
+    assert (res.pairs, res.labeled, res.skipped) == (2, 1, 0) and snapshot(ws)["pairs"] == 3
+    assert labels_per_pair(ws)[("Say hi", "Hi!", "No.")] == [("import", "a")]
 
 
 def test_cli_import_skips_duplicates_unless_asked(empty_workspace, tmp_path, capsys):

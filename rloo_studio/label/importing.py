@@ -1,6 +1,6 @@
 """Import files into the store: preference pairs, prompt sets, or prompts with candidate responses.
 
-Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk). Shapes, by columns:
+Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk; read by reading.py). Shapes, by columns:
   prompt?, chosen, rejected     TRL preference data, standard (strings) or conversational
                                 (lists of {role, content}), explicit or implicit prompt; also the
                                 UltraFeedback-binarized and Anthropic HH shapes (see shapes.py)
@@ -10,32 +10,31 @@ Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk). Shapes, by
 Every problem is a DataError naming the file, the row (line for JSONL) and the field; an import
 is all or nothing: nothing is written unless every row is valid.
 
-Imports are idempotent: a row already in the workspace (the same prompt and the same two responses,
-in either order, for a pair; the same prompt and candidates for a candidates row; the same prompt
-text in that prompt set) is skipped and counted, unless the caller asks to keep duplicates. Pairs
-carry a `dedup_key` (pair_key()), indexed, so the check is one indexed query per import.
+Imports are idempotent and lose nothing: a row already in the workspace is skipped and counted, unless
+the caller asks to keep duplicates (then pairs are written as new pairs, and a prompt set's prompts
+already there take the file's columns: a set holds each prompt once). Already there means: for a
+candidates row, every pair of its candidates; for a prompt-set row, its prompt text in that set; for a
+preference row, its pair (the same prompt and two responses, in either order) *with that imported label*.
+A preference row whose pair is there without that label adds its label to the pair (an unlabeled
+candidate pair gets its label; chosen and rejected the other way round give the pair a split vote).
+Pairs carry a `dedup_key` (pair_key()), indexed, so the check is one indexed query per import.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import time
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Callable
 
 from rloo_studio.label import shapes as S
 from rloo_studio.core.errors import DataError
 from rloo_studio.label.store import IMPORT_ANNOTATOR
 from rloo_studio.label.prompts import add_imported_label, add_pair, add_prompt, add_response, get_or_create_set
-from rloo_studio.label.shapes import MAX_TEXT_CHARS, Row
+from rloo_studio.label.reading import Progress, read_rows
+from rloo_studio.label.shapes import Row
 from rloo_studio.core.workspace import Workspace
-
-MAX_ROWS = 1_000_000
-
-Progress = Callable[[float, str], None]
 
 
 @dataclass
@@ -44,21 +43,44 @@ class ImportResult:
     name: str  # the prompt set / source name
     rows: int  # rows in the file
     pairs: int  # pairs written
-    prompts: int  # prompts the written rows use (for a prompt set: prompts added)
+    prompts: int  # prompts the new pairs use (for a prompt set: prompts written, new or again)
     columns: tuple[str, ...] = ()  # extra columns kept with the prompts (e.g. answer), for the rewards
     skipped: int = 0  # rows not written because they are already in the workspace (or repeat an earlier row)
     repeated: int = 0  # of those, rows that repeat an earlier row of the same file
+    labeled: int = 0  # preference rows that matched a pair already there without their label: it was added
+    split: int = 0  # of those, rows whose label is the opposite of one imported before: a split vote
+    replaced: int = 0  # prompt set imported again: prompts already in the set that took the file's columns
+    differ: int = 0  # prompt set: of the skipped rows, those whose columns differ from the stored ones
 
     def summary(self) -> str:
         if self.kind == "prompts":
-            msg = f"Imported {self.prompts} prompts into prompt set '{self.name}'."
-            return msg + (f" {self._skipped('prompts', 'already in that prompt set').capitalize()}." if self.skipped else "")
+            return self._prompts_summary()
         what = "labeled pairs (annotator 'import')" if self.kind == "preference" else "pairs to label"
+        parts = [f"{self.pairs} {what}, {self.prompts} prompts"] if self.pairs or not self.labeled else []
+        if self.labeled:
+            one = self.labeled == 1
+            parts.append(f"{self.labeled} {'row' if one else 'rows'} matched pairs already here: "
+                         f"{'its label was' if one else 'their labels were'} added" + (
+                             f" ({self.split} the opposite of the label imported before, so "
+                             f"{'that pair shows' if self.split == 1 else 'those pairs show'} a split vote)"
+                             if self.split else ""))
+        if self.skipped:
+            parts.append(f"{self._skipped('rows', 'already in the workspace')} (keep duplicates to import them as new)")
+        done = f"{self.rows - self.skipped} of {self.rows}" if self.skipped else f"{self.rows}"
+        return f"Imported {done} rows from {self.name}: " + "; ".join(parts) + "."
+
+    def _prompts_summary(self) -> str:
+        msg = f"Imported {self.prompts} prompts into prompt set '{self.name}'"
+        if self.replaced:
+            msg += (f" ({self.replaced} already there: a prompt set holds each prompt once, so "
+                    f"{'it' if self.replaced == 1 else 'they'} took the file's columns)")
         if not self.skipped:
-            return f"Imported {self.rows} rows from {self.name}: {self.pairs} {what}, {self.prompts} prompts."
-        return (f"Imported {self.rows - self.skipped} of {self.rows} rows from {self.name}: {self.pairs} {what}, "
-                f"{self.prompts} prompts; {self._skipped('rows', 'already in the workspace')} "
-                "(keep duplicates to import them as new).")
+            return msg + "."
+        msg += f". {self._skipped('prompts', 'already in that prompt set').capitalize()}"
+        if self.differ:
+            msg += (f" ({self.differ} with other column values than the file's; import again, keeping "
+                    "duplicates, to take the file's)")
+        return msg + "."
 
     def _skipped(self, what: str, where: str) -> str:
         old = self.skipped - self.repeated
@@ -66,133 +88,6 @@ class ImportResult:
         if self.repeated:
             parts.append(f"{self.repeated} repeated in the file")
         return "skipped " + " and ".join(parts)
-
-
-# -- reading ------------------------------------------------------------------------------
-
-def read_rows(path: str | Path, progress: Progress | None = None) -> tuple[list[dict], str, list[int]]:
-    """Rows as dicts, the unit that numbers them ('line' for JSONL, 'row' otherwise), and their numbers."""
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"{p.name}: no such file or folder")
-    if p.is_dir():
-        rows = _read_datasets(p)
-        return rows, "row", list(range(1, len(rows) + 1))
-    if p.stat().st_size == 0:
-        raise DataError(f"{p.name}: the file is empty")
-    suffix = p.suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        rows, numbers = _read_jsonl(p, progress)
-        return rows, "line", numbers
-    if suffix == ".csv":
-        rows = _read_csv(p)
-        return rows, "row", list(range(2, len(rows) + 2))  # row 1 is the header
-    if suffix in (".parquet", ".pq"):
-        rows = _read_parquet(p)
-        return rows, "row", list(range(1, len(rows) + 1))
-    raise DataError(f"{p.name}: unknown file type {suffix or '(none)'}; use .jsonl, .csv, .parquet or a datasets folder")
-
-
-def _decode(p: Path, raw: bytes, line_no: int | None = None) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        where = f"line {line_no}" if line_no else f"byte {e.start}"
-        raise DataError(f"{p.name} {where}: not UTF-8 text (byte 0x{raw[e.start]:02x} at position {e.start}); "
-                        "save the file as UTF-8") from None
-
-
-def _read_jsonl(p: Path, progress: Progress | None) -> tuple[list[dict], list[int]]:
-    size, rows, numbers = p.stat().st_size, [], []
-    with open(p, "rb") as f:
-        head = f.read(1)
-        f.seek(0)
-        if head == b"[":  # a whole-file JSON array
-            text = _decode(p, f.read())
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{p.name} line {e.lineno}: not valid JSON ({e.msg})") from None
-            if not isinstance(data, list) or not data:
-                raise DataError(f"{p.name}: expected a JSON array of objects with rows")
-            return [_object(p, "item", i + 1, r) for i, r in enumerate(data)], list(range(1, len(data) + 1))
-        for i, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            text = _decode(p, raw, i)
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                cut = " (the line looks cut off)" if "Unterminated" in e.msg or "Expecting" in e.msg else ""
-                at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + " column 38"
-                raise DataError(f"{p.name} line {i}: not valid JSON: {e.msg}{at} column {e.colno}{cut}") from None
-            rows.append(_object(p, "line", i, obj))
-            numbers.append(i)
-            if progress and i % 2000 == 0:
-                progress(0.5 * f.tell() / size, f"reading {p.name}: {i:,} lines")
-            if len(rows) > MAX_ROWS:
-                raise DataError(f"{p.name}: more than {MAX_ROWS:,} rows; split the file")
-    if not rows:
-        raise DataError(f"{p.name}: the file has no rows")
-    return rows, numbers
-
-
-def _object(p: Path, unit: str, n: int, obj) -> dict:
-    if not isinstance(obj, dict):
-        raise DataError(f"{p.name} {unit} {n}: expected a JSON object with named fields, got {type(obj).__name__}")
-    return obj
-
-
-def _read_csv(p: Path) -> list[dict]:
-    text = _decode(p, p.read_bytes())
-    csv.field_size_limit(max(MAX_TEXT_CHARS * 4, 1 << 24))
-    try:
-        rows = list(csv.DictReader(text.splitlines(keepends=True)))
-    except csv.Error as e:
-        raise DataError(f"{p.name}: not valid CSV ({e})") from None
-    if not rows:
-        raise DataError(f"{p.name}: the file has a header but no rows")
-    for i, r in enumerate(rows, start=2):  # row 1 is the header
-        if None in r:
-            raise DataError(f"{p.name} row {i}: more values than header columns")
-    return rows
-
-
-def _read_parquet(p: Path) -> list[dict]:
-    import pandas as pd
-
-    try:
-        df = pd.read_parquet(p)
-    except Exception as e:
-        raise DataError(f"{p.name}: not a readable Parquet file ({type(e).__name__}: {str(e)[:200]})") from None
-    if df.empty:
-        raise DataError(f"{p.name}: the file has no rows")
-    return [_plain(r) for r in df.to_dict("records")]
-
-
-def _plain(v):
-    """numpy arrays / scalars from pandas -> plain lists and Python values."""
-    if hasattr(v, "tolist"):
-        v = v.tolist()
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
-
-
-def _read_datasets(p: Path) -> list[dict]:
-    from datasets import Dataset, DatasetDict, load_from_disk
-
-    try:
-        d = load_from_disk(str(p))
-    except Exception as e:
-        raise DataError(f"{p.name}: not a datasets folder saved with save_to_disk ({str(e)[:200]})") from None
-    parts = list(d.values()) if isinstance(d, DatasetDict) else [d] if isinstance(d, Dataset) else []
-    rows = [r for part in parts for r in part]
-    if not rows:
-        raise DataError(f"{p.name}: the dataset has no rows")
-    return rows
 
 
 # -- validating -----------------------------------------------------------------------------
@@ -262,8 +157,8 @@ def import_file(ws: Workspace, path: str | Path, name: str | None = None, progre
     """Validate every row, then write all of them in one transaction (or nothing).
 
     expect: the kinds the caller can use (the RLOO tab wants a prompt set); another kind is refused.
-    keep_duplicates: also write rows already in the workspace, as new pairs (a prompt set never holds
-    the same prompt twice, so there it changes nothing)."""
+    keep_duplicates: also write rows already in the workspace, as new pairs (a prompt set holds each
+    prompt once: its prompts already there take the file's columns)."""
     p = Path(path)
     name = name or p.name
     rows, unit, numbers = read_rows(p, progress)
@@ -321,68 +216,107 @@ def fill_keys(con) -> None:
     con.executemany("UPDATE pairs SET dedup_key=? WHERE id=?", keys)
 
 
-def _existing_keys(con, keys) -> set[str]:
-    """Which of these keys some pair of the workspace already has: one indexed join."""
+@dataclass
+class _Match:
+    """A pair with a row's key: its id, its response A's text, and the choices imported for it so far
+    (True: by this import)."""
+    pair: int
+    a_text: str
+    imported: dict[str, bool]
+
+
+def _existing_pairs(con, keys) -> dict[str, list[_Match]]:
+    """The pairs of the workspace that have one of these keys, oldest first, with their imported labels: one
+    indexed join."""
     con.execute("CREATE TEMP TABLE IF NOT EXISTS import_keys (k TEXT PRIMARY KEY)")
     con.execute("DELETE FROM temp.import_keys")
     con.executemany("INSERT OR IGNORE INTO temp.import_keys (k) VALUES (?)", ((k,) for k in keys))
-    found = {r[0] for r in con.execute(
-        "SELECT k FROM temp.import_keys t WHERE EXISTS (SELECT 1 FROM pairs p WHERE p.dedup_key = t.k)")}
+    found: dict[str, list[_Match]] = {}
+    for k, pid, a_text, choices in con.execute(
+            """SELECT t.k, p.id, ra.text, (SELECT group_concat(l.choice) FROM labels l WHERE l.pair_id = p.id
+                   AND l.superseded = 0 AND l.annotator_id = (SELECT id FROM annotators WHERE name = ?))
+               FROM temp.import_keys t JOIN pairs p ON p.dedup_key = t.k JOIN responses ra ON ra.id = p.response_a
+               ORDER BY p.id""", (IMPORT_ANNOTATOR,)):
+        found.setdefault(k, []).append(_Match(pid, a_text, dict.fromkeys(filter(None, (choices or "").split(",")),
+                                                                         False)))
     con.execute("DELETE FROM temp.import_keys")
     return found
 
 
-def _write_prompts(con, sid: int, records: list[Row], progress: Progress | None) -> tuple[int, int, int]:
-    """A prompt set: rows whose prompt is already in the set are skipped. (added, skipped, repeated)"""
-    existing = {r[0] for r in con.execute("SELECT text FROM prompts WHERE set_id=?", (sid,))}
+def _write_prompts(con, sid: int, records: list[Row], progress: Progress | None,
+                   again: bool) -> tuple[int, int, int, int, int]:
+    """A prompt set: a row whose prompt is already in the set is skipped, or (again) gives that prompt the
+    row's columns (a set holds each prompt once). (written, replaced, skipped, repeated, differ)"""
+    stored = {t: json.loads(x or "{}") for t, x in con.execute("SELECT text, extra FROM prompts WHERE set_id=?", (sid,))}
     seen: set[str] = set()
-    added = skipped = repeated = 0
+    written = replaced = skipped = repeated = differ = 0
     for i, rec in enumerate(records):
-        if rec.prompt in existing or rec.prompt in seen:
+        there = rec.prompt in stored or rec.prompt in seen
+        if there and not again:
             skipped += 1
             repeated += rec.prompt in seen
+            differ += stored.get(rec.prompt) != json.loads(json.dumps(rec.extra))
         else:
-            add_prompt(con, sid, rec.prompt, rec.extra)
-            seen.add(rec.prompt)
-            added += 1
+            add_prompt(con, sid, rec.prompt, rec.extra, replace=True)
+            written += 1
+            replaced += there
+        stored[rec.prompt] = json.loads(json.dumps(rec.extra))
+        seen.add(rec.prompt)
         if progress and i % 2000 == 0:
             progress(0.6 + 0.4 * i / len(records), f"writing {i:,} / {len(records):,}")
-    return added, skipped, repeated
+    return written, replaced, skipped, repeated, differ
 
 
 def write_records(ws: Workspace, kind: str, records: list[Row], name: str,
                   progress: Progress | None = None, keep_duplicates: bool = False) -> ImportResult:
+    """Write validated rows in one transaction. A preference row whose pair is already there (or was written
+    by an earlier row) is not written again: its label is added to that pair, unless the pair already has
+    that imported label (a true duplicate, skipped); with chosen and rejected the other way round that is
+    the opposite label, so the pair shows a split vote. keep_duplicates: every row as new pairs."""
     now = time.time()
     source = f"import:{name}"
     columns = tuple(sorted({k for rec in records for k in rec.extra}))
-    plans = [[(a, b, pair_key(rec.prompt, rec.turns, rec.responses[a], rec.responses[b]))
-              for a, b in ([(0, 1)] if rec.preferred else candidate_pairs(len(rec.responses)))]
-             for rec in records]
     with ws.transaction() as con:
         sid = get_or_create_set(con, name, source)
         if kind == "prompts":
-            added, skipped, repeated = _write_prompts(con, sid, records, progress)
-            return ImportResult(kind, name, len(records), 0, added, columns, skipped, repeated)
-        if keep_duplicates:
-            existing: set[str] = set()
-        else:
+            n, replaced, skipped, repeated, differ = _write_prompts(con, sid, records, progress, keep_duplicates)
+            return ImportResult(kind, name, len(records), 0, n, columns, skipped, repeated, replaced=replaced,
+                                differ=differ)
+        plans = [[(a, b, pair_key(rec.prompt, rec.turns, rec.responses[a], rec.responses[b]))
+                  for a, b in ([(0, 1)] if rec.preferred else candidate_pairs(len(rec.responses)))]
+                 for rec in records]
+        found: dict[str, list[_Match]] = {}
+        if not keep_duplicates:
             fill_keys(con)
-            existing = _existing_keys(con, (k for plan in plans for _, _, k in plan))
+            found = _existing_pairs(con, (k for plan in plans for _, _, k in plan))
+        before = set(found)
         ann = None
         if kind == "preference":
             con.execute("INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)", (IMPORT_ANNOTATOR, now))
             ann = con.execute("SELECT id FROM annotators WHERE name=?", (IMPORT_ANNOTATOR,)).fetchone()[0]
-        seen: set[str] = set()
-        prompt_ids, pairs, skipped, repeated = set(), 0, 0, 0
+        prompt_ids, pairs, skipped, repeated, labeled, split = set(), 0, 0, 0, 0, 0
         for i, (rec, plan) in enumerate(zip(records, plans)):
             if progress and i % 2000 == 0:
                 progress(0.6 + 0.4 * i / len(records), f"writing {i:,} / {len(records):,}")
-            new = plan if keep_duplicates else [x for x in plan if x[2] not in existing and x[2] not in seen]
-            if not new:  # every pair of the row is already there
-                skipped += 1
-                repeated += not all(k in existing for _, _, k in plan)
+            new = [x for x in plan if x[2] not in found]
+            if rec.preferred and not new:  # this comparison is there: add the row's label, unless it has it
+                matches = found[plan[0][2]]
+                choice = {m.pair: "a" if m.a_text == rec.responses[0] else "b" for m in matches}
+                same = [m for m in matches if choice[m.pair] in m.imported]
+                if same:
+                    skipped += 1
+                    repeated += all(m.imported[choice[m.pair]] for m in same)
+                    continue
+                m = matches[0]
+                add_imported_label(con, m.pair, ann, now=now, choice=choice[m.pair])
+                labeled += 1
+                split += bool(m.imported)
+                m.imported[choice[m.pair]] = True
                 continue
-            seen.update(k for _, _, k in new)
+            if not new:  # every pair of the candidates row is already there
+                skipped += 1
+                repeated += not all(k in before for _, _, k in plan)
+                continue
             pid = add_prompt(con, sid, rec.prompt, rec.extra)
             prompt_ids.add(pid)
             rids: dict[int, int] = {}
@@ -394,4 +328,6 @@ def write_records(ws: Workspace, kind: str, records: list[Row], name: str,
                 pairs += 1
                 if rec.preferred:
                     add_imported_label(con, pair, ann, now=now)
-    return ImportResult(kind, name, len(records), pairs, len(prompt_ids), columns, skipped, repeated)
+                if not keep_duplicates:
+                    found.setdefault(key, []).append(_Match(pair, rec.responses[a], {"a": True} if rec.preferred else {}))
+    return ImportResult(kind, name, len(records), pairs, len(prompt_ids), columns, skipped, repeated, labeled, split)

@@ -21,10 +21,15 @@ def get_or_create_set(con, name: str, source: str) -> int:
     ).lastrowid
 
 
-def add_prompt(con, set_id: int, text: str, extra: dict | None = None) -> int:
-    """Insert (or find) a prompt in a set; returns its id. Runs inside the caller's transaction."""
+def add_prompt(con, set_id: int, text: str, extra: dict | None = None, replace: bool = False) -> int:
+    """Insert (or find) a prompt in a set; returns its id. Runs inside the caller's transaction.
+
+    A set holds each prompt text once: a prompt already there keeps its id (and its pairs); `replace`
+    gives it these columns instead of the ones it has (a prompt set imported again on purpose)."""
     row = con.execute("SELECT id FROM prompts WHERE set_id=? AND text=?", (set_id, text)).fetchone()
     if row:
+        if replace:
+            con.execute("UPDATE prompts SET extra=? WHERE id=?", (json.dumps(extra or {}), row[0]))
         return row[0]
     return con.execute(
         "INSERT INTO prompts (set_id, text, extra) VALUES (?, ?, ?)", (set_id, text, json.dumps(extra or {}))
@@ -48,10 +53,13 @@ def add_pair(con, prompt_id: int, response_a: int, response_b: int, source: str,
 
 
 def add_imported_label(con, pair_id: int, annotator_id: int, comment: str = "",
-                       now: float | None = None) -> None:
-    """An imported preference: response A (the chosen one) is better."""
-    con.execute("INSERT INTO labels (pair_id, annotator_id, choice, comment, created) VALUES (?, ?, 'a', ?, ?)",
-                (pair_id, annotator_id, comment, now or time.time()))
+                       now: float | None = None, choice: str = "a") -> None:
+    """An imported preference: response A (the chosen one) is better, or ('b') response B, when the file's
+    chosen response is the pair's B (a row that matched a pair already in the store, the other way round)."""
+    if choice not in ("a", "b"):
+        raise ValueError(f"an imported label is 'a' or 'b', not {choice!r}")
+    con.execute("INSERT INTO labels (pair_id, annotator_id, choice, comment, created) VALUES (?, ?, ?, ?, ?)",
+                (pair_id, annotator_id, choice, comment, now or time.time()))
 
 
 def add_prompt_set(ws: Workspace, name: str, rows: list[dict], source: str) -> int:
