@@ -121,10 +121,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=20)
     a = ap.parse_args()
-    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label.demo_data import open_workspace
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-reward-"))
-    ws = Workspace(tmp / "ws", seed_demo=True)
+    ws = open_workspace(tmp / "ws", demo=True)
     per = {"A runner": [], "B plain TRL": []}
     for i in range(a.rounds):
         for name in per:  # interleaved: A, B, A, B, ...

@@ -77,10 +77,10 @@ def _cfg(steps: int):
 def run_studio(steps: int) -> list[float]:
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner, read_metrics
-    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label.demo_data import open_workspace
 
     with tempfile.TemporaryDirectory() as d:
-        ws = Workspace(Path(d) / "ws", seed_demo=True)
+        ws = open_workspace(Path(d) / "ws", demo=True)
         r = JobRunner(ws)
         rid = r.submit("rloo", _cfg(steps), train_rloo)
         assert r.wait(rid) == "completed", r.status(rid)

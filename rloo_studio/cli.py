@@ -23,7 +23,7 @@ from rloo_studio.core.paths import DEFAULT_WORKSPACE
 from rloo_studio.core.config import build
 from rloo_studio.core.paths import ASSETS
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.label.demo_data import wants_demo
+from rloo_studio.label.demo_data import open_workspace, wants_demo
 from rloo_studio.label.exporting import export
 from rloo_studio.label.importing import import_file
 from rloo_studio.runs import catalog as R
@@ -42,8 +42,9 @@ def _workspace_arg(p: argparse.ArgumentParser) -> None:
                    help="a new workspace starts with the bundled demo data (the default workspace always does)")
 
 
-def _demo(a) -> bool:
-    return wants_demo(a.workspace, a.demo)
+def _open(a) -> Workspace:
+    """The command's workspace; a new one starts with the demo data when it is the default one or --demo asks."""
+    return open_workspace(a.workspace, demo=wants_demo(a.workspace, a.demo))
 
 
 def parse_auth(value: str | None) -> tuple[str, str] | None:
@@ -57,13 +58,13 @@ def parse_auth(value: str | None) -> tuple[str, str] | None:
 
 
 def cmd_serve(a) -> int:
-    from rloo_studio.core.studio import Studio
+    from rloo_studio.studio import Studio
     from rloo_studio.ui.app import launch
 
     from rloo_studio.core import models
 
     auth = parse_auth(a.auth)
-    studio = Studio(a.workspace, seed_demo=_demo(a))
+    studio = Studio(a.workspace, seed_demo=wants_demo(a.workspace, a.demo))
     models.restrict_to([studio.ws.root, ASSETS, *a.allow_path])
     print(f"RLOO Studio on http://{a.host}:{a.port}  workspace {studio.ws.root}  {studio.device['device']}", flush=True)
     launch(studio, a.host, a.port, auth, max_upload_mb=a.max_upload_mb)
@@ -86,7 +87,7 @@ def _train(a, kind: str) -> int:
 
     state = PartialState()
     with state.main_process_first():  # the main process creates and seeds a new workspace
-        ws = Workspace(a.workspace, seed_demo=state.is_main_process and _demo(a))
+        ws = _open(a) if state.is_main_process else Workspace(a.workspace)
     if state.is_main_process:
         if a.resume:  # the tabs' rule: a stopped, failed or interrupted run with a complete checkpoint
             mark_interrupted(ws)  # a run whose process died (kill -9, a crash) resumes like an interrupted one
@@ -118,15 +119,13 @@ def cmd_eval_demo(a) -> int:
 
 
 def cmd_import(a) -> int:
-    res = import_file(Workspace(a.workspace, seed_demo=_demo(a)), a.file, name=a.name,
-                      keep_duplicates=a.keep_duplicates)
+    res = import_file(_open(a), a.file, name=a.name, keep_duplicates=a.keep_duplicates)
     print(res.summary())
     return 0
 
 
 def cmd_export(a) -> int:
-    res = export(Workspace(a.workspace, seed_demo=_demo(a)), a.out, a.format, ties_apart=a.ties_apart,
-                 test_fraction=a.test_fraction, seed=a.seed)
+    res = export(_open(a), a.out, a.format, ties_apart=a.ties_apart, test_fraction=a.test_fraction, seed=a.seed)
     print(res.summary())
     return 0
 
@@ -186,6 +185,12 @@ def cmd_runs(a) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m rloo_studio", description="RLOO Studio: label, reward, inspect, RLOO.")
     sub = ap.add_subparsers(dest="cmd", required=True)
+    for add in (_add_serve, _add_training, _add_data, _add_export_model, _add_score, _add_runs):
+        add(sub)
+    return ap
+
+
+def _add_serve(sub) -> None:
     p = sub.add_parser("serve", help="start the web app")
     _workspace_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s, this machine only)")
@@ -195,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also let the app load models from this folder (default: workspace, assets, HF cache)")
     p.add_argument("--max-upload-mb", type=int, default=500, help="largest file the app accepts (default %(default)s)")
     p.set_defaults(fn=cmd_serve, loads_model=True)
+
+
+def _add_training(sub) -> None:
+    """train-rloo, train-reward and eval-demo."""
     for kind in ("rloo", "reward"):
         p = sub.add_parser(f"train-{kind}", help=f"train a{'n' if kind == 'rloo' else ''} {kind} run headless")
         _workspace_arg(p)
@@ -211,6 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1234)
     _trust_arg(p)
     p.set_defaults(fn=cmd_eval_demo, loads_model=True)
+
+
+def _add_data(sub) -> None:
+    """import and export of labeled data."""
     p = sub.add_parser("import", help="import preference pairs, candidates or a prompt set (all or nothing)")
     p.add_argument("file", help="JSONL, CSV, Parquet, or a datasets folder")
     _workspace_arg(p)
@@ -226,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-fraction", type=float, default=0.0, help="hold out this share as a test split")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_export)
+
+
+def _add_export_model(sub) -> None:
     p = sub.add_parser("export-model", help="export an RLOO run's adapter, or base + adapter merged, for serving")
     p.add_argument("run", help="the RLOO run id (see: runs list)")
     p.add_argument("--out", required=True, help="a new or empty folder to write into")
@@ -233,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="merge the adapter into its full-precision base (a safetensors model folder with its tokenizer)")
     _workspace_arg(p)
     p.set_defaults(fn=cmd_export_model, loads_model=True)
+
+
+def _add_score(sub) -> None:
     p = sub.add_parser("score", help="score a prompt + response with a reward model, per <think> step")
     _workspace_arg(p)
     g = p.add_mutually_exclusive_group(required=True)
@@ -246,13 +265,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hybrid chat templates (Qwen3): reasoning on or off (default: as the reward run was trained)")
     _trust_arg(p, " (a --reward-run uses what its run was told)")
     p.set_defaults(fn=cmd_score, loads_model=True)
+
+
+def _add_runs(sub) -> None:
     p = sub.add_parser("runs", help="list runs, show one, or compare final metrics")
     p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare"])
     p.add_argument("run_ids", nargs="*")
     p.add_argument("--metric", action="append", help="metric to compare (repeatable; default loss)")
     _workspace_arg(p)
     p.set_defaults(fn=cmd_runs)
-    return ap
 
 
 def main(argv: list[str] | None = None) -> int:

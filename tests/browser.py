@@ -72,9 +72,9 @@ def screenshot(page, name: str) -> Path:
 def running_app(ws_dir: Path, *extra: str, seed: bool = True, timeout: float = 600, env: dict | None = None):
     """The real app on a (by default demo-seeded) workspace, stopped afterwards; `.ws_dir` is set."""
     if seed:
-        from rloo_studio.core.workspace import Workspace
+        from rloo_studio.label.demo_data import open_workspace
 
-        Workspace(ws_dir, seed_demo=True)
+        open_workspace(ws_dir, demo=True)
     a = App(ws_dir, *extra, env=env)
     a.ws_dir = ws_dir
     try:

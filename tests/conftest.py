@@ -14,9 +14,9 @@ from rloo_studio.core.paths import DEMO_DATA  # noqa: E402
 
 @pytest.fixture
 def workspace(tmp_path):
-    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label.demo_data import open_workspace
 
-    return Workspace(tmp_path / "ws", seed_demo=True)
+    return open_workspace(tmp_path / "ws", demo=True)
 
 
 @pytest.fixture

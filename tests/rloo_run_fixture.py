@@ -17,12 +17,12 @@ def trained_run(root: Path) -> tuple[Path, str]:
     from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
-    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label.demo_data import open_workspace
 
     ws_dir, done = root / "ws", root / "run.json"
     if done.exists():
         return ws_dir, json.loads(done.read_text())["run"]
-    ws = Workspace(ws_dir, seed_demo=True)
+    ws = open_workspace(ws_dir, demo=True)
     r = JobRunner(ws)
     rid = r.submit("rloo", RlooJobConfig(**TRAIN), train_rloo)
     assert r.wait(rid, 1800) == "completed", r.status(rid)

@@ -7,13 +7,13 @@ from playwright.sync_api import expect
 
 from browser import App, open_page, screenshot
 from rloo_studio.runs.runner import JobRunner
-from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     ws_dir = tmp_path_factory.mktemp("app") / "ws"
-    r = JobRunner(Workspace(ws_dir, seed_demo=True))
+    r = JobRunner(open_workspace(ws_dir, demo=True))
     rid = r.submit("reward", {"steps": 1}, lambda cfg, ctx: "a finished test run")
     r.wait(rid, 30)
     a = App(ws_dir)

@@ -8,6 +8,7 @@ from playwright.sync_api import sync_playwright
 from browser import App, launch_browser
 from rloo_studio.label.importing import import_file
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 DURATION_S = 40  # docs/RELIABILITY.md records a longer run of the same test
 
@@ -45,7 +46,7 @@ def labeler(url: str, name: str, seen: list, errors: list, duration: float):
 
 def test_two_sessions_label_at_once(tmp_path):
     ws_dir = tmp_path / "ws"
-    ws = Workspace(ws_dir, seed_demo=True)
+    ws = open_workspace(ws_dir, demo=True)
     # Enough pairs that two fast annotators never empty the queue within the test.
     extra = tmp_path / "more.jsonl"
     extra.write_text("".join(json.dumps({"prompt": f"q{i}", "responses": [f"a{i}", f"b{i}"]}) + "\n"

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +31,7 @@ while True:
 
 def test_labels_survive_sigkill_at_random_moments(tmp_path):
     ws_dir = tmp_path / "ws"
-    Workspace(ws_dir, seed_demo=True)
+    open_workspace(ws_dir, demo=True)
     script = tmp_path / "labeler.py"
     script.write_text(LABELER.format(root=str(ROOT), ws=str(ws_dir)))
     rng = random.Random(7)

@@ -12,6 +12,7 @@ from rloo_studio.core.errors import DataError
 from rloo_studio.runs.export_model import INFO_FILE, export_model
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPTS = ["What is 123+456?", "What is 905+87?"]
@@ -107,7 +108,7 @@ def test_a_run_on_a_4bit_base_is_merged_into_the_full_precision_base_and_says_so
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
 
-    ws = Workspace(tmp_path / "ws", seed_demo=True)
+    ws = open_workspace(tmp_path / "ws", demo=True)
     r = JobRunner(ws)
     rid = r.submit("rloo", RlooJobConfig(**{**TRAIN, "max_steps": 1, "load_in_4bit": True}), train_rloo)
     assert r.wait(rid, 1800) == "completed", r.status(rid)

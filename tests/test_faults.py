@@ -14,7 +14,7 @@ from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
 from rloo_studio.label.store import progress
-from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 from resume_check import assert_same_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ KINDS = {
 def test_kill_9_mid_run_then_resume_from_checkpoint(tmp_path, kind):
     Cfg, fn, extra = KINDS[kind]
     ws_dir = tmp_path / "ws"
-    ws = Workspace(ws_dir, seed_demo=True)
+    ws = open_workspace(ws_dir, demo=True)
     labels_before = progress(ws)
     cmd = [sys.executable, "-m", "rloo_studio", f"train-{kind}", "--workspace", str(ws_dir), "--set", "max_steps=8",
            "--set", "save_steps=2"] + [a for x in extra for a in ("--set", x)]
@@ -75,7 +75,7 @@ def test_full_disk_while_checkpointing_fails_cleanly(tmp_path):
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)]).returncode:
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
-        ws = Workspace(mnt / "ws", seed_demo=True)
+        ws = open_workspace(mnt / "ws", demo=True)
         r = JobRunner(ws)
         cfg = RlooJobConfig(max_steps=30, save_steps=2, per_device_train_batch_size=8)
         rid = r.submit("rloo", cfg, train_rloo)
@@ -117,7 +117,7 @@ r.wait(r.submit("generate", GenerateConfig(limit=400, k=2, max_new_tokens=48), g
 
 def test_kill_9_during_generate_keeps_whole_batches(tmp_path):
     ws_dir = tmp_path / "ws"
-    ws = Workspace(ws_dir, seed_demo=True)
+    ws = open_workspace(ws_dir, demo=True)
     labels_before = progress(ws)
     count = "SELECT COUNT(*) FROM pairs WHERE source LIKE 'generated:%'"
     p = subprocess.Popen([sys.executable, "-c", GENERATE, str(ws_dir)], cwd=ROOT, stdout=subprocess.DEVNULL,

@@ -6,6 +6,7 @@ from playwright.sync_api import expect
 
 from browser import App, open_page, running_app, screenshot
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +91,7 @@ def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
     from rloo_studio.reward.uncertainty import uncertainty_queue
 
     ws_dir = tmp_path / "ws"
-    ws = Workspace(ws_dir, seed_demo=True)
+    ws = open_workspace(ws_dir, demo=True)
     r = JobRunner(ws)
     rid = r.submit("reward", RewardJobConfig(max_steps=3), train_reward)
     assert r.wait(rid, 600) == "completed"

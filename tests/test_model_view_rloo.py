@@ -11,12 +11,12 @@ pytestmark = pytest.mark.train
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label.demo_data import open_workspace
     from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
 
-    ws = Workspace(tmp_path_factory.mktemp("view-rm-run") / "ws", seed_demo=True)
+    ws = open_workspace(tmp_path_factory.mktemp("view-rm-run") / "ws", demo=True)
     rm = seeded_reward_run(ws)
     cfg = RlooJobConfig(**{**TRAIN, "max_steps": 1, "rewards": ["think_format", "reward_model"],
                            "reward_weights": [1.0, 0.5], "reward_model_run": rm})

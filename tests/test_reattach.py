@@ -6,13 +6,14 @@ from playwright.sync_api import expect
 from browser import App, fill, open_page
 from rloo_studio.runs.runner import read_metrics
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 LONG = 600_000
 
 
 def test_close_browser_mid_run_then_reopen(tmp_path):
     ws_dir = tmp_path / "ws"
-    Workspace(ws_dir, seed_demo=True)
+    open_workspace(ws_dir, demo=True)
     app = App(ws_dir)
     app.wait_ready(600)
     try:

@@ -11,7 +11,7 @@ from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.reward.job import train_reward
 from rloo_studio.reward.config import trl_args as reward_trl_args
 from rloo_studio.runs.runner import JobRunner, read_metrics
-from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +22,7 @@ def losses(records):
 
 @pytest.fixture(scope="module")
 def ui_run(tmp_path_factory):
-    ws = Workspace(tmp_path_factory.mktemp("repro") / "ws", seed_demo=True)
+    ws = open_workspace(tmp_path_factory.mktemp("repro") / "ws", demo=True)
     cfg = RewardJobConfig(max_steps=4, eval_steps=2)
     r = JobRunner(ws)
     rid = r.submit("reward", cfg, train_reward)
@@ -81,7 +81,7 @@ def test_rloo_standalone_script_reaches_the_same_metrics(tmp_path):
     from rloo_studio.rloo.config import RlooJobConfig, trl_args
     from rloo_studio.rloo.job import train_rloo
 
-    ws = Workspace(tmp_path / "ws", seed_demo=True)
+    ws = open_workspace(tmp_path / "ws", demo=True)
     r = JobRunner(ws)
     cfg = RlooJobConfig(max_steps=3, per_device_train_batch_size=8, eval_prompts=0)
     rid = r.submit("rloo", cfg, train_rloo)

@@ -11,7 +11,7 @@ from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.reward.dataset_view import PairScore, summarize
 from rloo_studio.reward.scoring import format_text, load_scorer, naive_step_scores, score_json, score_responses, score_texts
-from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 PROMPT = "Add 820 and 634."
 RESPONSES = {
@@ -25,7 +25,7 @@ RESPONSES = {
 @pytest.fixture(scope="session")
 def trained_ws(tmp_path_factory):
     """A seeded workspace with a reward run trained for 3 steps (its head is no longer the fresh one)."""
-    ws = Workspace(tmp_path_factory.mktemp("scoring") / "ws", seed_demo=True)
+    ws = open_workspace(tmp_path_factory.mktemp("scoring") / "ws", demo=True)
     r = JobRunner(ws)
     rid = r.submit("reward", RewardJobConfig(max_steps=3, eval_fraction=0.0, per_device_train_batch_size=8),
                    train_reward)

@@ -6,6 +6,7 @@ import pytest
 from rloo_studio.label.store import counts, preference_pairs
 from rloo_studio.label.prompts import add_prompt_set, load_prompt_set, prompt_sets
 from rloo_studio.core.workspace import SCHEMA, Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 
 def test_new_workspace_layout_wal_and_schema(empty_workspace):
@@ -17,11 +18,19 @@ def test_new_workspace_layout_wal_and_schema(empty_workspace):
 
 
 def test_reopen_keeps_data_and_does_not_reseed(tmp_path):
-    ws = Workspace(tmp_path / "w", seed_demo=True)
+    ws = open_workspace(tmp_path / "w", demo=True)
     n = counts(ws)["pairs"]
     assert n > 200
-    ws2 = Workspace(tmp_path / "w", seed_demo=True)
+    ws2 = open_workspace(tmp_path / "w", demo=True)
     assert counts(ws2)["pairs"] == n
+
+
+def test_only_a_new_workspace_gets_the_demo(tmp_path):
+    from rloo_studio.label.demo_data import has_demo, open_workspace
+
+    assert Workspace(tmp_path / "mine").created and not Workspace(tmp_path / "mine").created
+    assert not has_demo(open_workspace(tmp_path / "mine", demo=True))  # already there: a user's data stays the user's
+    assert has_demo(open_workspace(tmp_path / "new", demo=True)) and not has_demo(open_workspace(tmp_path / "plain"))
 
 
 def test_newer_schema_is_refused(tmp_path):

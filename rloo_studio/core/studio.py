@@ -1,23 +1,3 @@
-"""The app's core object: one workspace, one job runner, the device. No gradio here."""
-from __future__ import annotations
-
-from pathlib import Path
-
-from rloo_studio.core import bootstrap  # noqa: F401
-from rloo_studio.core.device import describe
-from rloo_studio.runs.runner import JobRunner
-from rloo_studio.core.paths import DEFAULT_WORKSPACE
-from rloo_studio.label.demo_data import wants_demo
-from rloo_studio.core.workspace import Workspace
-
-
-class Studio:
-    def __init__(self, workspace: str | Path | None = None, seed_demo: bool | None = None):
-        """seed_demo None: only the default workspace starts with the demo data (see wants_demo)."""
-        seed = wants_demo(workspace) if seed_demo is None else seed_demo
-        self.ws = Workspace(workspace or DEFAULT_WORKSPACE, seed_demo=seed)
-        self.runner = JobRunner(self.ws)  # marks runs of a dead process 'interrupted'
-        self.device = describe()
-
-    def header(self) -> dict:
-        return {**self.device, "workspace": str(self.ws.root)}
+"""Moved: the Studio object wires the stages (a workspace, the job runner, the device), so it is
+rloo_studio.studio now. This name stays only until the UI modules import it from there."""
+from rloo_studio.studio import Studio  # noqa: F401

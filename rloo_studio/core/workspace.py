@@ -15,8 +15,6 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from rloo_studio.core.paths import DEMO_DATA
-
 # Each entry migrates the schema from version i to i+1; never edit one that has shipped.
 SCHEMA = [
     """
@@ -137,19 +135,16 @@ def statements(script: str):
 class Workspace:
     """A workspace folder. Connections are per thread (sqlite3 objects are not shareable)."""
 
-    def __init__(self, root: str | Path, seed_demo: bool = False):
-        """seed_demo: a workspace created now gets the bundled demo data (see seed.py); an existing one is
-        left as it is. Only the default workspace and `--demo` ask for it: a user's data stays the user's."""
+    def __init__(self, root: str | Path):
+        """Open the workspace at `root`, creating it (folders, database, schema) when it is not there.
+        `created` says whether this open created it. The demo data is the label stage's:
+        label.demo_data.open_workspace(root, demo=True) opens a workspace and seeds a new one."""
         self.root = Path(root).expanduser().resolve()
-        fresh = not (self.root / "studio.db").exists()
+        self.created = not (self.root / "studio.db").exists()
         for d in (self.root, self.runs_dir, self.exports_dir, self.uploads_dir):
             d.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self.migrate()
-        if fresh and seed_demo:
-            from rloo_studio.label.demo_data import seed_demo as _seed
-
-            _seed(self, DEMO_DATA)
 
     @property
     def db_path(self) -> Path:

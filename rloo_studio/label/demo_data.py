@@ -1,8 +1,8 @@
 """The bundled demo data: prompt sets, labeled demo pairs and unlabeled candidate pairs.
 
 Only the default workspace (the one `make run` opens) gets it on its first start, or a workspace
-opened with `--demo`, or one whose user asks for it ("Load the demo data" on the Label tab).
-Loading it twice adds nothing the second time.
+opened with `--demo` (open_workspace), or one whose user asks for it ("Load the demo data" on the
+Label tab: seed_demo). Loading it twice adds nothing the second time.
 
 The labeled demo pairs were labeled by the known answer (demo_task.ANSWER_KEY), not by people: they are
 stored as imported labels (annotator 'import', which progress, agreement and the label queue count
@@ -35,6 +35,15 @@ def wants_demo(workspace: str | Path | None, demo: bool = False) -> bool:
     if demo or workspace is None:
         return True
     return Path(workspace).expanduser().resolve() == DEFAULT_WORKSPACE.resolve()
+
+
+def open_workspace(root: str | Path, demo: bool = False) -> Workspace:
+    """The workspace at `root`; when `demo` and this open creates it, it starts with the demo data (an
+    existing workspace is left as it is). Only the default workspace and `--demo` ask for it (wants_demo)."""
+    ws = Workspace(root)
+    if demo and ws.created:
+        seed_demo(ws)
+    return ws
 
 
 def has_demo(ws: Workspace) -> bool:

@@ -4,11 +4,12 @@ from __future__ import annotations
 import html
 
 import gradio as gr
+from starlette.middleware import Middleware
 
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.ui import inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
 from rloo_studio.ui import playground_tab, records_tab
-from rloo_studio.ui.uploads import use_workspace_temp
+from rloo_studio.ui.uploads import IncomingGuard, use_workspace_temp
 
 CSS = """
 .studio-header {display:flex; gap:1.5em; align-items:baseline; flex-wrap:wrap; padding:.2em 0 .4em}
@@ -69,11 +70,15 @@ def build_ui(studio: Studio) -> gr.Blocks:
 
 
 def served_paths(studio: Studio) -> tuple[list[str], list[str]]:
-    """(allowed, blocked) for Gradio's file route: of the workspace, only exports/ is served.
+    """(allowed, blocked) for Gradio's file route: of the workspace, exports/ is served, and of incoming/
+    only the files Gradio put there itself.
 
-    Gradio also serves its own temp folder (uploads not yet imported, copies of exports handed
-    out), which use_workspace_temp puts in <workspace>/incoming; every other file, in the workspace
-    or elsewhere, is refused. The blocked list names what must never leave, whatever else changes."""
+    Gradio serves its own temp folder, which use_workspace_temp puts in <workspace>/incoming: an
+    upload not yet imported (Gradio refuses to pass a file from a blocked folder to the import) and
+    the copy of an export it hands out (the download link points there), each at
+    `<sha256 of its bytes>/<name>`; IncomingGuard refuses every other path there. Every other file,
+    in the workspace or elsewhere, is refused. The blocked list names what must never leave,
+    whatever else changes."""
     ws = studio.ws
     blocked = [ws.db_path, ws.root / "studio.db-wal", ws.root / "studio.db-shm", ws.runs_dir, ws.uploads_dir]
     return [str(ws.exports_dir)], [str(p) for p in blocked]
@@ -91,5 +96,7 @@ def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tupl
         head="".join(getattr(m, "HEAD", "") for _, m in TABS),  # ... and scripts (keyboard shortcuts)
         show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
         allowed_paths=allowed, blocked_paths=blocked,  # downloads of exported files; nothing else on disk
+        app_kwargs={"middleware": [Middleware(IncomingGuard, incoming=str(studio.ws.incoming_dir))]},
+        ssr_mode=False,  # files are served by this process, past IncomingGuard (no Node front, no static workers)
     )
     return demo
