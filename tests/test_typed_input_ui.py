@@ -19,6 +19,7 @@ from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.reward.job import train_reward
 from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.demo_data import open_workspace
 
 T = 60000
 LONG = "a" * 300  # longer than any file name may be
@@ -28,7 +29,7 @@ HUGE = "1+1=2 " * 4000  # 24,000 characters: far past the demo model's 1,024 tok
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     ws_dir = tmp_path_factory.mktemp("typed") / "ws"
-    ws = Workspace(ws_dir, seed_demo=True)
+    ws = open_workspace(ws_dir, demo=True)
     # Two runs that failed for real, before the app starts: the job functions raise, the runner records it.
     runner = JobRunner(ws)
     reward = runner.submit("reward", RewardJobConfig(model=str(ws_dir / "models" / "gone")), train_reward)

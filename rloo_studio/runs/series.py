@@ -192,7 +192,7 @@ CHART_TITLES = {  # rloo_view.PLOTS titles -> words
 }
 
 
-REWARD_TITLES = {  # reward_view.PLOTS titles -> words
+REWARD_TITLES = {  # reward.view.PLOTS titles -> words
     "loss": "loss (pairwise, lower is better)",
     "accuracy": "accuracy: chosen scored higher",
     "margin": "margin: score(chosen) − score(rejected)",
