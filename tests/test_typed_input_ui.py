@@ -291,6 +291,7 @@ def test_label_records_and_playground_tabs(app):
         expect(page.locator("#playground-msg")).not_to_be_empty(timeout=T)
         no_error_word(page)
         fill(page, "playground-base-model", "")
+        page.get_by_role("button", name="Sampling").click()  # the accordion that holds max new tokens
         fill(page, "playground-max-new", -5)
         page.locator("#playground-go").click()
         expect(page.locator("#playground-msg")).not_to_be_empty(timeout=T)
