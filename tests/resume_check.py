@@ -1,7 +1,7 @@
 """Checks that a resumed run is the run that never stopped: same metrics per step, same adapter."""
 from pathlib import Path
 
-import pytest
+import torch
 from safetensors.torch import load_file
 
 from rloo_studio.runs.runner import read_metrics
@@ -32,10 +32,10 @@ def assert_same_run(resumed: Path, uninterrupted: Path, from_step: int) -> None:
     assert later, f"nothing logged after step {from_step}"
     for key in sorted(later):
         assert a[key].keys() == b[key].keys(), key
-        for name, value in b[key].items():
-            assert a[key][name] == pytest.approx(value, rel=1e-5, abs=1e-7), (key, name, a[key][name], value)
+        for name, value in b[key].items():  # deterministic on the CPU with a fixed seed: equal, not close
+            assert a[key][name] == value, (key, name, a[key][name], value)
     wa = load_file(str(resumed / "adapter" / "adapter_model.safetensors"))
     wb = load_file(str(uninterrupted / "adapter" / "adapter_model.safetensors"))
     assert wa.keys() == wb.keys()
     for name in wb:
-        assert (wa[name] - wb[name]).abs().max().item() <= 1e-6, name
+        assert torch.equal(wa[name], wb[name]), (name, (wa[name] - wb[name]).abs().max().item())

@@ -262,15 +262,17 @@ def test_prompt_file_import(tmp_path):
     assert ws.query("SELECT COUNT(*) FROM pairs")[0][0] == 0  # nothing written by the refused files
 
 
-def test_resume_from_half_way_equals_the_uninterrupted_run(workspace, tmp_path):
+@pytest.mark.parametrize("backend", ["auto", "transformers"])  # Unsloth's policy and plain transformers + PEFT
+def test_resume_from_half_way_equals_the_uninterrupted_run(workspace, tmp_path, backend):
     """Train 4 steps (checkpoint at 2), keep that run as the reference, drop checkpoint-4 and the
-    adapter, resume: steps 3-4 must log the same metrics and end on the same adapter, once each."""
+    adapter, resume: steps 3-4 must log the same metrics, sample the same completions with the same
+    rewards and end on the same adapter, once each."""
     import shutil
 
     from resume_check import assert_same_run
 
     r = JobRunner(workspace)
-    cfg = RlooJobConfig(max_steps=4, **{**TINY, "save_steps": 2, "learning_rate": 2e-3})
+    cfg = RlooJobConfig(max_steps=4, backend=backend, **{**TINY, "save_steps": 2, "learning_rate": 2e-3})
     rid = r.submit("rloo", cfg, train_rloo)
     assert r.wait(rid, 900) == "completed", r.status(rid)
     d = workspace.run_dir(rid)
@@ -282,4 +284,4 @@ def test_resume_from_half_way_equals_the_uninterrupted_run(workspace, tmp_path):
     assert r.wait(rid, 900) == "completed", r.status(rid)
     assert_same_run(d, full, from_step=2)
     assert sorted({x["step"] for x in read_samples(d)}) == [1, 2, 3, 4]
-    assert len(read_samples(d)) == len(read_samples(full))
+    assert read_samples(d) == read_samples(full)  # the same completions and rewards, each step once
