@@ -230,7 +230,7 @@ def test_a_row_with_chosen_and_rejected_swapped_adds_the_opposite_label(empty_wo
     for r in STD[:2]:  # a split vote: one imported label each way
         assert got[(r["prompt"], r["chosen"], r["rejected"])] == [("import", "a"), ("import", "b")]
     assert got[(STD[2]["prompt"], STD[2]["chosen"], STD[2]["rejected"])] == [("import", "a")]
-    assert pairs_of(ws) == [(STD[2]["prompt"], STD[2]["chosen"], STD[2]["rejected"])]  # a split decides nothing
+    assert pairs_of(ws) == [(STD[2]["prompt"], STD[2]["chosen"], STD[2]["rejected"])]  # a split counts as a tie
     # both of its labels are there now: the swapped file again is a true duplicate, and so is the original
     assert import_file(ws, swapped).skipped == 2 and import_file(ws, src).skipped == 3
     assert snapshot(ws) == {**before, "labels": 5}

@@ -3,6 +3,7 @@ press labels only the pair on the page; A/B order, the flag key, Esc and the ann
 import json
 import re
 import tempfile
+from urllib.parse import urljoin
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,13 @@ from playwright.sync_api import expect
 
 from browser import open_page, running_app, screenshot
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.prompts import load_prompt_set
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("label-screen") / "ws", seed=False) as a:  # a new, empty workspace
+    # a new, empty workspace; uploads over 1 MB are blocked (the case of a key press after a blocked upload)
+    with running_app(tmp_path_factory.mktemp("label-screen") / "ws", "--max-upload-mb", "1", seed=False) as a:
         yield a
 
 
@@ -74,15 +77,35 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
     bad.write_text(json.dumps({"prompt": "q", "chosen": "a", "rejected": "a"}) + "\n")
     good = tmp_path / "one.jsonl"
     good.write_text(json.dumps({"prompt": "screen test prompt", "chosen": "yes", "rejected": "no"}) + "\n")
+    big = tmp_path / "big.jsonl"  # 2 MB, over the app's 1 MB upload limit
+    big.write_text(json.dumps({"prompt": "big", "chosen": "x" * 2_000_000, "rejected": "y"}) + "\n")
     with open_page(app.url) as page:
         start_labeling(page, "screen")
         open_accordion(page, "Import pairs or prompts")
-        # 1. Import with no file chosen (also what is left after an upload refused for its size).
+        # 0. An upload blocked for its size: the page says so and the pair stays on the page, current.
+        before, on_page_at_block = count(app.ws_dir), shown_id(page)
+        assert on_page_at_block
+        page.locator("input[type=file]").first.set_input_files(str(big))
+        expect(page.get_by_text("exceed the maximum allowed size")).to_be_visible(timeout=20000)
+        assert shown_id(page) == on_page_at_block and count(app.ws_dir) == before
+        assert not list((app.ws_dir / "incoming").rglob("big.jsonl"))  # nothing of it reached the server
+        # 1. ... then Import, as a person who thinks the file is there would: no file was chosen, the view
+        # is cleared with its current pair, and a key saves nothing.
         page.get_by_role("button", name="Import", exact=True).click()
         expect(page.locator("#lbl-status")).to_contain_text("No file was chosen")
         expect(page.locator("#lbl-prompt")).to_contain_text("No pair on screen")
         press_with_nothing_on_screen(page, app.ws_dir)
+        assert count(app.ws_dir) == before
         expect(page.locator("#lbl-status")).to_contain_text("pair #")  # ... and the next pair is shown
+        # 1b. A key right after a blocked upload labels the pair on the page, that one only.
+        shown_after_block = shown_id(page)
+        page.locator("input[type=file]").first.set_input_files(str(big))
+        expect(page.get_by_text("exceed the maximum allowed size").last).to_be_visible(timeout=20000)
+        assert shown_id(page) == shown_after_block
+        page.keyboard.press("1")
+        page.wait_for_function("b => { const el = document.querySelector('#lbl-prompt [data-pair]');"
+                               " return el && el.getAttribute('data-pair') !== b; }", arg=shown_after_block,
+                               timeout=20000)
         # 2. An import that is refused.
         page.locator("input[type=file]").first.set_input_files(str(bad))
         page.get_by_role("button", name="Import", exact=True).click()
@@ -102,6 +125,12 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
         page.get_by_role("button", name="Export", exact=True).click()
         expect(page.get_by_text(re.compile(r"Saved in .*exports"))).to_be_visible(timeout=20000)
         press_with_nothing_on_screen(page, app.ws_dir, "3")
+        # The export's download link points at Gradio's copy in incoming/<hash>/: served, and the file itself.
+        link = page.locator("a[href*='pairs.jsonl']").first
+        href = link.get_attribute("href")
+        assert "/incoming/" in href, href
+        got = page.request.get(urljoin(page.url, href))
+        assert got.status == 200 and got.body() == (app.ws_dir / "exports" / "pairs.jsonl").read_bytes()
         # 4. A filter with nothing under it.
         page.get_by_label("Show").click()
         page.get_by_role("option", name="ties").click()
@@ -130,7 +159,8 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
         screenshot(page, "label-screen-guard")
     rows = Workspace(app.ws_dir).query("SELECT l.pair_id FROM labels l JOIN annotators a ON a.id = l.annotator_id "
                                        "WHERE a.name='screen' ORDER BY l.id")
-    assert [r[0] for r in rows] == [int(after_import), int(on_page)]  # a label only for each pair on the page
+    # a label only for each pair on the page
+    assert [r[0] for r in rows] == [int(shown_after_block), int(after_import), int(on_page)]
 
 
 def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
@@ -189,6 +219,12 @@ def test_importing_a_file_again_adds_its_rows_only_when_asked(app, tmp_path):
     f = tmp_path / "twice.jsonl"
     f.write_text("".join(json.dumps({"prompt": f"Twice {i}?", "chosen": f"yes {i}", "rejected": f"no {i}"}) + "\n"
                          for i in range(4)))
+    swapped = tmp_path / "swapped.jsonl"
+    swapped.write_text("".join(json.dumps({"prompt": f"Twice {i}?", "chosen": f"no {i}", "rejected": f"yes {i}"}) + "\n"
+                               for i in range(2)))
+    ps = tmp_path / "twice-prompts.jsonl"
+    ps.write_text(json.dumps({"prompt": "Twice p1?", "answer": "1"}) + "\n"
+                  + json.dumps({"prompt": "Twice p2?", "answer": "2"}) + "\n")
     with open_page(app.url) as page:
         expect(page.locator("#lbl-progress")).to_contain_text("pairs labeled by people", timeout=30000)
         open_accordion(page, "Import pairs or prompts")
@@ -206,5 +242,47 @@ def test_importing_a_file_again_adds_its_rows_only_when_asked(app, tmp_path):
         page.get_by_role("button", name="Import", exact=True).click()
         expect(msg).to_contain_text("Imported 4 rows from twice.jsonl", timeout=20000)
         assert count(app.ws_dir, "pairs") == n + 4
-    for name in ("twice.jsonl", "order.jsonl", "same.jsonl"):  # no upload left behind, imported or refused
-        assert not list((app.ws_dir / "incoming").rglob(name)), name
+        # A prompt set: imported again with the box ticked, its prompts take the file's columns ...
+        page.locator("input[type=file]").first.set_input_files(str(ps))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(msg).to_contain_text("Imported 2 prompts into prompt set 'twice-prompts.jsonl'.", timeout=20000)
+        ps.write_text(json.dumps({"prompt": "Twice p1?", "answer": "1"}) + "\n"
+                      + json.dumps({"prompt": "Twice p2?", "answer": "22"}) + "\n")
+        page.locator("input[type=file]").first.set_input_files(str(ps))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(msg).to_contain_text("Imported 2 prompts into prompt set 'twice-prompts.jsonl' (2 already there: "
+                                    "a prompt set holds each prompt once, so they took the file's columns)",
+                                    timeout=20000)
+        assert load_prompt_set(Workspace(app.ws_dir), "twice-prompts.jsonl") == [
+            {"prompt": "Twice p1?", "answer": "1"}, {"prompt": "Twice p2?", "answer": "22"}]
+        # ... and without it they are skipped, counted, and the file's other columns pointed out.
+        page.get_by_label("Import rows already in the workspace again").uncheck()
+        ps.write_text(json.dumps({"prompt": "Twice p1?", "answer": "11"}) + "\n")
+        page.locator("input[type=file]").first.set_input_files(str(ps))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(msg).to_contain_text("Skipped 1 prompts already in that prompt set (1 with other column values",
+                                    timeout=20000)
+        assert load_prompt_set(Workspace(app.ws_dir), "twice-prompts.jsonl")[0] == {"prompt": "Twice p1?", "answer": "1"}
+        # Chosen and rejected the other way round: not dropped, the opposite label goes to the pair already there.
+        page.locator("input[type=file]").first.set_input_files(str(swapped))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(msg).to_contain_text("2 rows matched pairs already here: their labels were added (2 the opposite "
+                                    "of the label imported before, so those pairs show a split vote)", timeout=20000)
+        assert count(app.ws_dir, "pairs") == n + 4
+        for i in range(2):  # the first pair of each prompt (the second came from the import on purpose)
+            assert imported_choices(app.ws_dir, f"Twice {i}?") == [["a", "b"], ["a"]]
+        assert imported_choices(app.ws_dir, "Twice 2?") == [["a"], ["a"]]
+    for name in ("twice.jsonl", "order.jsonl", "same.jsonl", "swapped.jsonl", "twice-prompts.jsonl", "big.jsonl"):
+        assert not list((app.ws_dir / "incoming").rglob(name)), name  # no upload left behind, imported or refused
+
+
+def imported_choices(ws_dir, prompt) -> list[list[str]]:
+    """The imported labels of each pair of a prompt, oldest pair first."""
+    rows = Workspace(ws_dir).query(
+        "SELECT p.id, l.choice FROM pairs p JOIN prompts pr ON pr.id = p.prompt_id LEFT JOIN labels l ON "
+        "l.pair_id = p.id AND l.superseded = 0 AND l.annotator_id = (SELECT id FROM annotators WHERE name = 'import') "
+        "WHERE pr.text = ? ORDER BY p.id, l.id", (prompt,))
+    out: dict[int, list[str]] = {}
+    for pid, choice in rows:
+        out.setdefault(pid, []).extend([choice] if choice else [])
+    return list(out.values())

@@ -89,12 +89,44 @@ def test_uploads_stay_in_the_workspace_and_only_exports_are_served(tmp_path):
         (ws / "uploads" / "u").mkdir(parents=True)
         (ws / "uploads" / "u" / "mine.jsonl").write_text("{}\n")
 
-        def served(path) -> int:
-            return status(a.url + "gradio_api/file=" + urllib.parse.quote(str(path)))[0]
+        # incoming/ is Gradio's temp folder: files there that Gradio did not put there itself
+        (incoming / "placed.jsonl").write_text("{}\n")
+        (incoming / "sub").mkdir()
+        (incoming / "sub" / "placed.jsonl").write_text("{}\n")
+        (incoming / ("A" * 64)).mkdir()
+        (incoming / ("A" * 64) / "placed.jsonl").write_text("{}\n")
+        (Path(uploaded).parent / "deeper").mkdir()
+        (Path(uploaded).parent / "deeper" / "placed.jsonl").write_text("{}\n")
+
+        def served(path, route="gradio_api/file=") -> int:
+            return status(a.url + route + urllib.parse.quote(str(path)))[0]
 
         assert served(ws / "exports" / "out.jsonl") == 200
+        # An upload not yet imported is served to whoever has its URL (and the password, with --auth):
+        # Gradio serves its temp folder and will not pass a file from a blocked folder to the import, and
+        # the download link of an export points at Gradio's copy there. Its folder is the SHA-256 of
+        # Gradio's seed and the file's bytes: a URL that only someone holding the file can write.
+        assert served(uploaded) == 200
         for path in (ws / "studio.db", ws / "studio.db-wal", ws / "runs" / "r1" / "config.yaml",
-                     ws / "uploads" / "u" / "mine.jsonl", "/etc/passwd"):
+                     ws / "uploads" / "u" / "mine.jsonl", "/etc/passwd",
+                     incoming / "placed.jsonl", incoming / "sub" / "placed.jsonl", incoming / ("A" * 64) / "placed.jsonl",
+                     Path(uploaded).parent / "deeper" / "placed.jsonl", Path(uploaded).parent / ".." / "placed.jsonl",
+                     incoming / "missing.jsonl", incoming):
             assert served(path) == 403, path
+        for route in ("gradio_api/file/", "gradio_api/file=/", "file=", "file/"):  # the other spellings
+            assert served(incoming / "placed.jsonl", route) in (403, 404), route
+        assert served(str(incoming / "placed.jsonl").replace("/", "//"), "gradio_api/file=") == 403
     finally:
         a.stop()
+
+
+def test_only_files_gradio_made_are_served_from_incoming(tmp_path):
+    from rloo_studio.ui.uploads import served_from_incoming
+
+    inc, h = tmp_path / "incoming", "0123456789abcdef" * 4
+    assert served_from_incoming(inc, str(inc / h / "pairs.jsonl"))  # an upload or an export's copy
+    assert served_from_incoming(inc, str(tmp_path / "exports" / "pairs.jsonl"))  # outside: Gradio's rules decide
+    for bad in (inc / "pairs.jsonl", inc / h, inc / h / "x" / "pairs.jsonl", inc / h.upper() / "pairs.jsonl",
+                inc / h[:-1] / "pairs.jsonl", inc / "deep_links" / "x" / "a.json", inc / h / ".." / "pairs.jsonl"):
+        assert not served_from_incoming(inc, str(bad)), bad
+    assert not served_from_incoming(inc, str(inc / "a\x00b"))
