@@ -5,8 +5,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "rloo_studio"
-CORE_EXCEPTIONS = {("rloo_studio.core.studio", "rloo_studio.studio")}
-"""core/studio.py only keeps the old name of rloo_studio.studio for the UI modules that still import it."""
+CORE_EXCEPTIONS: set[tuple[str, str]] = set()
+"""Core modules allowed to import a stage above the core: none."""
 
 
 def modules() -> dict[str, Path]:

@@ -18,7 +18,7 @@ from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.label.store import flag_for_relabel
 from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.core.thinking import SPLIT_MODES
 from rloo_studio.ui import fields, messages, render
 from rloo_studio.ui.inspect_render import (CSS, dataset_html, hist_svg, plot_svg, shared_span,  # noqa: F401 (CSS: app)

@@ -18,7 +18,7 @@ from rloo_studio.label import store as L
 from rloo_studio.core.errors import explain
 from rloo_studio.reward.uncertainty import uncertainty_queue
 from rloo_studio.runs.catalog import trained_adapters
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.ui import label_data, render
 from rloo_studio.ui.label_view import NOTHING_SAVED, status_html, show_next, sources_update, view
 

@@ -10,7 +10,7 @@ import html
 import gradio as gr
 
 from rloo_studio.label import store as L
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.ui import render
 
 NO_NAME = "Enter your name above to start labeling: each label records who gave it."

@@ -10,7 +10,7 @@ import gradio as gr
 
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import STRATEGIES, launch_from_form, launch_text
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 
 MAX_GPUS, MAX_MACHINES = 1024, 10000  # more is a typo, not a cluster
 

@@ -11,7 +11,7 @@ import gradio as gr
 from rloo_studio.label import store as L
 from rloo_studio.label import records as R
 from rloo_studio.core.errors import StudioError, explain
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.ui import rloo_send
 from rloo_studio.runs.catalog import trained_adapters
 

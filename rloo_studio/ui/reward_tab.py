@@ -16,7 +16,7 @@ from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
 from rloo_studio.reward.job import format_preflight, preflight, train_reward
 from rloo_studio.core.models import TRUST_WARNING
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.runs import series as S
 from rloo_studio.ui import charts, launch_panel, messages, render
 from rloo_studio.ui import fields as F

@@ -7,7 +7,7 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.core.errors import explain
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.rloo import samples as rloo_samples, view as rv
 from rloo_studio.runs.catalog import find_run
 from rloo_studio.ui import render

@@ -10,7 +10,7 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.core.errors import StudioError, explain
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.rloo import to_label as RL
 from rloo_studio.rloo.view import latest_run
 

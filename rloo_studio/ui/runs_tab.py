@@ -12,7 +12,7 @@ from rloo_studio.runs import series as S
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
 from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, launch_panel, messages, render
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
