@@ -17,7 +17,7 @@ from rloo_studio.label.importing import import_upload
 from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.label.prompts import prompt_sets
 from rloo_studio.label.demo_data import demo_summary, seed_demo
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.ui import fields, label_view as T
 from rloo_studio.ui.uploads import discard_upload
 
@@ -83,11 +83,11 @@ def do_export(studio: Studio, fmt, fname, split, ties, nm):
     return T.status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *view
 
 
-def start_gen(studio: Studio, pset, limit, k, typed, model, trust, tokens, temp):
+def start_gen(studio: Studio, pset, limit, k, typed, model, trust, tokens, temp, thinking=True):
     try:
         cfg = GenerateConfig(model=model, prompt_set=pset, prompts=(typed or "").splitlines(), limit=int(limit or 1),
                              k=int(k), max_new_tokens=int(tokens or 1), temperature=float(temp or 0),
-                             trust_remote_code=bool(trust))
+                             trust_remote_code=bool(trust), enable_thinking=bool(thinking))
         cfg.validate()
     except Exception as e:
         return "", T.status_html(explain(e), True)
@@ -140,6 +140,8 @@ def build(studio: Studio, common: list, outs: list, src, empty_box, b_demo_empty
                                   elem_id="lbl-gen-trust")
             g_tokens = gr.Number(d.max_new_tokens, label="Max new tokens", precision=0, minimum=1)
             g_temp = gr.Number(d.temperature, label="Temperature", minimum=0.01)
+            g_think = gr.Checkbox(d.enable_thinking, label="enable_thinking", elem_id="lbl-gen-thinking",
+                                  info="Hybrid templates (Qwen3): off answers without reasoning; others ignore it")
         with gr.Row():
             b_gen = gr.Button("Generate", variant="primary")
             b_gen_stop = gr.Button("Stop")
@@ -161,7 +163,7 @@ def build(studio: Studio, common: list, outs: list, src, empty_box, b_demo_empty
     for b in (b_demo, b_demo_empty):
         b.click(partial(load_demo, studio), common, [import_msg, *outs, src, empty_box])
     g_trust.input(lambda on: T.status_html(TRUST_WARNING, True) if on else T.status_html(""), g_trust, gen_msg)
-    b_gen.click(partial(start_gen, studio), [g_set, g_limit, g_k, g_typed, g_model, g_trust, g_tokens, g_temp],
+    b_gen.click(partial(start_gen, studio), [g_set, g_limit, g_k, g_typed, g_model, g_trust, g_tokens, g_temp, g_think],
                 [gen_run, gen_msg]).then(lambda rid: gr.Timer(active=bool(rid)), gen_run, gen_timer)
     gen_timer.tick(partial(poll_gen, studio), gen_run, [gen_msg, gen_timer], show_progress="hidden")
     b_gen_stop.click(lambda rid: studio.runner.stop(rid) and None, gen_run, None)

@@ -9,7 +9,8 @@ import gradio as gr
 
 from rloo_studio.rloo import playground as P
 from rloo_studio.core.errors import StudioError, explain
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
+from rloo_studio.ui import fields
 
 CSS = """
 .pg-side .pg-think {color:var(--body-text-color-subdued); white-space:pre-wrap; font-size:.9em;
@@ -93,7 +94,8 @@ def build(studio: Studio):
     with gr.Row():
         run = gr.Dropdown(runs, label="RLOO run (its adapter)", scale=2, elem_id="playground-run", visible=bool(runs))
         none = gr.Markdown(NO_RUN, visible=not runs, elem_id="playground-no-run")
-        base = gr.Textbox(label="Base model (empty: the run's own)", scale=2, elem_id="playground-base-model")
+        base = fields.model_dropdown(None, "Base model (empty: the run's own)", "playground-base-model", ws.root,
+                                     info=None, scale=2)
     prompt = gr.Textbox(label="Prompt", lines=2, elem_id="playground-prompt", placeholder="What is 123+456?")
     expected = gr.Textbox(label="Expected answer (optional, for the correctness reward)", elem_id="playground-expected")
     with gr.Accordion("Sampling", open=False):
