@@ -49,11 +49,15 @@ def test_round_trip_every_format(empty_workspace, tmp_path, fmt, suffix):
     import_file(ws2, out)
     assert pairs_of(ws2) == pairs_of(empty_workspace) == sorted((r["prompt"], r["chosen"], r["rejected"]) for r in STD)
     if suffix == ".jsonl":
+        from trl.data_utils import is_conversational, maybe_extract_prompt
+
         rows = [json.loads(x) for x in out.read_text().splitlines()]
         if fmt == "conversational":
             assert rows[0]["prompt"][0]["role"] == "user" and rows[0]["chosen"][0]["role"] == "assistant"
         else:
             assert set(rows[0]) == {"prompt", "chosen", "rejected"}
+        # TRL reads every exported row as its own preference format: explicit prompt, of the kind asked for
+        assert all(is_conversational(r) == (fmt == "conversational") and maybe_extract_prompt(r) == r for r in rows)
 
 
 def test_csv_and_implicit_prompt(empty_workspace, tmp_path):
