@@ -35,6 +35,49 @@ def test_rloo_charts_name_every_line_and_show_constants_with_their_value():
     assert "leave-one-out" in by["loss (RLOO)"].note and "Watch" in by["loss (RLOO)"].note
 
 
+def test_one_reward_of_weight_one_is_one_line_that_says_it_is_the_total():
+    # The weighted total of one reward (weight 1) equals that reward at every step: two lines would lie one
+    # exactly on the other and one would be hidden. A reader needs one line that says it is both.
+    recs = [_rec(s, reward=0.25 * s, **{"rewards/correctness/mean": 0.25 * s}) for s in range(1, 5)]
+    reward = S.rloo_charts(recs, "rloo-a")[1]
+    assert [(ln.name, ln.key) for ln in reward.lines] == [("total = reward: correctness",
+                                                          "reward = rewards/correctness/mean")]
+    assert reward.legend(reward.lines[0]) == "total = reward: correctness · 1"
+    # two rewards (or a weight other than 1): the total and each reward, each its own line
+    two = [_rec(s, reward=0.75 * s, **{"rewards/correctness/mean": 0.5 * s, "rewards/think_format/mean": 0.25 * s})
+           for s in range(1, 5)]
+    names = [ln.name for ln in S.rloo_charts(two, "rloo-b")[1].lines]
+    assert names == ["reward (weighted total)", "reward: correctness", "reward: think_format"]
+    # an overlay: each run's reward chart follows the same rule under its own heading
+    both = S.rloo_charts(two, "rloo-b", recs, "rloo-a")[1]
+    assert [(ln.group, ln.name) for ln in both.lines][-1] == ("rloo-a (dashed)", "total = reward: correctness")
+    assert all(len(ln.name) <= S.LEGEND_CHARS for ln in both.lines)  # every name fits whole in its legend row
+
+
+def test_a_line_under_an_equal_later_line_is_drawn_wider():
+    pytest.importorskip("plotly")
+    from rloo_studio.ui.charts import WIDTH, widths
+
+    bands = next(c for c in S.rloo_charts([{**_rec(s), "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0,
+                                            "clip_ratio/region_mean": 0.0} for s in range(1, 5)], "r")
+                 if c.title.startswith("clip ratio"))
+    assert len(bands.lines) == 3
+    w = widths(bands.lines)  # three equal lines: each shows on both sides of the ones drawn over it
+    assert w[0] > w[1] > w[2] == WIDTH
+    a = S.Line("a", "k", [1, 2, 3], [1.0, 2.0, 3.0], "#000")
+    b = S.Line("b", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#111")
+    assert widths([a, b]) == [WIDTH, WIDTH]  # lines that only cross: both drawn as usual
+    # wider than every equal line drawn over it, also when those lie under further lines themselves
+    c, d = S.Line("c", "k", [1, 2, 3], [3.0, 2.0, 0.0], "#222"), S.Line("d", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#333")
+    w = widths([a, b, c, d])  # a: alone; b under c (the segment 1-2) and d (all of it); c under d (1-2)
+    assert w[0] == WIDTH and w[1] > w[2] > w[3] == WIDTH
+    e = S.Line("e", "k", [1, 2, 3, 4], [0.5, 0.0, 0.5, 1.0], "#444")
+    f = S.Line("f", "k", [1, 2, 3, 4], [0.5, 1.0, 0.5, 0.0], "#555")
+    assert widths([e, f]) == [WIDTH, WIDTH]  # equal at two steps but no common segment: nothing is hidden
+    six = widths(bands.lines * 2)  # an overlay of two runs with the same three zero lines
+    assert all(six[i] > six[i + 1] for i in range(5))
+
+
 def test_overlays_name_the_runs_in_their_own_colours():
     a = [_rec(s) for s in range(1, 4)]
     b = [_rec(s, kl=0.02 * s) for s in range(1, 6)]
@@ -50,6 +93,10 @@ def test_overlays_name_the_runs_in_their_own_colours():
     assert [ln.name for ln in over.lines] == ["rloo-a", "rloo-b"] and over.title == "KL to the reference"
     assert over.lines[0].color == colors["rloo-a"]  # the same colour on the Runs tab as on the RLOO tab
     assert len(set(S.run_colors([f"run-{i}" for i in range(10)]).values())) == 10  # shown runs never share
+    # two ids whose own colours collide get the same colours whichever tab lists them first
+    x, y = next((f"rloo-{i}", f"rloo-{j}") for i in range(20) for j in range(i + 1, 20)
+                if S.run_color(f"rloo-{i}") == S.run_color(f"rloo-{j}"))
+    assert S.run_colors([x, y]) == S.run_colors([y, x]) and len(set(S.run_colors([x, y]).values())) == 2
 
 
 def test_smoothing_and_log_scale():
@@ -77,6 +124,22 @@ def test_figure_has_a_legend_entry_hover_and_integer_steps_per_line():
     assert "step %{x}" in fig["data"][0]["hovertemplate"]
     assert fig["layout"]["xaxis"]["tickformat"] == "d" and fig["layout"]["xaxis"]["dtick"] == 5
     assert fig["layout"]["showlegend"] is True and fig["layout"]["title"]["text"] == f"<b>{c.title}</b>"
+    assert fig["config"]["displayModeBar"] is False  # Plotly's toolbar would sit on the title
+    lo, hi = fig["layout"]["xaxis"]["range"]
+    assert lo < 0 and hi > 29  # points at step 0 and at the last step are drawn whole, not cut by the edge
+
+
+def test_a_single_point_is_drawn_whole_and_larger():
+    pytest.importorskip("plotly")
+    from rloo_studio.ui.charts import figure
+
+    loss = S.reward_charts([{"step": 0, "eval_loss": 0.7}, {"step": 1, "loss": 0.69}, {"step": 2, "loss": 0.6}])[0]
+    fig = json.loads(figure(loss).to_json())
+    held = next(t for t in fig["data"] if t["name"].startswith("held-out pairs"))
+    assert held["x"] == [0] and "markers" in held["mode"] and held["marker"]["size"] >= 9
+    assert held["cliponaxis"] is False
+    lo, hi = fig["layout"]["xaxis"]["range"]
+    assert lo <= -0.3 and hi >= 2.3  # the point at step 0 sits inside the plot, with room for its marker
 
 
 def test_completion_groups_keep_a_prompts_completions_together():

@@ -77,9 +77,11 @@ def run_color(run_id: str) -> str:
 
 
 def run_colors(run_ids: list[str]) -> dict[str, str]:
-    """Each run its own colour (run_color), moved to the next free one only if two shown runs collide."""
+    """Each run its own colour (run_color), moved to the next free one only if two shown runs collide.
+    Collisions are settled in run-id order (the older run keeps its colour), never in the order the runs
+    are listed, so the same runs get the same colours on every tab."""
     out: dict[str, str] = {}
-    for rid in run_ids:
+    for rid in sorted(set(run_ids)):
         c = run_color(rid)
         i = PALETTE.index(c)
         while c in out.values() and len(out) < len(PALETTE):
@@ -162,11 +164,17 @@ def rloo_charts(records: list[dict], run_id: str = "", earlier: list[dict] | Non
         for runs, rid, dash in ((recs, run_id, "solid"), (old, earlier_id or "earlier run", "dash")):
             if not runs:
                 continue
-            for i, key in enumerate(rv.expand(keys, runs)):
+            keys_here = rv.expand(keys, runs)
+            total_as = _total_is_one_reward(runs, keys_here, smoothing, log)
+            for i, key in enumerate(keys_here):
+                if key == total_as:
+                    continue  # drawn once, as the total (below)
                 steps, vals = points(runs, key, smoothing, log)
                 if not steps:
                     continue
                 name, color = title(key), PALETTE[i % len(PALETTE)]
+                if key == "reward" and total_as:  # one line, the total and the only reward: say both
+                    name, key = f"total = {title(total_as)}", f"reward = {total_as}"
                 if old:  # two runs on one chart: say whose line it is; one metric: each run in its colour
                     rid = rid or "this run"
                     group = f"{rid} ({'solid' if dash == 'solid' else 'dashed'})" if len(keys) > 1 else ""
@@ -177,6 +185,22 @@ def rloo_charts(records: list[dict], run_id: str = "", earlier: list[dict] | Non
                 chart.lines.append(Line(name, key, steps, vals, color, dash, group))
         out.append(chart)
     return out
+
+
+def _same(a: tuple[list[int], list[float]], b: tuple[list[int], list[float]]) -> bool:
+    """The same points (steps and values, to float rounding)."""
+    return a[0] == b[0] and all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) for x, y in zip(a[1], b[1]))
+
+
+def _total_is_one_reward(records: list[dict], keys: list[str], smoothing: float, log: bool) -> str:
+    """The reward key whose line equals the weighted total at every step ('' if none): with one reward of
+    weight 1 the total and that reward are one line, and drawing both would hide one under the other."""
+    if "reward" not in keys:
+        return ""
+    total = points(records, "reward", smoothing, log)
+    if not total[0]:
+        return ""
+    return next((k for k in keys if k.startswith("rewards/") and _same(points(records, k, smoothing, log), total)), "")
 
 
 CHART_TITLES = {  # rloo_view.PLOTS titles -> words

@@ -6,21 +6,32 @@ drawn in a hidden tab). Every chart of the Reward, RLOO and Runs tabs is made he
 """
 from __future__ import annotations
 
+import json
 import math
 
 import gradio as gr
 import plotly.graph_objects as go
 
-from rloo_studio.runs.series import Chart, fmt
+from rloo_studio.runs.series import Chart, Line, fmt
 
 HEIGHT = 300
 TITLE_H, ROW_H = 30, 19  # pixels: the title line, one legend row
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 
-CSS = """
-.studio-chart {min-width: 0}
-.studio-chart .js-plotly-plot, .studio-chart .plot-container {width: 100% !important}
-"""
+WIDTH = 2.2  # a line's width; a line with a later one drawn over it is wider by UNDER per such line
+UNDER = 2.0
+# No mode bar: at these widths Plotly's toolbar sits on the chart's title. Zoom stays (drag a box;
+# double-click to reset), and hover is unchanged.
+CONFIG = {"displayModeBar": False, "displaylogo": False, "responsive": True}
+
+
+class Figure(go.Figure):
+    """A Plotly figure whose JSON carries its config (gr.Plot hands the JSON's "config" to Plotly)."""
+
+    def to_json(self, *args, **kwargs) -> str:
+        out = json.loads(super().to_json(*args, **kwargs))
+        out["config"] = CONFIG
+        return json.dumps(out)
 
 
 def _dtick(max_step: int) -> int:
@@ -33,10 +44,41 @@ def _dtick(max_step: int) -> int:
     return 10 * mag
 
 
+def _overlaps(a: Line, b: Line) -> bool:
+    """b, drawn over a, would hide part of it: a segment of a (two neighbouring points) is also a segment of
+    b with the same values, or every step they share (at least one) has the same value."""
+    same = lambda x, y: math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)  # noqa: E731
+    bv, bi = dict(zip(b.steps, b.values)), {s: i for i, s in enumerate(b.steps)}
+    shared = [s for s in a.steps if s in bv]
+    av = dict(zip(a.steps, a.values))
+    if shared and all(same(av[s], bv[s]) for s in shared):
+        return True
+    return any(s in bi and t in bi and bi[t] == bi[s] + 1 and same(av[s], bv[s]) and same(av[t], bv[t])
+               for s, t in zip(a.steps, a.steps[1:]))
+
+
+def widths(lines: list[Line]) -> list[float]:
+    """Each line's width: one drawn under later lines with the same values is wider than each of them by
+    UNDER, so it shows on both sides of them instead of being hidden (three zero clip-ratio lines: three
+    nested stripes)."""
+    level = [0] * len(lines)  # how many stripes lie over a line: one more than the widest line over it
+    for i in range(len(lines) - 1, -1, -1):
+        level[i] = max([level[j] + 1 for j in range(i + 1, len(lines)) if _overlaps(lines[i], lines[j])], default=0)
+    return [WIDTH + UNDER * n for n in level]
+
+
+def _x_range(chart: Chart) -> list[float]:
+    """Steps from 0 to the last, padded so that a point at either end (the held-out point at step 0, the
+    newest step) is drawn whole, not cut in half by the plot's edge."""
+    hi = max([max(ln.steps) for ln in chart.lines if ln.steps] + [1])
+    pad = max(0.3, 0.03 * hi)
+    return [-pad, hi + pad]
+
+
 def figure(chart: Chart, height: int = HEIGHT) -> go.Figure:
-    fig = go.Figure()
+    fig = Figure()
     max_step, groups = 0, []
-    for line in chart.lines:
+    for line, width in zip(chart.lines, widths(chart.lines)):
         heading = line.group and line.group not in groups
         if heading:
             groups.append(line.group)
@@ -45,8 +87,9 @@ def figure(chart: Chart, height: int = HEIGHT) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=line.steps, y=line.values, name=chart.legend(line), mode="lines+markers" if few else "lines",
             legendgroup=line.group or None, legendgrouptitle=dict(text=line.group) if heading else None,
-            line=dict(color=line.color, width=2.2, dash=line.dash, simplify=False, shape="linear"),
-            marker=dict(size=7, color=line.color),
+            line=dict(color=line.color, width=width, dash=line.dash, simplify=False, shape="linear"),
+            marker=dict(size=(9 if len(line.steps) == 1 else 7) + width - WIDTH, color=line.color),
+            cliponaxis=False,  # a point on the plot's edge is drawn whole
             customdata=[[fmt(v)] for v in line.values],
             hovertemplate=(f"<b>{line.name}</b><br>step %{{x}}<br>value %{{customdata[0]}}"
                            f"<br><span style='color:#888'>TRL key: {line.key}</span><extra></extra>"),
@@ -73,7 +116,7 @@ def figure(chart: Chart, height: int = HEIGHT) -> go.Figure:
                     bgcolor="rgba(255,255,255,0)", itemclick="toggle", itemdoubleclick="toggleothers"),
         hovermode="closest", hoverlabel=dict(font=dict(family=FONT, size=12)),
         xaxis=dict(title=dict(text="step", standoff=4), tickformat="d", dtick=_dtick(max_step), tick0=0,
-                   rangemode="tozero" if max_step else "normal", zeroline=False, showgrid=True),
+                   range=_x_range(chart), autorange=False, zeroline=False, showgrid=True),
         yaxis=dict(title=dict(text=chart.ylabel or ("value (log scale)" if chart.log else "")),
                    type="log" if chart.log else "linear", tickformat="~g" if chart.log else "",
                    exponentformat="e", zeroline=True, showgrid=True, automargin=True),
