@@ -90,7 +90,7 @@ def _status_html(studio: Studio, rid: str | None, records: list[dict]) -> str:
 def _widths(cols: list[str]) -> list[str]:
     # about 1150px in all at the usual reward count, so the right-hand columns fit a 1400px window
     fixed = {"group": "78px", "step": "52px", "#": "36px", "prompt": "190px", "thinking": "250px", "answer": "140px",
-             "total": "62px", "advantage": "90px", "tokens": "64px", "cut": "46px"}
+             "total": "62px", "advantage": "100px", "tokens": "72px", "cut": "46px"}
     return [fixed.get(c, f"{max(70, 9 * len(c) + 20)}px") for c in cols]
 
 
