@@ -90,7 +90,14 @@ def test_left_and_right_padding_agree(scorer):
     for a, b in zip(left, right):
         assert len(a.token_scores) == len(b.token_scores)
         assert max(abs(x - y) for x, y in zip(a.token_scores, b.token_scores)) < 1e-4
-        assert abs(a.answer - b.answer) < 1e-4
+        assert (a.answer is None) == (b.answer is None) and (a.answer is None or abs(a.answer - b.answer) < 1e-4)
+
+
+def test_truncated_response_has_no_answer_alone(scorer):
+    """Cut before </think>, a response has no answer: nothing is scored as its answer alone."""
+    cut, done = score_responses(scorer, [(PROMPT, "<think>\n3+4=7\n\n5+"), (PROMPT, "<think>\n3+4=7\n</think>\n\n7")])
+    assert cut.truncated and cut.answer is None and cut.steps
+    assert done.answer is not None
 
 
 def test_batched_equals_unbatched(scorer):

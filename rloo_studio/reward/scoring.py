@@ -216,10 +216,13 @@ def score_responses(scorer: Scorer, items: list[tuple[str, str]], split: str = "
     tpl, think = scorer.template, scorer.enable_thinking
     encs = [_encode(scorer.tok, p, r, think) for p, r in items]
     parsed = [parse_response(tpl, r, split) for _, r in items]
-    alone = ([_encode(scorer.tok, p, alone_text(tpl, pr.answer), think)[0] for (p, _), pr in zip(items, parsed)]
-             if answer_alone else [])
+    # A response cut before its answer (reasoning never closed) has no answer to score alone.
+    has = [answer_alone and not (pr.truncated and not pr.answer.strip()) for pr in parsed]
+    alone = [_encode(scorer.tok, p, alone_text(tpl, pr.answer), think)[0]
+             for (p, _), pr, h in zip(items, parsed, has) if h]
     scores = position_scores(scorer, [e[0] for e in encs] + alone, batch_size, padding_side)
-    answers = [a[-1] for a in scores[len(items) :]] if answer_alone else [None] * len(items)
+    it = iter(scores[len(items):])
+    answers = [next(it)[-1] if h else None for h in has]
     return [
         _assemble(scorer.tok, p, r, pr, enc, s, a)
         for (p, r), pr, enc, s, a in zip(items, parsed, encs, scores[: len(items)], answers)
