@@ -22,7 +22,7 @@ from rloo_studio.core import memory, model_choices
 from rloo_studio.runs import series as S
 from rloo_studio.core.models import TRUST_WARNING
 from rloo_studio.runs.catalog import failure, find_run, resumable, trained_adapters
-from rloo_studio.core.studio import Studio
+from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, launch_panel, messages, render, rloo_send
 from rloo_studio.ui import fields as F, rloo_model_view
 
