@@ -97,9 +97,33 @@ def background(ws_dir: Path, names: list[str], pace: float, stop: threading.Even
     return t
 
 
+def importer(ws_dir: Path, rows: int) -> threading.Thread:
+    """A user's import of `rows` preference rows, through the core, while the timed annotator labels: it
+    starts once the timed page shows its first pair (or at once in core mode) and runs to its end."""
+    from rloo_studio.label.importing import import_file
+
+    path = ws_dir.parent / "import.jsonl"
+    with open(path, "w") as f:
+        for i in range(rows):
+            f.write(json.dumps({"prompt": f"Imported {i}: what is {i}+1?", "chosen": f"{i + 1}", "rejected": f"{i}"}) + "\n")
+
+    def run():
+        READY.wait(600)
+        t0 = time.perf_counter()
+        res = import_file(Workspace(ws_dir), path)
+        print(json.dumps({"import_rows": res.rows, "import_s": round(time.perf_counter() - t0, 1)}), file=sys.stderr)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+READY = threading.Event()  # set when timing starts
+
+
 def time_core(ws: Workspace, name: str, n: int) -> list[float]:
     times, sess = [], "bench"
     shown = L.next_pair(ws, name, sess)
+    READY.set()
     for i in range(n + 5):
         t0 = time.perf_counter()
         L.save_on_screen(ws, shown, str(shown.pair_id), name, sess, "left" if i % 2 else "right")
@@ -142,12 +166,13 @@ def time_browser(ws_dir: Path, name: str, n: int) -> tuple[list[float], list[flo
             b = launch_browser(p)
             page = b.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(app.url)
-            page.wait_for_function(f"() => {status}.includes('Enter your name')")
+            page.wait_for_function(f"() => {status}.includes('Enter your name')", timeout=180000)  # first load
             page.get_by_label("Your name").focus()
             page.keyboard.type(name)
             page.keyboard.press("Enter")
-            page.wait_for_function(f"() => /pair #\\d+/.test({status})")
+            page.wait_for_function(f"() => /pair #\\d+/.test({status})", timeout=180000)
             page.evaluate(IN_PAGE)
+            READY.set()
             for i in range(n + 5):
                 before = page.evaluate(f"() => {status}")
                 t0 = time.perf_counter()
@@ -177,12 +202,16 @@ def main() -> None:
     ap.add_argument("--labels", type=int, default=120, help="key presses timed")
     ap.add_argument("--pace", type=float, default=2.0, help="seconds between two labels of a background annotator")
     ap.add_argument("--mode", choices=["browser", "core"], default="browser")
+    ap.add_argument("--during-import", type=int, default=0, metavar="ROWS",
+                    help="time the key presses while a ROWS-row import runs (through the core)")
     args = ap.parse_args()
     ws_dir = Path(tempfile.mkdtemp()) / "ws"
     ws = build(ws_dir, args.pairs, args.annotators)
     load0 = round(os.getloadavg()[0], 2)
     stop = threading.Event()
     bg = background(ws_dir, [f"ann{k}" for k in range(1, args.annotators)], args.pace, stop)
+    if args.during_import:
+        importer(ws_dir, args.during_import)
     try:
         if args.mode == "core":
             times, driver = time_core(ws, "ann0", args.labels), None
@@ -191,7 +220,8 @@ def main() -> None:
     finally:
         stop.set()
         bg.join(30)
-    out = {"pairs": args.pairs, "annotators": args.annotators, "mode": args.mode, "labels": len(times), **stats(times),
+    out = {"pairs": args.pairs, "annotators": args.annotators, "mode": args.mode, "labels": len(times),
+           "during_import": args.during_import, **stats(times),
            "load_average": [load0, round(os.getloadavg()[0], 2)]}
     if driver:
         out["driver"] = stats(driver)  # the same presses timed by Playwright, its round trips included
