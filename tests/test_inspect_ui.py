@@ -90,6 +90,10 @@ def test_dataset_view_opens_a_disagreement(page):
     page.locator("#inspect-dataset").click()
     expect(page.locator("[data-testid=accuracy]")).to_have_text(re.compile(r"\d+\.\d%"), timeout=120_000)
     expect(page.locator("[data-testid=margin-hist] rect").first).to_be_attached()
+    groups = page.locator("[data-testid=groups]")  # accuracy by kind of pair and by source, as a reward run reports it
+    expect(groups).to_contain_text("only chosen reasons")
+    expect(groups).to_contain_text("both reason")
+    expect(groups.locator("tr", has_text="demo-pairs").locator("td").last).to_have_text(re.compile(r"^\d+\.\d%$"))
     first = page.locator("#inspect-disagreements").get_by_role("gridcell").filter(visible=True).first
     expect(first).to_be_visible()
     pair_id = first.inner_text().strip()

@@ -170,6 +170,18 @@ def test_summarize_hand_checked():
     assert strong.warnings and "response length" in strong.warnings[0]
 
 
+def test_dataset_view_groups_accuracy_by_kind_and_source():
+    """Right on every format pair, at chance on the pairs where both sides reason: the groups show it."""
+    T = "<think>\n{}\n</think>\n\n{}"
+    pairs = [PairScore(1, "p", T.format("1+1=2", "2"), "2", 1.0, 0.0, "demo"),  # only chosen reasons: right
+             PairScore(2, "p", T.format("1+2=3", "3"), "3", 1.0, 0.0, "demo"),
+             PairScore(3, "p", T.format("2+2=4", "4"), T.format("2+2=5", "5"), 1.0, 0.0, "mine.jsonl"),  # right
+             PairScore(4, "p", T.format("2+3=5", "5"), T.format("2+3=6", "6"), 0.0, 1.0, "mine.jsonl")]  # wrong
+    g = {(x["by"], x["name"]): (x["pairs"], x["accuracy"]) for x in summarize(pairs).groups}
+    assert g == {("kind", "only chosen reasons"): (2, 1.0), ("kind", "both reason"): (2, 0.5),
+                 ("source", "demo"): (2, 1.0), ("source", "mine.jsonl"): (2, 0.5)}
+
+
 def test_dataset_view_on_the_demo_pairs(trained_ws):
     from rloo_studio.label.store import preference_pairs
     from rloo_studio.reward.dataset_view import dataset_view

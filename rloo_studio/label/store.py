@@ -394,12 +394,13 @@ def decided_pairs(ws: Workspace) -> list[dict]:
 
 
 def preference_pairs(ws: Workspace) -> list[dict]:
-    """One {pair_id, prompt, chosen, rejected} row per pair whose labels prefer one side."""
+    """One {pair_id, prompt, chosen, rejected, source} row per pair whose labels prefer one side."""
     out = []
     for d in decided_pairs(ws):
         if d["outcome"] in ("a", "b"):
             win, lose = (d["a"], d["b"]) if d["outcome"] == "a" else (d["b"], d["a"])
-            out.append({"pair_id": d["pair_id"], "prompt": d["prompt"], "chosen": win, "rejected": lose})
+            out.append({"pair_id": d["pair_id"], "prompt": d["prompt"], "chosen": win, "rejected": lose,
+                        "source": d["source"]})
     return out
 
 

@@ -9,6 +9,7 @@ from rloo_studio.core.errors import DataError
 from rloo_studio.core.stats import correlation
 from rloo_studio.core.thinking import Template
 from rloo_studio.label.store import preference_pairs
+from rloo_studio.reward.blind import pair_kind
 from rloo_studio.reward.scoring import Scorer, parse_response, score_texts
 
 LENGTH_BIAS_WARN = 0.5
@@ -23,6 +24,7 @@ class PairScore:
     rejected: str
     chosen_score: float
     rejected_score: float
+    source: str = ""  # where the pair came from (an import's file name, "candidates", "rloo:<run>" ...)
 
     @property
     def margin(self) -> float:
@@ -39,6 +41,22 @@ class DatasetView:
     length_r: float | None  # Pearson r of score vs response length (characters)
     thinking_r: float | None  # ... vs thinking length (characters)
     warnings: list[str] = field(default_factory=list)
+    groups: list[dict] = field(default_factory=list)
+    """Accuracy per kind of pair (reward.blind.pair_kind: both reason / only one does / neither) and per
+    source: [{"by": "kind" | "source", "name", "pairs", "accuracy"}], the held-out breakdown of a reward run
+    for the whole labeled set, so a model right on the format pairs and at chance on the rest shows it."""
+
+
+def groups(pairs: list[PairScore], start: str = "answer") -> list[dict]:
+    """Accuracy of the pairs of each kind and of each source (largest groups first within each)."""
+    out = []
+    for by, key in (("kind", lambda p: pair_kind(p.chosen, p.rejected, start)), ("source", lambda p: p.source)):
+        parts: dict[str, list[PairScore]] = {}
+        for p in pairs:
+            parts.setdefault(key(p) or "–", []).append(p)
+        for name, ps in sorted(parts.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            out.append({"by": by, "name": name, "pairs": len(ps), "accuracy": sum(p.margin > 0 for p in ps) / len(ps)})
+    return out
 
 
 def histogram(values: list[float], bins: int = 20) -> list[tuple[float, float, int]]:
@@ -75,7 +93,7 @@ def summarize(pairs: list[PairScore], bins: int = 20, top: int = 10, warn_r: flo
         mean_margin=sum(margins) / len(margins) if margins else 0.0,
         histogram=histogram(margins, bins),
         disagreements=sorted((p for p in pairs if p.margin < 0), key=lambda p: p.margin)[:top],
-        length_r=length_r, thinking_r=thinking_r, warnings=warnings,
+        length_r=length_r, thinking_r=thinking_r, warnings=warnings, groups=groups(pairs, tpl.start),
     )
 
 
@@ -87,6 +105,6 @@ def dataset_view(scorer: Scorer, ws, batch_size: int = 16, top: int = 10) -> Dat
     prompts = [r["prompt"] for r in rows for _ in (0, 1)]
     texts = [t for r in rows for t in (r["chosen"], r["rejected"])]
     s = score_texts(scorer, prompts, texts, batch_size)
-    pairs = [PairScore(r["pair_id"], r["prompt"], r["chosen"], r["rejected"], s[2 * k], s[2 * k + 1])
-             for k, r in enumerate(rows)]
+    pairs = [PairScore(r["pair_id"], r["prompt"], r["chosen"], r["rejected"], s[2 * k], s[2 * k + 1],
+                       r.get("source") or "") for k, r in enumerate(rows)]
     return summarize(pairs, top=top, template=scorer.template)

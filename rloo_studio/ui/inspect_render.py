@@ -10,6 +10,9 @@ from rloo_studio.reward.dataset_view import LENGTH_BIAS_WARN, DatasetView
 CSS = """
 .rs-summary {display:flex; gap:1.2em; flex-wrap:wrap; align-items:baseline}
 .rs-summary .num {font-size:1.4em; font-weight:600}
+.rs-groups {margin-top:.5em; border-collapse:collapse; font-size:.92em}
+.rs-groups td, .rs-groups th {padding:.1em .8em; text-align:left; white-space:nowrap}
+.rs-groups td.num {text-align:right; font-variant-numeric:tabular-nums}
 .rs-untrained, .rs-warn {background:#fff4d6; color:#6b4e00; border:1px solid #e8c766; border-radius:6px;
   padding:.4em .7em; margin:.3em 0}
 .rs-error {background:#fde8e8; color:#8a1c1c; border:1px solid #f0a0a0; border-radius:6px; padding:.4em .7em}
@@ -160,8 +163,19 @@ def dataset_html(v: DatasetView, scorer: scoring.Scorer) -> str:
         f"<span>{len(v.pairs)} labeled pairs · {sum(p.margin < 0 for p in v.pairs)} disagreements "
         f"({len(v.disagreements)} with the most negative margin below)</span></div>"
         f"<div>length bias: r(score, response length) = {lr}, r(score, thinking length) = {tr}"
-        f" (warning at |r| ≥ {LENGTH_BIAS_WARN})</div>{bias}"
+        f" (warning at |r| ≥ {LENGTH_BIAS_WARN})</div>{bias}{groups_html(v.groups)}"
     )
+
+
+def groups_html(groups: list[dict]) -> str:
+    """Accuracy by kind of pair and by source: a model can be right on one kind and at chance on another."""
+    if not groups:
+        return ""
+    rows = "".join(
+        f"<tr><td>{'kind of pair' if g['by'] == 'kind' else 'source'}</td><td>{html.escape(g['name'])}</td>"
+        f"<td class='num'>{g['pairs']}</td><td class='num'>{g['accuracy']:.1%}</td></tr>" for g in groups)
+    return ("<table class='rs-groups' data-testid='groups'><thead><tr><th>by</th><th>group</th><th>pairs</th>"
+            f"<th>accuracy</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def side_html(s, title, span=None):
