@@ -145,7 +145,9 @@ def cmd_score(a) -> int:
     if a.json:
         print(json.dumps(out))
     else:
-        print(f"total {out['total']:+.4f}  answer alone {out['answer']:+.4f}  ({out['reward_model']})")
+        alone = "—" if out["answer"] is None else f"{out['answer']:+.4f}"  # None: cut before its answer
+        print(f"total {out['total']:+.4f}  answer alone {alone}  ({out['reward_model']})"
+              + ("  (truncated: reasoning never closed)" if out["truncated"] else ""))
         for k, s in enumerate(out["steps"], 1):
             print(f"  step {k:>2} {s['score']:+.4f} ({s['delta']:+.4f})  {s['text'][:60]!r}")
     return 0

@@ -56,6 +56,17 @@ def test_score_json_prints_one_json_object(tmp_path):
     assert {"text", "start", "end", "score", "delta"} <= set(d["steps"][0])
 
 
+def test_score_prints_a_cut_response_without_an_answer_score(tmp_path, capsys):
+    """The plain-text output of `score` for a response cut before </think>: no answer to score alone."""
+    from rloo_studio.cli import main
+    from rloo_studio.core.paths import DEMO_MODEL
+
+    assert main(["score", "--workspace", str(tmp_path / "ws"), "--reward-model", str(DEMO_MODEL),
+                 "--prompt", "What is 1 + 2?", "--response", "<think>\n1+2+0=3\n\n2+"]) == 0
+    out = capsys.readouterr().out
+    assert "answer alone —" in out and "truncated" in out and "step  1" in out, out
+
+
 def test_score_a_model_with_its_own_code_only_with_the_flag(tmp_path):
     from custom_model import make_custom_code_model
 

@@ -101,6 +101,25 @@ def test_token_id_path_equals_decode_path(tok, reward_model, sampled):
     assert a == pytest.approx(b, abs=1e-5)
 
 
+def test_token_id_path_keeps_the_bos_a_tokenizer_adds(tok, sampled):
+    """A tokenizer that adds a BOS (Llama, Gemma, Mistral) gets it on the token-id path too, as TRL's
+    RewardTrainer tokenized the training text: both paths give the same ids."""
+    import copy
+
+    from tokenizers import processors
+
+    from rloo_studio.rloo.rewards import ids_from_text, ids_from_tokens
+
+    bos = copy.deepcopy(tok)
+    bos.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{bos.pad_token} $A", special_tokens=[(bos.pad_token, bos.pad_token_id)])  # the pad token as a BOS
+    prompts, outs = sampled
+    for p, s in zip(prompts, outs):
+        by_text = ids_from_text(bos, p, [{"role": "assistant", "content": s.text}])
+        assert by_text[0] == bos.pad_token_id and by_text.count(bos.pad_token_id) == 1
+        assert ids_from_tokens(bos, p, s.ids) == by_text
+
+
 def test_reward_model_batches_give_the_same_scores(tok, reward_model, sampled):
     from rloo_studio.rloo.rewards import make_reward_model_reward
 

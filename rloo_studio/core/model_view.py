@@ -4,7 +4,7 @@ out) split into its tokens, each with its id and the characters it adds.
     policy_view(tok, prompt, response)   the generation prompt's ids, then the completion's ids (and the
                                          EOS it ended with), as RLOO trains on them
     reward_view(tok, prompt, response)   prompt + response + EOS as one text, encoded as the reward model
-                                         scores it (reward.scoring.format_text)
+                                         scores it (core.reward_input.format_text)
 
 Both drop a leading <think> that the template already opened in the prompt (thinking.continuation),
 so a view of a thinking response shows the tag once. No gradio, no torch.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rloo_studio.core.reward_input import format_text
 from rloo_studio.core.thinking import chat_prompt, continuation, template_info
 
 PARTS = ("prompt", "response", "end")
@@ -95,11 +96,8 @@ def policy_view(tok, prompt, response: str, enable_thinking: bool = True, ended:
 
 
 def reward_text(tok, prompt, response: str, enable_thinking: bool = True) -> tuple[str, int]:
-    """(text, prompt characters): chat prompt + the response as it follows it + EOS, the text a reward
-    model trains on and scores (the same as reward.scoring.format_text)."""
-    head = chat_prompt(tok, prompt, enable_thinking)
-    text = head + continuation(template_info(tok, enable_thinking), response)
-    return (text if text.endswith(tok.eos_token) else text + tok.eos_token), len(head)
+    """(text, prompt characters): the text a reward model trains on and scores (core.reward_input)."""
+    return format_text(tok, prompt, response, enable_thinking), len(chat_prompt(tok, prompt, enable_thinking))
 
 
 def reward_view(tok, prompt, response: str, enable_thinking: bool = True, model: str = "",

@@ -11,6 +11,8 @@ RLOO's reward-model reward (rloo.rewards) all build that same text here.
     reward_ids(tok, prompt_text, response_text)    that text tokenized as TRL tokenizes it
     format_text(tok, prompt, response)             from a raw prompt and response: chat template applied
     format_ids(tok, prompt, response)              ... and tokenized
+    prompt_ids(tok, prompt_text)                   the ids a tokenized text starts with for this prompt
+                                                   (what the token-id path puts before a completion's ids)
 """
 from __future__ import annotations
 
@@ -39,3 +41,14 @@ def format_text(tok, prompt, response: str, enable_thinking: bool = True) -> str
 def format_ids(tok, prompt, response: str, enable_thinking: bool = True) -> list[int]:
     """format_text tokenized as TRL's RewardTrainer tokenizes it."""
     return list(tok(text=format_text(tok, prompt, response, enable_thinking))["input_ids"])
+
+
+def prompt_ids(tok, prompt_text: str) -> list[int]:
+    """The ids that a text tokenized as TRL does (reward_ids) begins with for `prompt_text`: the prompt's ids
+    with the special tokens the tokenizer puts in front (a BOS), without any it appends at the end."""
+    bare = list(tok(prompt_text, add_special_tokens=False)["input_ids"])
+    full = list(tok(text=prompt_text)["input_ids"])
+    for k in range(len(full) - len(bare) + 1):
+        if full[k:k + len(bare)] == bare:
+            return full[:k + len(bare)]
+    return bare  # a post-processor that rewrites the text's own ids: nothing to put in front

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 from rloo_studio.core.answers import EXTRACTORS, matches
 from rloo_studio.core.errors import ConfigError, StudioError
 from rloo_studio.core.models import think_token_ids
-from rloo_studio.core.reward_input import format_ids
+from rloo_studio.core.reward_input import format_ids, prompt_ids
 from rloo_studio.core.thinking import chat_prompt, parse, split_ids, template_info
 from rloo_studio.core.thinking import full_response
 
@@ -164,8 +164,9 @@ def ids_from_text(tok, prompt, completion, enable_thinking: bool = True) -> list
 
 
 def ids_from_tokens(tok, prompt, completion_ids: Sequence[int], enable_thinking: bool = True) -> list[int]:
-    """Token-id path: chat prompt ids + the completion's own ids, ending in exactly one EOS."""
-    return (tok(chat_prompt(tok, prompt, enable_thinking), add_special_tokens=False)["input_ids"]
+    """Token-id path: chat prompt ids (with a BOS where the tokenizer adds one, as in training) + the
+    completion's own ids, ending in exactly one EOS."""
+    return (prompt_ids(tok, chat_prompt(tok, prompt, enable_thinking))
             + _body_ids(tok, completion_ids, enable_thinking) + [tok.eos_token_id])
 
 
