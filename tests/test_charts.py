@@ -40,9 +40,9 @@ def test_one_reward_of_weight_one_is_one_line_that_says_it_is_the_total():
     # exactly on the other and one would be hidden. A reader needs one line that says it is both.
     recs = [_rec(s, reward=0.25 * s, **{"rewards/correctness/mean": 0.25 * s}) for s in range(1, 5)]
     reward = S.rloo_charts(recs, "rloo-a")[1]
-    assert [(ln.name, ln.key) for ln in reward.lines] == [("total = reward: correctness",
+    assert [(ln.name, ln.key) for ln in reward.lines] == [("total = correctness",
                                                           "reward = rewards/correctness/mean")]
-    assert reward.legend(reward.lines[0]) == "total = reward: correctness · 1"
+    assert reward.legend(reward.lines[0]) == "total = correctness · 1"
     # two rewards (or a weight other than 1): the total and each reward, each its own line
     two = [_rec(s, reward=0.75 * s, **{"rewards/correctness/mean": 0.5 * s, "rewards/think_format/mean": 0.25 * s})
            for s in range(1, 5)]
@@ -50,7 +50,7 @@ def test_one_reward_of_weight_one_is_one_line_that_says_it_is_the_total():
     assert names == ["reward (weighted total)", "reward: correctness", "reward: think_format"]
     # an overlay: each run's reward chart follows the same rule under its own heading
     both = S.rloo_charts(two, "rloo-b", recs, "rloo-a")[1]
-    assert [(ln.group, ln.name) for ln in both.lines][-1] == ("rloo-a (dashed)", "total = reward: correctness")
+    assert [(ln.group, ln.name) for ln in both.lines][-1] == ("rloo-a (dashed)", "total = correctness")
     assert all(len(ln.name) <= S.LEGEND_CHARS for ln in both.lines)  # every name fits whole in its legend row
 
 
@@ -179,3 +179,12 @@ def test_inspect_pair_shares_one_y_scale_and_colours_the_answer():
     assert "class='rs-answer'" in html and "The answer is 3." in html.split("rs-answer")[1]
     assert "what the answer adds" not in html  # the meaning line belongs under the numbers
     assert "answer alone" in I.MEANING and "after thinking" in I.MEANING
+
+
+def test_every_rule_reward_as_the_only_reward_is_named_whole_in_the_legend():
+    from rloo_studio.rloo.config import RULE_REWARDS
+
+    for r in (*RULE_REWARDS, "reward_model"):
+        recs = [{"step": k, "loss": 0.0, "reward": 0.5 * k, f"rewards/{r}/mean": 0.5 * k} for k in (1, 2, 3)]
+        (line,) = next(c for c in S.rloo_charts(recs) if c.title.startswith("reward")).lines
+        assert line.name == f"total = {r}" and len(line.name) <= S.LEGEND_CHARS, line.name

@@ -255,3 +255,22 @@ def test_resume_from_half_way_equals_the_uninterrupted_run(workspace, tmp_path):
     assert r.submit("reward", cfg, train_reward, run_id=rid) == rid
     assert r.wait(rid, 900) == "completed", r.status(rid)
     assert_same_run(d, full, from_step=4)
+
+
+def test_preflight_counts_what_training_leaves_out_as_training_resolves_labels(workspace):
+    """People's labels override imported ones (label.store.decided_pairs): an imported pair that a person
+    labeled the other way is trained on, not counted as a split vote; ties, skips and even splits are."""
+    from rloo_studio.label import store as L
+
+    before = preflight(workspace, RewardJobConfig())
+    imported = [p["pair_id"] for p in L.preference_pairs(workspace)][:4]
+    shown = lambda pid: L.Shown(pid, "", "", "", True, "demo-pairs", None, None)  # noqa: E731  (left = a)
+    L.save_label(workspace, shown(imported[0]), "ann", "s", "right")  # overrides the import: still a preference
+    L.save_label(workspace, shown(imported[1]), "ann", "s", "tie")
+    L.save_label(workspace, shown(imported[2]), "ann", "s", "skip")
+    L.save_label(workspace, shown(imported[3]), "ann", "s", "left")
+    L.save_label(workspace, shown(imported[3]), "bob", "s", "right")  # one each way: an even split
+    pf = preflight(workspace, RewardJobConfig())
+    assert (pf["ties"], pf["skips"], pf["split_votes"]) == (before["ties"] + 1, before["skips"] + 1,
+                                                             before["split_votes"] + 1)
+    assert pf["pairs"] == before["pairs"] - 3 and pf["labeled"] == before["labeled"]

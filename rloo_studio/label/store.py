@@ -363,10 +363,11 @@ def agreement(ws: Workspace, include_import: bool = False) -> dict:
 # -- rows for training and export --------------------------------------------------------------
 
 def decided_pairs(ws: Workspace) -> list[dict]:
-    """Every pair with current labels, resolved: {pair_id, prompt, extra, a, b, outcome, source}.
+    """Every pair with current labels, resolved: {pair_id, prompt, extra, a, b, outcome, why, source}.
 
     outcome is 'a' / 'b' (the majority of a-vs-b votes), 'tie' (ties or an even split) or
-    'skip' (only skips). Human labels override imported ones on the same pair.
+    'skip' (only skips); why says 'split' for a tie of an even a/b split. Human labels override imported
+    ones on the same pair.
     """
     rows = ws.query(
         """SELECT l.pair_id, l.choice, an.name, p.text AS prompt, p.extra, ra.text AS a, rb.text AS b, pr.source
@@ -389,7 +390,8 @@ def decided_pairs(ws: Workspace) -> list[dict]:
             outcome = "a" if c["a"] > c["b"] else "b" if c["b"] > c["a"] else "tie"
         else:
             outcome = "tie" if c["tie"] else "skip"
-        out.append({**info[pid], "outcome": outcome})
+        why = "split" if outcome == "tie" and c["a"] else outcome  # a tie by an even a/b split of votes
+        out.append({**info[pid], "outcome": outcome, "why": why})
     return out
 
 

@@ -60,17 +60,13 @@ def truncate_thinking(tok, prompt: str, response: str, max_length: int, start: s
 
 
 def _label_breakdown(ws) -> dict:
-    """Pairs with current labels that have no majority preference, by why."""
-    rows = ws.query(
-        """SELECT pair_id, SUM(choice='a') a, SUM(choice='b') b, SUM(choice='tie') t, SUM(choice='skip') s
-           FROM labels WHERE superseded=0 GROUP BY pair_id"""
-    )
-    out = {"labeled": len(rows), "ties": 0, "skips": 0, "split_votes": 0}
-    for r in rows:
-        if r["a"] == r["b"]:
-            key = "split_votes" if r["a"] else ("ties" if r["t"] >= r["s"] else "skips")
-            out[key] += 1
-    return out
+    """Pairs with current labels that have no majority preference, by why, resolved as training resolves them
+    (label.store.decided_pairs: people's labels override imported ones)."""
+    from rloo_studio.label.store import decided_pairs
+
+    whys = [d["why"] for d in decided_pairs(ws)]
+    return {"labeled": len(whys), "ties": whys.count("tie"), "skips": whys.count("skip"),
+            "split_votes": whys.count("split")}
 
 
 def _percentiles(values: list[int]) -> dict:

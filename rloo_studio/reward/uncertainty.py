@@ -2,14 +2,13 @@
 about them (smallest margin first), each with the side it prefers. No gradio."""
 from __future__ import annotations
 
-from rloo_studio.core.models import load_reward_adapter, run_trusts_code
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.reward.scoring import Scorer, score_texts as _score
-from rloo_studio.runs.catalog import adapter_dir
+from rloo_studio.reward.scoring import Scorer, load_scorer, score_texts as _score
 
 
 def score_texts(model, tok, prompts: list[str], responses: list[str], batch_size: int = 16) -> list[float]:
-    """Reward of each (prompt, response), formatted exactly as in training (one scoring path: scoring.py)."""
+    """Reward of each (prompt, response) by a loaded model, formatted exactly as in training (scoring.py's
+    score_texts; the tests and benchmarks use it on a model they hold)."""
     return _score(Scorer(model, tok, "", True), prompts, responses, batch_size)
 
 
@@ -31,10 +30,9 @@ def uncertainty_queue(ws: Workspace, run_id: str, pair_ids: list[int] | None = N
         rows = [r for r in rows if r["id"] in keep]
     if not rows:
         return []
-    ad = adapter_dir(ws, run_id)
-    model, tok = load_reward_adapter(ad, trust_remote_code=run_trusts_code(ad))
+    scorer = load_scorer(ws, reward_run=run_id)  # the run's adapter, trust and enable_thinking; cached, on the GPU
     prompts = [r["prompt"] for r in rows]
-    scores = score_texts(model, tok, prompts * 2, [r["a"] for r in rows] + [r["b"] for r in rows])
+    scores = _score(scorer, prompts * 2, [r["a"] for r in rows] + [r["b"] for r in rows], 16)
     n = len(rows)
     out = [(r["id"], scores[i] - scores[n + i], "a" if scores[i] >= scores[n + i] else "b") for i, r in enumerate(rows)]
     return sorted(out, key=lambda t: (abs(t[1]), t[0]))

@@ -174,7 +174,7 @@ def rloo_charts(records: list[dict], run_id: str = "", earlier: list[dict] | Non
                     continue
                 name, color = title(key), PALETTE[i % len(PALETTE)]
                 if key == "reward" and total_as:  # one line, the total and the only reward: say both
-                    name, key = f"total = {title(total_as)}", f"reward = {total_as}"
+                    name, key = f"total = {title(total_as).removeprefix('reward: ')}", f"reward = {total_as}"
                 if old:  # two runs on one chart: say whose line it is; one metric: each run in its colour
                     rid = rid or "this run"
                     group = f"{rid} ({'solid' if dash == 'solid' else 'dashed'})" if len(keys) > 1 else ""
@@ -193,17 +193,18 @@ def _same(a: tuple[list[int], list[float]], b: tuple[list[int], list[float]]) ->
 
 
 def _total_is_one_reward(records: list[dict], keys: list[str], smoothing: float, log: bool) -> str:
-    """The reward key whose line equals the weighted total at every step ('' if none): with one reward of
-    weight 1 the total and that reward are one line, and drawing both would hide one under the other."""
-    if "reward" not in keys:
+    """The run's only reward key when its line equals the weighted total at every step ('' otherwise): with
+    one reward of weight 1 the total and that reward are one line, and drawing both would hide one under the
+    other. Only with a single reward, so a run of several rewards never merges two lines (nor un-merges
+    them mid-run when a reward that was 0 so far moves)."""
+    rewards = [k for k in keys if k.startswith("rewards/")]
+    if "reward" not in keys or len(rewards) != 1:
         return ""
     total = points(records, "reward", smoothing, log)
-    if not total[0]:
-        return ""
-    return next((k for k in keys if k.startswith("rewards/") and _same(points(records, k, smoothing, log), total)), "")
+    return rewards[0] if total[0] and _same(points(records, rewards[0], smoothing, log), total) else ""
 
 
-CHART_TITLES = {  # rloo_view.PLOTS titles -> words
+CHART_TITLES = {  # rloo.view.PLOTS titles -> words
     "loss": "loss (RLOO)",
     "reward": "reward: total and each reward",
     "KL": "KL to the reference",

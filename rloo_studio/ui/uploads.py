@@ -29,7 +29,8 @@ def served_from_incoming(incoming: Path, target: str) -> bool:
     """False for a file-route target inside `incoming` that Gradio did not put there (see the module)."""
     try:
         folder, path = Path(os.path.abspath(incoming)).resolve(), Path(os.path.abspath(target)).resolve()
-    except (OSError, ValueError):  # a path no file can have (a NUL byte, a loop): Gradio would refuse it too
+    except (OSError, ValueError, RuntimeError):  # a path no file can have (a NUL byte; a symlink loop raises
+        # RuntimeError on Python 3.11): Gradio would refuse it too
         return False
     try:
         parts = path.relative_to(folder).parts
