@@ -10,7 +10,7 @@ from rloo_studio.label.importing import import_file
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace
 
-DURATION_S = 40  # docs/RELIABILITY.md records a longer run of the same test
+DURATION_S = 20  # docs/RELIABILITY.md records a longer run of the same test
 
 
 def labeler(url: str, name: str, seen: list, errors: list, duration: float):

@@ -2,6 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "rloo_studio"
 # every module of the package outside ui/ (and the entry point), found on disk so a new one is never missed
@@ -11,17 +13,22 @@ CORE = sorted(
 )
 
 
-def test_core_never_imports_gradio():
-    code = "import sys\n" + "".join(f"import {m}\n" for m in CORE) + "print('gradio' in sys.modules)"
+@pytest.fixture(scope="module")
+def fresh_process() -> list[str]:
+    """One new process (the imports of a second one would cost ~10 s): it imports the bootstrap, says
+    whether Unsloth came in and transformers did not come before it, then imports every core module and
+    says whether gradio came in."""
+    code = ("import sys\nfrom rloo_studio.core import bootstrap\n"
+            "print(bootstrap.UNSLOTH_VERSION is not None, 'unsloth' in sys.modules)\n"
+            + "".join(f"import {m}\n" for m in CORE) + "print('gradio' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    return out.stdout.strip().splitlines()[-2:]
 
 
-def test_bootstrap_imports_unsloth_before_transformers():
-    code = (
-        "import sys\nfrom rloo_studio.core import bootstrap\n"
-        "print(bootstrap.UNSLOTH_VERSION is not None, 'unsloth' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert out.stdout.strip().splitlines()[-1] == "True True", out.stderr[-2000:]
+def test_core_never_imports_gradio(fresh_process):
+    assert fresh_process[1] == "False"
+
+
+def test_bootstrap_imports_unsloth_before_transformers(fresh_process):
+    assert fresh_process[0] == "True True"

@@ -1,8 +1,6 @@
 """Export for serving: an RLOO run's adapter merged into its base loads with plain transformers and answers
 as the adapter on top of the base does; the adapter alone leaves TRL's ref/ copy out; bad input is refused."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,6 @@ from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace
 
-ROOT = Path(__file__).resolve().parent.parent
 PROMPTS = ["What is 123+456?", "What is 905+87?"]
 
 
@@ -83,23 +80,26 @@ def test_bad_run_or_busy_folder_is_refused_and_writes_nothing(run, tmp_path):
     assert "adapter_config.json" in export_model(ws, rid, tmp_path / "empty").files
 
 
-def test_cli_export_model(run, tmp_path):
+def test_cli_export_model(run, tmp_path, capsys):
     ws, rid = run
 
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "rloo_studio", "export-model", *args, "--workspace", str(ws.root)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+    from rloo_studio.cli import main
 
-    p = cli(rid, "--out", str(tmp_path / "m"), "--merged")
-    assert p.returncode == 0, p.stderr
-    assert "merged model" in p.stdout and (tmp_path / "m" / "model.safetensors").exists()
+    def cli(*args):  # the CLI's main() in this process: (exit code, stdout, stderr)
+        code = main(["export-model", *map(str, args), "--workspace", str(ws.root)])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, err = cli(rid, "--out", tmp_path / "m", "--merged")
+    assert code == 0, err
+    assert "merged model" in out and (tmp_path / "m" / "model.safetensors").exists()
     from transformers import AutoModelForCausalLM
 
     assert AutoModelForCausalLM.from_pretrained(str(tmp_path / "m")).config.model_type == "qwen3"
-    p = cli("nope", "--out", str(tmp_path / "x"))
-    assert p.returncode == 2 and "There is no RLOO run nope" in p.stderr and "Traceback" not in p.stderr
-    p = cli(rid, "--out", str(tmp_path / "m"))
-    assert p.returncode == 2 and "already exists and is not empty" in p.stderr and "Traceback" not in p.stderr
+    code, _, err = cli("nope", "--out", tmp_path / "x")
+    assert code == 2 and "There is no RLOO run nope" in err and "Traceback" not in err
+    code, _, err = cli(rid, "--out", tmp_path / "m")
+    assert code == 2 and "already exists and is not empty" in err and "Traceback" not in err
 
 
 def test_a_run_on_a_4bit_base_is_merged_into_the_full_precision_base_and_says_so(tmp_path):

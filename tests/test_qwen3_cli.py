@@ -2,25 +2,24 @@
 Unsloth's qwen3-thinking template (tests/qwen3_fixture.py). Import Qwen3-style pairs (reasoning without an
 opening <think>), train a reward model, score per step, and run RLOO with think_format + the reward model
 + TRL rewards."""
+import contextlib
+import io
 import json
-import os
 import random
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "RLOO_STUDIO_NO_UNSLOTH": "1"}
 OPEN_ID = 151667
 
 
-def cli(*args, timeout=600, unsloth=False):
-    # RLOO on the CPU needs Unsloth imported: without it TRL 1.15's fused LM head launches a Triton kernel
-    # that has no CPU driver ("0 active drivers"); the demo model fails the same way.
-    r = subprocess.run([sys.executable, "-m", "rloo_studio", *args], cwd=ROOT, capture_output=True, text=True,
-                       timeout=timeout, env=os.environ if unsloth else ENV)
-    assert r.returncode == 0, (args[0], r.stdout[-2000:], r.stderr[-3000:])
-    return r.stdout
+def cli(*args) -> str:
+    """The CLI's own main() in this process (the same code as `python -m rloo_studio`, without paying a new
+    process's imports for every command; tests/test_cli.py runs it as a subprocess); its stdout."""
+    from rloo_studio.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main([str(a) for a in args])
+    assert rc == 0, (args[0], out.getvalue()[-2000:])
+    return out.getvalue()
 
 
 def run_id(stdout: str) -> str:
@@ -85,7 +84,7 @@ def test_qwen3_thinking_model_through_the_cli(tmp_path, qwen3_model):
               "--set", "prompt_set=math", "--set", "rewards=think_format,reward_model,reasoning_accuracy,soft_overlong",
               "--set", "reward_weights=1.0,0.5,1.0,0.2", "--set", f"reward_model_run={rm_run}",
               "--set", "num_generations=2", "--set", "per_device_train_batch_size=4", "--set", "max_steps=2",
-              "--set", "max_completion_length=12", "--set", "eval_prompts=0", "--set", "save_steps=10", unsloth=True)
+              "--set", "max_completion_length=12", "--set", "eval_prompts=0", "--set", "save_steps=10")
     rl_run = run_id(out)
     assert out.strip().splitlines()[-1].startswith("completed"), out
     metrics = [json.loads(x) for x in (ws / "runs" / rl_run / "metrics.jsonl").read_text().splitlines() if x.strip()]

@@ -145,7 +145,7 @@ def test_custom_reward_that_raises_fails_the_run_with_a_clear_message(workspace)
     assert "reward function boom raised KeyError: 'x' (line 2" in msg and "Traceback" not in msg
 
 
-def test_cli_train_rloo_writes_the_run_folder(tmp_path):
+def test_cli_train_rloo_writes_the_run_folder(tmp_path, capsys):
     out = subprocess.run(
         [sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(tmp_path / "ws"), "--demo",
          "--set", "max_steps=1", "--set", "per_device_train_batch_size=4", "--set", "num_generations=2",
@@ -156,10 +156,10 @@ def test_cli_train_rloo_writes_the_run_folder(tmp_path):
     for f in ("config.yaml", "status.json", "metrics.jsonl", "samples.jsonl", "adapter/adapter_config.json"):
         assert (run / f).exists(), f
     assert json.loads((run / "status.json").read_text())["status"] == "completed"
-    bad = subprocess.run([sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(tmp_path / "ws"),
-                          "--set", "per_device_train_batch_size=5"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=600)
-    assert bad.returncode == 2 and "must be a multiple of num_generations" in bad.stderr
+    from rloo_studio.cli import main  # a refused config: the same CLI code in this process (no new process)
+
+    assert main(["train-rloo", "--workspace", str(tmp_path / "ws"), "--set", "per_device_train_batch_size=5"]) == 2
+    assert "must be a multiple of num_generations" in capsys.readouterr().err
 
 
 # -- what the tab shows (rloo_studio.rloo.view), on hand-made records ----------------------------
