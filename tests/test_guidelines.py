@@ -8,6 +8,7 @@ import pytest
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import guidelines as G
+from rloo_studio.label import agreement as A
 from rloo_studio.label import store as L
 
 
@@ -35,7 +36,7 @@ def test_progress_counts_todays_labels_apart(workspace):
     p = L.progress(ws, "ann")
     assert (p["mine"], p["mine_today"], p["my_skips"]) == (2, 1, 0)
     assert L.progress(ws, "bob")["mine_today"] == 0  # a skip is not a label
-    stats = {a["name"]: a for a in L.annotator_stats(ws, today=True)}
+    stats = {a["name"]: a for a in A.annotator_stats(ws, today=True)}
     assert (stats["ann"]["labels"], stats["ann"]["today"], stats["bob"]["skips"]) == (2, 1, 1)
-    assert "today" not in L.annotator_stats(ws)[0]
+    assert "today" not in A.annotator_stats(ws)[0]
     assert L.day_start() <= time.time() < L.day_start() + 86400 + 3600

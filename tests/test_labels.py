@@ -2,6 +2,7 @@ import random
 
 import pytest
 
+from rloo_studio.label import agreement as A
 from rloo_studio.label import store as L
 
 
@@ -133,10 +134,10 @@ def test_annotator_name_required_and_import_reserved(workspace):
 
 
 def test_kappa_and_agreement(workspace):
-    assert L.cohen_kappa(list("aabb"), list("aabb")) == 1.0
-    assert L.cohen_kappa(list("abab"), list("baba")) == -1.0
+    assert A.cohen_kappa(list("aabb"), list("aabb")) == 1.0
+    assert A.cohen_kappa(list("abab"), list("baba")) == -1.0
     # Hand-computed: po = 3/4, pe = (2*3 + 2*1)/16 = 0.5 -> kappa = 0.5
-    assert L.cohen_kappa(list("aabb"), list("aaab")) == pytest.approx(0.5)
+    assert A.cohen_kappa(list("aabb"), list("aaab")) == pytest.approx(0.5)
     L.set_overlap(workspace, 3)
     choices = {"ann": ["left", "left", "right", "tie"], "bob": ["left", "right", "right", "tie"]}
     for i in range(4):
@@ -147,15 +148,15 @@ def test_kappa_and_agreement(workspace):
             # Give both annotators the same underlying choice when their displayed sides agree.
             stored_side = side if side == "tie" or s.a_shown_left else {"left": "right", "right": "left"}[side]
             L.save_label(workspace, s, n, n, stored_side)
-    ag = L.agreement(workspace)
+    ag = A.agreement(workspace)
     assert ag["annotators"] == ["ann", "bob"] and ag["shared_pairs"] == 4
     assert ag["raw"] == pytest.approx(0.75)
-    expected = L.cohen_kappa(["a", "a", "b", "tie"], ["a", "b", "b", "tie"])
+    expected = A.cohen_kappa(["a", "a", "b", "tie"], ["a", "b", "b", "tie"])
     assert ag["kappa"] == pytest.approx(expected)
     # A third annotator: raw agreement over all annotator pairs, no single kappa.
     s = L.next_pair(workspace, "cat", "cat")
     L.save_label(workspace, s, "cat", "cat", "left" if s.a_shown_left else "right")
-    ag3 = L.agreement(workspace)
+    ag3 = A.agreement(workspace)
     assert ag3["kappa"] is None and len(ag3["pairs"]) == 3
 
 
@@ -185,7 +186,7 @@ def test_progress_counts_people_apart_from_imports_and_skips_are_not_labels(work
     L.save_label(workspace, L.Shown(pid, "", "", "", True, "demo-pairs", None, None), "bob", "b", "tie")
     q = L.progress(workspace)
     assert (q["human_labeled"], q["imported_only"], q["labeled"]) == (2, imported - 1, imported + 1)
-    assert L.annotator_stats(workspace) == [{"name": "ann", "labels": 1, "skips": 1},
+    assert A.annotator_stats(workspace) == [{"name": "ann", "labels": 1, "skips": 1},
                                             {"name": "bob", "labels": 1, "skips": 0}]
 
 

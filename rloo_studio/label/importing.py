@@ -302,18 +302,11 @@ def write_records(ws: Workspace, kind: str, records: list[Row], name: str,
                 progress(0.6 + 0.4 * i / len(records), f"writing {i:,} / {len(records):,}")
             new = [x for x in plan if x[2] not in found]
             if rec.preferred and not new:  # this comparison is there: add the row's label, unless it has it
-                matches = found[plan[0][2]]
-                choice = {m.pair: "a" if m.a_text == rec.responses[0] else "b" for m in matches}
-                same = [m for m in matches if choice[m.pair] in m.imported]
-                if same:
-                    skipped += 1
-                    repeated += all(m.imported[choice[m.pair]] for m in same)
-                    continue
-                m = matches[0]
-                add_imported_label(con, m.pair, ann, now=now, choice=choice[m.pair])
-                labeled += 1
-                split += bool(m.imported)
-                m.imported[choice[m.pair]] = True
+                outcome = _label_existing(con, found[plan[0][2]], rec, ann, now)
+                skipped += outcome in ("skipped", "repeated")
+                repeated += outcome == "repeated"
+                labeled += outcome in ("labeled", "split")
+                split += outcome == "split"
                 continue
             if not new:  # every pair of the candidates row is already there
                 skipped += 1
@@ -321,15 +314,37 @@ def write_records(ws: Workspace, kind: str, records: list[Row], name: str,
                 continue
             pid = add_prompt(con, sid, rec.prompt, rec.extra)
             prompt_ids.add(pid)
-            rids: dict[int, int] = {}
-            for a, b, key in new:
-                for j in (a, b):
-                    if j not in rids:
-                        rids[j] = add_response(con, pid, rec.responses[j], source, now)
-                pair = add_pair(con, pid, rids[a], rids[b], name, now, key)
-                pairs += 1
-                if rec.preferred:
-                    add_imported_label(con, pair, ann, now=now)
-                if not keep_duplicates:
-                    found.setdefault(key, []).append(_Match(pair, rec.responses[a], {"a": True} if rec.preferred else {}))
+            pairs += _add_pairs(con, pid, rec, new, source, name, ann, now, None if keep_duplicates else found)
     return ImportResult(kind, name, len(records), pairs, len(prompt_ids), columns, skipped, repeated, labeled, split)
+
+
+def _label_existing(con, matches: list[_Match], rec: Row, ann: int, now: float) -> str:
+    """Add a preference row's label to the pair already there: 'skipped' if it has that imported label
+    ('repeated' when the earlier label came from this same file), else 'labeled', or 'split' when the pair
+    held the opposite imported label."""
+    choice = {m.pair: "a" if m.a_text == rec.responses[0] else "b" for m in matches}
+    same = [m for m in matches if choice[m.pair] in m.imported]
+    if same:
+        return "repeated" if all(m.imported[choice[m.pair]] for m in same) else "skipped"
+    m = matches[0]
+    add_imported_label(con, m.pair, ann, now=now, choice=choice[m.pair])
+    split = bool(m.imported)
+    m.imported[choice[m.pair]] = True
+    return "split" if split else "labeled"
+
+
+def _add_pairs(con, pid: int, rec: Row, new: list, source: str, name: str, ann: int | None, now: float,
+               found: dict[str, list[_Match]] | None) -> int:
+    """Write the row's responses and its new pairs under prompt pid (labeled 'a' for a preference row);
+    record them in found so a later row of the same file finds them. Returns the pairs written."""
+    rids: dict[int, int] = {}
+    for a, b, key in new:
+        for j in (a, b):
+            if j not in rids:
+                rids[j] = add_response(con, pid, rec.responses[j], source, now)
+        pair = add_pair(con, pid, rids[a], rids[b], name, now, key)
+        if rec.preferred:
+            add_imported_label(con, pair, ann, now=now)
+        if found is not None:
+            found.setdefault(key, []).append(_Match(pair, rec.responses[a], {"a": True} if rec.preferred else {}))
+    return len(new)

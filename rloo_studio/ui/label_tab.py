@@ -14,6 +14,7 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.label import guidelines as G
+from rloo_studio.label import agreement
 from rloo_studio.label import store as L
 from rloo_studio.core.errors import explain
 from rloo_studio.reward.uncertainty import uncertainty_queue
@@ -119,13 +120,13 @@ def annotators_md(studio: Studio) -> str:
     """Who labeled how much (today and in all), and how well they agree (refreshed while the panel is open)."""
     ws = studio.ws
     lines = [f"Overlap: **{L.overlap(ws)}** annotator(s) per pair."]
-    stats = L.annotator_stats(ws, today=True)
+    stats = agreement.annotator_stats(ws, today=True)
     if stats:
         lines.append("| annotator | labels today | labels | skips |\n|---|---|---|---|" + "".join(
             f"\n| {html.escape(a['name'])} | {a['today']} | {a['labels']} | {a['skips']} |" for a in stats))
     else:
         lines.append("No labels from people yet.")
-    ag = L.agreement(ws)
+    ag = agreement.agreement(ws)
     if not ag["pairs"]:
         lines.append("No pair has labels from two annotators yet (raise the overlap to measure agreement).")
         return "\n\n".join(lines)

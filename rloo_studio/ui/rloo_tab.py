@@ -7,7 +7,6 @@ The run shown is the one picked in the run list (by default the active or newest
 from __future__ import annotations
 
 import html
-import re
 from functools import partial
 
 import gradio as gr
@@ -24,19 +23,9 @@ from rloo_studio.core.models import TRUST_WARNING
 from rloo_studio.runs.catalog import failure, find_run, resumable, trained_adapters
 from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, launch_panel, messages, render, rloo_send
-from rloo_studio.ui import fields as F, rloo_model_view
+from rloo_studio.ui import fields as F, rloo_model_view, rloo_render
 
-CSS = """
-#rloo-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
-#rloo-status .failed {color:var(--error-text-color, #c00); font-weight:600}
-#rloo-check .bad, #rloo-status .bad {color:var(--error-text-color, #c00); font-weight:600}
-#rloo-check .ok {color:#15803d}
-#rloo-completions th, #rloo-completions th * {white-space: nowrap; word-break: keep-all; overflow-wrap: normal}
-#rloo-completions td {font-size: .88em; vertical-align: top}
-#rloo-table-note {font-size: .88em; color: var(--body-text-color)}
-#rloo-warnings .warn {background:#fef3c7; color:#78350f; border-left:4px solid #f59e0b; padding:.4em .8em;
-                      margin:.3em 0; border-radius:4px}
-"""
+CSS = rloo_render.CSS
 
 GROUPS = [  # (accordion, rows of keys, open at start)
     ("Policy", (("model", "backend", "load_in_4bit", "trust_remote_code", "enable_thinking"),
@@ -65,39 +54,6 @@ def _as_widget(f: rv.FormField, value):
     return F.widget_value(f, value, F.Ticks([]) if f.key == "rewards" else None)
 
 
-def _slug(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")  # 'step time (s)' -> 'step-time-s'
-
-
-def _check_html(ok: bool, text: str) -> str:
-    return f"<div class='{'ok' if ok else 'bad'}'>{html.escape(text)}</div>"
-
-
-def _status_html(studio: Studio, rid: str | None, records: list[dict]) -> str:
-    if not rid:
-        return "<div>No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>.</div>"
-    st = studio.runner.status(rid)
-    state = st.get("status", "?")
-    msg = "" if state == "failed" else html.escape(st.get("message") or "")  # a failure has its own box
-    cls = "failed" if state == "failed" else ""
-    ev = rv.eval_text(rloo_eval.read_eval(studio.ws, rid))
-    return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> · "
-            f"<span class='progress'>{html.escape(rv.progress_text(st, records))}</span></div>"
-            + (f"<div class='{cls} message'>{msg}</div>" if msg else "")
-            + (f"<div class='eval'>{html.escape(ev)}</div>" if ev else ""))
-
-
-def _widths(cols: list[str]) -> list[str]:
-    # about 1150px in all at the usual reward count, so the right-hand columns fit a 1400px window
-    fixed = {"group": "78px", "step": "52px", "#": "36px", "prompt": "190px", "thinking": "250px", "answer": "140px",
-             "total": "62px", "advantage": "100px", "tokens": "72px", "cut": "46px"}
-    return [fixed.get(c, f"{max(70, 9 * len(c) + 20)}px") for c in cols]
-
-
-def _warnings_html(items: list[str]) -> str:
-    return "".join(f"<div class='warn'>⚠ {html.escape(w)}</div>" for w in items)
-
-
 def _run(ws, rid) -> tuple[str | None, str | None]:
     """(run id, None) for an RLOO run of this workspace, else (None, a plain message)."""
     try:
@@ -117,7 +73,7 @@ def on_model(value) -> str:
     """Said as soon as the model field changes (a GPU preset fills it too): a model this machine does not
     have, before anything starts."""
     problem = model_choices.availability(str(value or ""))
-    return _check_html(False, problem) if problem else ""
+    return rloo_render.check(False, problem) if problem else ""
 
 
 def on_rewards(ticked, weights, before):
@@ -135,42 +91,42 @@ def config_or_message(ws, vals):
 
 
 def _trust_note(cfg) -> str:
-    return _check_html(False, "⚠ " + TRUST_WARNING) if cfg.trust_remote_code else ""
+    return rloo_render.check(False, "⚠ " + TRUST_WARNING) if cfg.trust_remote_code else ""
 
 
 def on_trust(on: bool) -> str:
     if not on:
         return ""
     gr.Warning(TRUST_WARNING)
-    return _check_html(False, "⚠ " + TRUST_WARNING)
+    return rloo_render.check(False, "⚠ " + TRUST_WARNING)
 
 
 def on_validate(studio: Studio, *vals):
     cfg, err = config_or_message(studio.ws, vals)
     if err:
-        return _check_html(False, err)
-    return _check_html(True, "Settings are valid. " + memory.for_rloo(cfg)) + _trust_note(cfg)
+        return rloo_render.check(False, err)
+    return rloo_render.check(True, "Settings are valid. " + memory.for_rloo(cfg)) + _trust_note(cfg)
 
 
 def on_launch(studio: Studio, *vals):
     ws, runner = studio.ws, studio.runner
     cfg, err = config_or_message(ws, vals)
     if err:
-        return _check_html(False, err), gr.update()
+        return rloo_render.check(False, err), gr.update()
     if runner.busy():
-        return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
+        return rloo_render.check(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
     rid = runner.submit("rloo", cfg, job.train_rloo)
-    return (_check_html(True, f"Launched {rid}.") + _trust_note(cfg),
+    return (rloo_render.check(True, f"Launched {rid}.") + _trust_note(cfg),
             gr.Dropdown(choices=[r["id"] for r in ws.runs("rloo")], value=rid))
 
 
 def on_stop(studio: Studio, rid):
     rid, err = _run(studio.ws, rid)
     if err:
-        return _check_html(False, err)
+        return rloo_render.check(False, err)
     if not studio.runner.stop(rid):
-        return _check_html(False, f"{rid} is not running in this app: nothing to stop.")
-    return _check_html(True, f"Stopping {rid}: it finishes the current step and saves the adapter.")
+        return rloo_render.check(False, f"{rid} is not running in this app: nothing to stop.")
+    return rloo_render.check(True, f"Stopping {rid}: it finishes the current step and saves the adapter.")
 
 
 def on_resume(studio: Studio, rid):
@@ -179,15 +135,15 @@ def on_resume(studio: Studio, rid):
         rid = find_run(ws, rid, "rloo")["id"]  # a typed id is checked before anything reads its folder
         rid = resumable(ws, rid, "rloo", runner.status(rid).get("status"))
     except StudioError as exc:
-        return _check_html(False, str(exc)), gr.update()
+        return rloo_render.check(False, str(exc)), gr.update()
     if runner.busy():
-        return _check_html(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
+        return rloo_render.check(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
     try:
         cfg = rc.run_config(ws, rid)
     except Exception as exc:  # noqa: BLE001 — an old or hand-edited config.yaml
-        return _check_html(False, explain(exc)), gr.update()
+        return rloo_render.check(False, explain(exc)), gr.update()
     runner.submit("rloo", cfg, job.train_rloo, run_id=rid)
-    return _check_html(True, f"Resuming {rid} from its last checkpoint."), gr.update(value=rid)
+    return rloo_render.check(True, f"Resuming {rid} from its last checkpoint."), gr.update(value=rid)
 
 
 def on_upload(studio: Studio, path):
@@ -197,11 +153,11 @@ def on_upload(studio: Studio, path):
     try:
         res = import_upload(ws, path, expect=("prompts",))
     except Exception as exc:  # noqa: BLE001 — a file that is not a prompt set: say so, import nothing
-        return _check_html(False, explain(exc)), gr.update()
+        return rloo_render.check(False, explain(exc)), gr.update()
     finally:
         discard_upload(ws, path)  # Gradio's copy; the workspace keeps its own under uploads/
     cols = ", ".join(res.columns)
-    return (_check_html(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
+    return (rloo_render.check(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
                         + (f" (columns for the rewards: {cols})" if cols else "")),
             gr.Dropdown(choices=rv.prompt_set_choices(ws), value=res.name))
 
@@ -222,9 +178,9 @@ def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, order, seen, 
     typed = str(rid or "").strip()
     rid, err = _run(ws, typed) if typed else (rv.latest_run(ws), None)
     if err:  # a run id typed into the Run box that names no run: say so where the run would be shown
-        return [_check_html(False, err), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None, drawn]
+        return [rloo_render.check(False, err), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None, drawn]
     if not rid:
-        return [_status_html(studio, None, []), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None, drawn]
+        return [rloo_render.status(studio, None, []), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None, drawn]
     other, _ = _run(ws, other) if other else (None, None)
     records = runner.feed(rid)
     earlier = runner.feed(other) if other and other != rid else None
@@ -235,7 +191,7 @@ def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, order, seen, 
     except Exception:  # noqa: BLE001 — an old or hand-edited config.yaml: warn without the limit
         pass
     fail, shown = _failure(studio, rid, runner.status(rid).get("status"), shown)
-    head = [_status_html(studio, rid, records), fail, _warnings_html(rv.warnings(records, cfg_len, samples))]
+    head = [rloo_render.status(studio, rid, records), fail, rloo_render.warnings(rv.warnings(records, cfg_len, samples))]
     # Charts are redrawn only when what they show changed (a hover stays put), and always on tab select
     # (fresh): a chart first drawn in a hidden tab has no size until it is drawn again.
     plot_sig = [rid, len(records), other if earlier else None, len(earlier or []), float(weight or 0), bool(log)]
@@ -248,7 +204,7 @@ def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, order, seen, 
     if sig == seen:  # no new completions: leave the table (and the user's scroll position) alone
         return [*head, *figs, gr.skip(), seen, shown, plot_sig]
     cols, rows = S.completion_groups(samples, order or S.ORDERS[0])
-    table_update = gr.Dataframe(value=rows, headers=cols, column_widths=_widths(cols)) if rows else gr.skip()
+    table_update = gr.Dataframe(value=rows, headers=cols, column_widths=rloo_render.widths(cols)) if rows else gr.skip()
     return [*head, *figs, table_update, sig, shown, plot_sig]
 
 
@@ -340,7 +296,7 @@ def _live() -> tuple:
     for i in range(0, len(rv.PLOTS), 3):
         with gr.Row(equal_height=True):
             for title, _ in rv.PLOTS[i:i + 3]:
-                plots.append(charts.plot(S.CHART_TITLES.get(title, title), "rloo-plot-" + _slug(title)))
+                plots.append(charts.plot(S.CHART_TITLES.get(title, title), "rloo-plot-" + rloo_render.slug(title)))
     return status, fail_box, warn, plots
 
 
@@ -354,7 +310,7 @@ def _completions() -> tuple:
                 "update pushes up or down. Click a header to sort the whole table by it.</div>")
     table = gr.Dataframe(headers=S.completion_groups([])[0], label="Completions (newest groups first)",
                          interactive=False, wrap=True, max_height=720, elem_id="rloo-completions",
-                         column_widths=_widths(S.completion_groups([])[0]))
+                         column_widths=rloo_render.widths(S.completion_groups([])[0]))
     return order_dd, table
 
 
