@@ -3,7 +3,7 @@ import json
 import threading
 import time
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout, sync_playwright
 
 from browser import App, launch_browser
 from rloo_studio.label.importing import import_file
@@ -13,7 +13,17 @@ from rloo_studio.label.demo_data import open_workspace
 DURATION_S = 20  # docs/RELIABILITY.md records a longer run of the same test
 
 
-def labeler(url: str, name: str, seen: list, errors: list, duration: float):
+MOVED_ON = ("b => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
+            " return m && m[1] !== b; }")
+
+
+def stored_for(ws_dir, name: str, pair_id: int) -> bool:
+    return bool(Workspace(ws_dir).query(
+        "SELECT 1 FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE a.name=? AND l.pair_id=?",
+        (name, pair_id)))
+
+
+def labeler(url: str, ws_dir, name: str, seen: list, errors: list, duration: float):
     try:
         with sync_playwright() as p:
             b = launch_browser(p)
@@ -33,10 +43,18 @@ def labeler(url: str, name: str, seen: list, errors: list, duration: float):
                 current = page.wait_for_function(
                     "() => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
                     " return m && m[1]; }", timeout=120000).json_value()
-                page.keyboard.press("1" if k % 2 else "2")
-                page.wait_for_function(
-                    "b => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
-                    " return m && m[1] !== b; }", arg=current, timeout=120000)
+                key = "1" if k % 2 else "2"
+                page.keyboard.press(key)
+                for _ in range(12):  # a press made while the last label's event still runs is dropped
+                    try:               # (trigger_mode='once'): press again, but only if nothing was stored
+                        page.wait_for_function(MOVED_ON, arg=current, timeout=10000)
+                        break
+                    except PlaywrightTimeout:
+                        if not stored_for(ws_dir, name, int(current)):
+                            page.keyboard.press(key)
+                else:
+                    raise TimeoutError(f"pair #{current} stayed on {name}'s page for 2 minutes "
+                                       f"(its label stored: {stored_for(ws_dir, name, int(current))})")
                 seen.append(int(current))  # the page moved on: this label was acknowledged
                 k += 1
             b.close()
@@ -57,7 +75,7 @@ def test_two_sessions_label_at_once(tmp_path):
     try:
         seen = {"ann": [], "bob": []}
         errors: list = []
-        threads = [threading.Thread(target=labeler, args=(app.url, n, seen[n], errors, DURATION_S)) for n in seen]
+        threads = [threading.Thread(target=labeler, args=(app.url, ws_dir, n, seen[n], errors, DURATION_S)) for n in seen]
         for t in threads:
             t.start()
         for t in threads:
