@@ -26,9 +26,10 @@ from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace, wants_demo
 from rloo_studio.label.exporting import export
 from rloo_studio.label.importing import import_file
-from rloo_studio.runs import catalog as R
+from rloo_studio.runs import catalog as R, lifecycle
 from rloo_studio.runs.export_model import export_model
-from rloo_studio.runs.runner import RunContext, execute, mark_interrupted, prepare_run, read_status
+from rloo_studio.runs.jobs import KINDS, JobKind
+from rloo_studio.runs.runner import RunContext, execute, prepare_run, read_status
 
 
 def _trust_arg(p, extra: str = "") -> None:
@@ -71,39 +72,55 @@ def cmd_serve(a) -> int:
     return 0
 
 
+def _given_settings(a) -> list[str]:
+    """The settings flags a command line gave (named as typed), which --resume refuses."""
+    return ([f"--preset {a.preset}"] if a.preset else []) + ([f"--config {a.config}"] if a.config else []) \
+        + [f"--set {s}" for s in a.set]
+
+
+def _job_config(a, job: JobKind):
+    """A new run's config: the kind's defaults, then --preset, then --config, then --set."""
+    if a.preset and a.preset not in job.preset_names():
+        raise StudioError(f"unknown preset {a.preset!r}; choose one of {', '.join(job.preset_names())}")
+    return build(job.config_class(), a.config, a.set, base=job.preset_config(a.preset) if a.preset else None)
+
+
 def _train(a, kind: str) -> int:
-    if kind == "rloo":
-        from rloo_studio.rloo.config import PRESETS, RlooJobConfig as Cfg, preset
-        from rloo_studio.rloo.job import train_rloo as fn
-    else:
-        from rloo_studio.reward.config import PRESETS, RewardJobConfig as Cfg, preset
-        from rloo_studio.reward.job import train_reward as fn
-    if a.preset and a.preset not in PRESETS:
-        raise StudioError(f"unknown preset {a.preset!r}; choose one of {', '.join(PRESETS)}")
-    cfg = build(Cfg, a.config, a.set, base=preset(a.preset) if a.preset else None)
+    job = KINDS[kind]
     # Under `accelerate launch` every process runs this; they agree on one run folder, and only the
     # main process writes it (DDP / FSDP / DeepSpeed themselves are accelerate's and TRL's).
     from accelerate import PartialState
 
     state = PartialState()
-    with state.main_process_first():  # the main process creates and seeds a new workspace
-        ws = _open(a) if state.is_main_process else Workspace(a.workspace)
-    if state.is_main_process:
-        if a.resume:  # the tabs' rule: a stopped, failed or interrupted run with a complete checkpoint
-            mark_interrupted(ws)  # a run whose process died (kill -9, a crash) resumes like an interrupted one
-            R.resumable(ws, a.resume, kind)
-        ctx = prepare_run(ws, kind, cfg, a.resume)
-    if state.num_processes > 1:
+    ctx = cfg = refused = None
+    if state.is_main_process:  # creates and seeds a new workspace, and prepares the run, alone
+        ws = _open(a)
+        try:
+            if a.resume:  # the saved config, never rebuilt from flags; settings given with it are refused
+                rid, cfg = lifecycle.cli_resume_check(ws, kind, a.resume, _given_settings(a))
+            else:
+                rid, cfg = None, lifecycle.new_run(ws, kind, _job_config(a, job))
+            lifecycle.refuse_if_busy(ws, None)
+            ctx = prepare_run(ws, kind, cfg, rid)
+        except StudioError as exc:
+            refused = exc
+    if state.num_processes > 1:  # the others open the workspace once the main process has made it
         from accelerate.utils import broadcast_object_list
 
-        rid = broadcast_object_list([ctx.run_id if state.is_main_process else None], from_process=0)[0]
+        sent = (str(refused), None) if refused else (ctx.run_id, cfg) if ctx else None
+        rid, cfg = broadcast_object_list([sent], from_process=0)[0]
+        if cfg is None:  # the main process refused the run: every process says so and ends
+            raise refused or StudioError(rid)
         if not state.is_main_process:
+            ws = Workspace(a.workspace)
             ctx = RunContext(ws, rid, ws.run_dir(rid), main=False)
+    if refused:
+        raise refused
     # Ctrl-C stops gracefully: the trainer finishes its step and the adapter is saved.
     signal.signal(signal.SIGINT, lambda *_: ctx.stop_event.set())
     if state.is_main_process:
-        print(f"run {ctx.run_id} in {ctx.dir}", flush=True)
-    status = execute(ws, ctx, kind, cfg, fn)
+        print(f"run {ctx.run_id} in {ctx.dir}" + (" (resumed with its saved config)" if a.resume else ""), flush=True)
+    status = execute(ws, ctx, kind, cfg, job.train_fn())
     if state.is_main_process:
         st = json.loads((ctx.dir / "status.json").read_text())
         print(f"{status}: {st.get('message', '')}")
@@ -206,12 +223,18 @@ def _add_serve(sub) -> None:
 
 def _add_training(sub) -> None:
     """train-rloo, train-reward and eval-demo."""
+    from rloo_studio.core.config import settings_text
+
     for kind in ("rloo", "reward"):
-        p = sub.add_parser(f"train-{kind}", help=f"train a{'n' if kind == 'rloo' else ''} {kind} run headless")
+        # --help lists every settable key with its default and help; the config classes load no torch
+        p = sub.add_parser(f"train-{kind}", help=f"train a{'n' if kind == 'rloo' else ''} {kind} run headless",
+                           epilog=settings_text(KINDS[kind].config_class()),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         _workspace_arg(p)
         p.add_argument("--preset", help="start from a preset (see the tab's list), then --config, then --set")
         p.add_argument("--config", help="YAML file with config keys")
-        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config key (the keys are listed below)")
         p.add_argument("--resume", metavar="RUN_ID", help="continue this run from its last checkpoint")
         p.set_defaults(fn=lambda a, k=kind: _train(a, k), loads_model=True)
     p = sub.add_parser("eval-demo", help="format rate and accuracy of a policy on the demo held-out prompts")

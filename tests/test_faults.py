@@ -7,9 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.core.config import build
-from rloo_studio.reward.config import RewardJobConfig
-from rloo_studio.reward.job import train_reward
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
@@ -29,20 +26,23 @@ def wait_for(pred, timeout=300, every=0.02):
     raise TimeoutError
 
 
-KINDS = {
-    "rloo": (RlooJobConfig, train_rloo, ["per_device_train_batch_size=8"]),
-    "reward": (RewardJobConfig, train_reward, ["per_device_train_batch_size=8", "eval_steps=100"]),
+KINDS = {  # settings off the defaults, so a resume that rebuilt a default config would not match
+    "rloo": ["per_device_train_batch_size=8", "learning_rate=2e-4", "seed=3"],
+    "reward": ["per_device_train_batch_size=8", "eval_steps=100", "learning_rate=5e-5", "seed=3"],
 }
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_kill_9_mid_run_then_resume_from_checkpoint(tmp_path, kind):
-    Cfg, fn, extra = KINDS[kind]
+def test_kill_9_mid_run_then_resume_from_checkpoint(tmp_path, kind, capsys):
+    """kill -9 after the first checkpoint, then `train-KIND --resume RUN` alone: the run continues with its
+    saved settings (config.yaml unchanged) and ends as the run that was never killed (metrics ==, adapter equal)."""
+    from rloo_studio.cli import main
+
     ws_dir = tmp_path / "ws"
     ws = open_workspace(ws_dir, demo=True)
     labels_before = progress(ws)
-    cmd = [sys.executable, "-m", "rloo_studio", f"train-{kind}", "--workspace", str(ws_dir), "--set", "max_steps=8",
-           "--set", "save_steps=2"] + [a for x in extra for a in ("--set", x)]
+    sets = [a for x in ["max_steps=8", "save_steps=2", *KINDS[kind]] for a in ("--set", x)]
+    cmd = [sys.executable, "-m", "rloo_studio", f"train-{kind}", "--workspace", str(ws_dir), *sets]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: ws.runs() and last_good_checkpoint(ws.run_dir(ws.runs()[0]["id"])) is not None)
@@ -52,20 +52,27 @@ def test_kill_9_mid_run_then_resume_from_checkpoint(tmp_path, kind):
     rid = ws.runs()[0]["id"]
     d = ws.run_dir(rid)
     assert read_status(d)["status"] == "running"  # what the dead process left
-    r = JobRunner(ws)  # the next start
-    assert ws.run(rid)["status"] == "interrupted" and read_status(d)["status"] == "interrupted"
+    saved = {f: (d / f).read_bytes() for f in ("config.yaml", "command.txt", "reproduce.json")}
     ckpt = int(Path(last_good_checkpoint(d)).name.split("-")[1])
     logged_before = [m["step"] for m in read_metrics(d) if "loss" in m]
-    cfg = build(Cfg, d / "config.yaml")
-    r.submit(kind, cfg, fn, run_id=rid)
-    assert r.wait(rid, 600) == "completed", r.status(rid)
+
+    # Settings given with --resume are refused in words, and nothing of the run changes.
+    assert main([f"train-{kind}", "--workspace", str(ws_dir), "--resume", rid, "--set", "max_steps=9"]) == 2
+    err = capsys.readouterr().err
+    assert "--set max_steps=9" in err and "saved settings" in err, err
+    assert {f: (d / f).read_bytes() for f in saved} == saved
+
+    assert main([f"train-{kind}", "--workspace", str(ws_dir), "--resume", rid]) == 0, capsys.readouterr()
+    assert ws.run(rid)["status"] == "completed" and read_status(d)["status"] == "completed"
+    assert {f: (d / f).read_bytes() for f in saved} == saved  # the saved settings were trained, not rewritten
     steps = [m["step"] for m in read_metrics(d) if "loss" in m]
     assert steps == list(range(1, 9)), steps  # one record per step: the redone steps replace the lost ones
     assert set(logged_before) <= set(steps) and max(logged_before) >= ckpt
     assert progress(ws) == labels_before
+    assert read_status(d)["earlier_s"] > 0  # the killed part's time counts in the whole run's
     # The resumed run is the run that was never killed: same metrics after the checkpoint, same adapter.
-    full = r.submit(kind, cfg, fn)
-    assert r.wait(full, 600) == "completed", r.status(full)
+    assert main([f"train-{kind}", "--workspace", str(ws_dir), *sets]) == 0
+    full = next(r["id"] for r in ws.runs() if r["id"] != rid)
     assert_same_run(d, ws.run_dir(full), from_step=ckpt)
 
 

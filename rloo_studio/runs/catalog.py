@@ -10,8 +10,8 @@ from rloo_studio.core.errors import DataError
 from rloo_studio.runs.runner import ACTIVE, last_good_checkpoint, read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.core.config import from_dict
+from rloo_studio.runs.jobs import KINDS, title
 
-KIND_NAMES = {"reward": "reward-model", "rloo": "RLOO", "generate": "generate"}
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
@@ -24,7 +24,7 @@ def shorten(text: str, limit: int = 60) -> str:
 def find_run(ws: Workspace, run_id, kind: str | None = None) -> dict:
     """The run a typed id names, or a DataError that says so in plain words (no path is ever built from it)."""
     rid = str(run_id or "").strip()
-    what = KIND_NAMES.get(kind or "", "")
+    what = title(kind)
     if not rid:
         raise DataError(f"No {what + ' ' if what else ''}run chosen: pick one from the list.")
     if not _RUN_ID.fullmatch(rid) or ".." in rid:
@@ -110,12 +110,6 @@ def without_traceback(lines: list[str]) -> list[str]:
             out.append(line)
     return out
 
-# The figures that sum up a finished run, by kind: (label, metric key), last logged value.
-KEY_METRICS = {
-    "reward": [("held-out accuracy", "eval_accuracy"), ("accuracy", "accuracy"), ("loss", "loss")],
-    "rloo": [("reward", "reward"), ("kl", "kl"), ("loss", "loss")],
-    "generate": [("pairs", "pairs")],
-}
 
 
 def trained_adapters(ws: Workspace, kind: str) -> list[tuple[str, str]]:
@@ -145,15 +139,24 @@ def summaries(ws: Workspace) -> list[dict]:
     """One row per run: id, kind, status, started, duration, key figures, message, folder."""
     rows = []
     for r in ws.runs():
-        start = r["started"] or r["created"]
-        end = r["ended"] or (time.time() if r["status"] == "running" else start)
+        st = read_status(ws.run_dir(r["id"]))
+        start = st.get("first_started") or r["started"] or r["created"]  # a resumed run: when its first part began
         last = last_values(read_metrics(ws.run_dir(r["id"])))
-        figures = ", ".join(f"{label} {last[k]:.3g}" for label, k in KEY_METRICS.get(r["kind"], []) if k in last)
+        metrics = KINDS[r["kind"]].key_metrics if r["kind"] in KINDS else ()
+        figures = ", ".join(f"{label} {last[k]:.3g}" for label, k in metrics if k in last)
         rows.append({"id": r["id"], "kind": r["kind"], "status": r["status"],
                      "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(start)),
-                     "duration_s": round(max(0.0, end - start)), "figures": figures, "step": last.get("step"),
+                     "duration_s": round(whole_duration(st, r)), "figures": figures, "step": last.get("step"),
                      "message": r["message"], "folder": str(ws.run_dir(r["id"]))})
     return rows
+
+
+def whole_duration(status: dict, row: dict) -> float:
+    """Seconds a run trained in all its parts: its status's earlier parts plus the runs-table row's last
+    part (still counting while it runs)."""
+    start = row.get("started") or row.get("created") or time.time()
+    end = row.get("ended") or (time.time() if row.get("status") in ACTIVE else start)
+    return (status.get("earlier_s") or 0.0) + max(0.0, end - start)
 
 
 def numeric_keys(ws: Workspace, run_ids: list[str]) -> list[str]:

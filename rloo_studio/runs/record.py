@@ -10,11 +10,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from rloo_studio.core.paths import REPO
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.reproduce_script import write_script
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "bitsandbytes", "unsloth",
             "unsloth_zoo", "gradio")
-CLI_KINDS = {"rloo": "train-rloo", "reward": "train-reward"}
 
 
 def versions() -> dict:
@@ -41,7 +41,7 @@ def git_commit() -> str | None:
 
 def cli_command(kind: str, workspace: Path, run_dir: Path) -> str | None:
     """The headless command that runs the same config (the UI's runs print it too)."""
-    sub = CLI_KINDS.get(kind)
+    sub = KINDS[kind].cli if kind in KINDS else None
     if not sub:
         return None
     return " ".join([shlex.quote(sys.executable), "-m", "rloo_studio", sub, "--workspace", shlex.quote(str(workspace)),

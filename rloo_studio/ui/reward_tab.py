@@ -11,13 +11,13 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.reward import view as rv
-from rloo_studio.runs import catalog as runs
+from rloo_studio.runs import catalog as runs, lifecycle
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
-from rloo_studio.reward.job import format_preflight, preflight, train_reward
+from rloo_studio.reward.job import format_preflight, preflight
 from rloo_studio.core.models import TRUST_WARNING
 from rloo_studio.studio import Studio
-from rloo_studio.runs import series as S
+from rloo_studio.reward.charts import PLOTS, REWARD_TITLES, reward_charts
 from rloo_studio.ui import charts, launch_panel, messages, render
 from rloo_studio.ui import fields as F
 
@@ -58,7 +58,7 @@ def _status_html(studio: Studio, rid: str | None) -> str:
     state = st.get("status", "?")
     p = st.get("progress") or {}
     bar = f"<progress value='{p['done']}' max='{p['total']}'></progress>" if p.get("total") else ""
-    where = rv.progress_text(st) or rv.last_step_text(studio.runner.feed(rid))
+    where = lifecycle.progress_text(st) or rv.last_step_text(studio.runner.feed(rid))
     cls = "failed" if state == "failed" else ""
     msg = "" if state == "failed" else html.escape(st.get("message") or "")  # a failure has its own box
     return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> {bar} "
@@ -95,36 +95,25 @@ def on_train(studio: Studio, *values):
     """Train, unless the pre-flight already knows the run would fail: then say why and create no run."""
     try:
         cfg = rv.config_from_form(list(values))
-        rv.launch_check(studio.ws, cfg)
-    except Exception as exc:  # noqa: BLE001 — a bad field, a missing model, too few pairs: a message
+        rid = lifecycle.start(studio.ws, studio.runner, "reward", cfg)
+    except Exception as exc:  # noqa: BLE001 — a bad field, a missing model, too few pairs, busy: a message
         return gr.skip(), _note(explain(exc))
-    if studio.runner.busy():
-        return gr.skip(), _note(f"Run {studio.runner.current} is still going; stop it first.")
-    rid = studio.runner.submit("reward", cfg, train_reward)
     trust = _note(TRUST_WARNING) if cfg.trust_remote_code else ""
     return rid, f"<div>Started run <b>{rid}</b>.</div>" + trust
 
 
 def on_stop(studio: Studio, rid):
-    rid = rid or rv.latest_run(studio.ws)
-    if not rid or not studio.runner.stop(rid):
-        return _note("No run of this session to stop.")
-    return f"<div>Stopping {html.escape(rid)}: the current step ends, then a checkpoint and the adapter are saved.</div>"
+    try:
+        return f"<div>{html.escape(lifecycle.stop(studio.ws, studio.runner, rid or rv.latest_run(studio.ws)))}</div>"
+    except StudioError as exc:
+        return _note(str(exc))
 
 
 def on_resume(studio: Studio, rid):
-    try:
-        rid = runs.find_run(studio.ws, rid or rv.latest_run(studio.ws) or "", "reward")["id"]
-        rid = runs.resumable(studio.ws, rid, "reward", rv.run_state(studio.ws, rid).get("status"))
-    except StudioError as exc:
-        return gr.skip(), _note(str(exc))
-    if studio.runner.busy():
-        return gr.skip(), _note(f"Run {studio.runner.current} is still going; stop it first.")
     try:  # the run's own config: the checkpoint was made with it
-        cfg = runs.run_config(studio.ws, rid, RewardJobConfig)
+        rid = lifecycle.resume(studio.ws, studio.runner, "reward", rid or rv.latest_run(studio.ws) or "")
     except StudioError as exc:
         return gr.skip(), _note(str(exc))
-    studio.runner.submit("reward", cfg, train_reward, run_id=rid)
     return rid, f"<div>Resuming run <b>{rid}</b> from its last checkpoint.</div>"
 
 
@@ -155,7 +144,7 @@ def on_tick(studio: Studio, n_plots: int, rid, last):
 
 
 def _plots(records: list[dict]) -> list:
-    return [charts.figure(c) for c in S.reward_charts(records)]
+    return [charts.figure(c) for c in reward_charts(records)]
 
 
 def _form(studio: Studio, fields: list) -> tuple:
@@ -190,10 +179,10 @@ def _run_panel(studio: Studio) -> tuple:
             "untrained model.</div>")
     plots = []
     with gr.Column(elem_id="reward-plots"):
-        titles = list(rv.PLOTS)
+        titles = list(PLOTS)
         for pair in (titles[:2], titles[2:]):
             with gr.Row(equal_height=True):
-                plots += [charts.plot(S.REWARD_TITLES.get(t, t), f"reward-plot-{t.replace(' ', '-')}",
+                plots += [charts.plot(REWARD_TITLES.get(t, t), f"reward-plot-{t.replace(' ', '-')}",
                                       height=270) for t in pair]
     log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log")
     return preflight_md, check_btn, (train_btn, stop_btn, resume_btn), notice, status, failure, plots, log

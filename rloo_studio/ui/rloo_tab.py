@@ -15,12 +15,13 @@ from rloo_studio.rloo import view as rv
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.label.importing import import_upload
 from rloo_studio.ui.uploads import discard_upload
-from rloo_studio.rloo import config as rc, job
+from rloo_studio.rloo import config as rc
 from rloo_studio.rloo import compare as rloo_eval, samples as rloo_samples
 from rloo_studio.core import memory, model_choices
-from rloo_studio.runs import series as S
+from rloo_studio.rloo.charts import CHART_TITLES, PLOTS, rloo_charts
 from rloo_studio.core.models import TRUST_WARNING
-from rloo_studio.runs.catalog import failure, find_run, resumable, trained_adapters
+from rloo_studio.runs import lifecycle
+from rloo_studio.runs.catalog import failure, find_run, trained_adapters
 from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, launch_panel, messages, render, rloo_send
 from rloo_studio.ui import fields as F, rloo_model_view, rloo_render
@@ -84,7 +85,7 @@ def on_rewards(ticked, weights, before):
 def config_or_message(ws, vals):
     try:
         cfg = rv.config_from_form(list(vals))
-        rv.launch_check(cfg, ws)
+        lifecycle.new_run(ws, "rloo", cfg)
         return cfg, None
     except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
         return None, explain(exc)
@@ -109,40 +110,28 @@ def on_validate(studio: Studio, *vals):
 
 
 def on_launch(studio: Studio, *vals):
-    ws, runner = studio.ws, studio.runner
-    cfg, err = config_or_message(ws, vals)
-    if err:
-        return rloo_render.check(False, err), gr.update()
-    if runner.busy():
-        return rloo_render.check(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
-    rid = runner.submit("rloo", cfg, job.train_rloo)
+    ws = studio.ws
+    try:
+        cfg = rv.config_from_form(list(vals))
+        rid = lifecycle.start(ws, studio.runner, "rloo", cfg)
+    except Exception as exc:  # noqa: BLE001 — whatever was typed, or a busy runner: one plain message
+        return rloo_render.check(False, explain(exc)), gr.update()
     return (rloo_render.check(True, f"Launched {rid}.") + _trust_note(cfg),
             gr.Dropdown(choices=[r["id"] for r in ws.runs("rloo")], value=rid))
 
 
 def on_stop(studio: Studio, rid):
-    rid, err = _run(studio.ws, rid)
-    if err:
-        return rloo_render.check(False, err)
-    if not studio.runner.stop(rid):
-        return rloo_render.check(False, f"{rid} is not running in this app: nothing to stop.")
-    return rloo_render.check(True, f"Stopping {rid}: it finishes the current step and saves the adapter.")
+    try:
+        return rloo_render.check(True, lifecycle.stop(studio.ws, studio.runner, lifecycle.follow(studio.ws, "rloo", rid)))
+    except StudioError as exc:
+        return rloo_render.check(False, str(exc))
 
 
 def on_resume(studio: Studio, rid):
-    ws, runner = studio.ws, studio.runner
-    try:
-        rid = find_run(ws, rid, "rloo")["id"]  # a typed id is checked before anything reads its folder
-        rid = resumable(ws, rid, "rloo", runner.status(rid).get("status"))
+    try:  # the run's own config: the checkpoint was made with it
+        rid = lifecycle.resume(studio.ws, studio.runner, "rloo", rid)
     except StudioError as exc:
         return rloo_render.check(False, str(exc)), gr.update()
-    if runner.busy():
-        return rloo_render.check(False, f"Another job is running ({runner.current}); stop it or wait."), gr.update()
-    try:
-        cfg = rc.run_config(ws, rid)
-    except Exception as exc:  # noqa: BLE001 — an old or hand-edited config.yaml
-        return rloo_render.check(False, explain(exc)), gr.update()
-    runner.submit("rloo", cfg, job.train_rloo, run_id=rid)
     return rloo_render.check(True, f"Resuming {rid} from its last checkpoint."), gr.update(value=rid)
 
 
@@ -198,12 +187,12 @@ def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, order, seen, 
     if plot_sig == drawn and not fresh:
         figs = [gr.skip()] * n_plots
     else:
-        cs = S.rloo_charts(records, rid, earlier, other or "", float(weight or 0), bool(log))
+        cs = rloo_charts(records, rid, earlier, other or "", float(weight or 0), bool(log))
         figs = [charts.figure(c) for c in cs]
     sig = [rid, len(samples), samples[-1]["step"] if samples else None, order]
     if sig == seen:  # no new completions: leave the table (and the user's scroll position) alone
         return [*head, *figs, gr.skip(), seen, shown, plot_sig]
-    cols, rows = S.completion_groups(samples, order or S.ORDERS[0])
+    cols, rows = rv.completion_groups(samples, order or rv.ORDERS[0])
     table_update = gr.Dataframe(value=rows, headers=cols, column_widths=rloo_render.widths(cols)) if rows else gr.skip()
     return [*head, *figs, table_update, sig, shown, plot_sig]
 
@@ -293,24 +282,24 @@ def _live() -> tuple:
     fail_box = gr.HTML(elem_id="rloo-failure")  # a failed run: its message, the traceback folded
     warn = gr.HTML(elem_id="rloo-warnings")
     plots = []
-    for i in range(0, len(rv.PLOTS), 3):
+    for i in range(0, len(PLOTS), 3):
         with gr.Row(equal_height=True):
-            for title, _ in rv.PLOTS[i:i + 3]:
-                plots.append(charts.plot(S.CHART_TITLES.get(title, title), "rloo-plot-" + rloo_render.slug(title)))
+            for title, _ in PLOTS[i:i + 3]:
+                plots.append(charts.plot(CHART_TITLES.get(title, title), "rloo-plot-" + rloo_render.slug(title)))
     return status, fail_box, warn, plots
 
 
 def _completions() -> tuple:
     """How each group is ordered, and the completions table."""
     with gr.Row():
-        order_dd = gr.Radio(list(S.ORDERS), value=S.ORDERS[0], label="Within each prompt's group, order by",
+        order_dd = gr.Radio(list(rv.ORDERS), value=rv.ORDERS[0], label="Within each prompt's group, order by",
                             scale=2, elem_id="rloo-order")
         gr.HTML("<div id='rloo-table-note'>Each group is one prompt's k completions. <b>advantage</b> = this "
                 "completion's reward minus the mean reward of the other k−1 (leave-one-out): it is what the "
                 "update pushes up or down. Click a header to sort the whole table by it.</div>")
-    table = gr.Dataframe(headers=S.completion_groups([])[0], label="Completions (newest groups first)",
+    table = gr.Dataframe(headers=rv.completion_groups([])[0], label="Completions (newest groups first)",
                          interactive=False, wrap=True, max_height=720, elem_id="rloo-completions",
-                         column_widths=rloo_render.widths(S.completion_groups([])[0]))
+                         column_widths=rloo_render.widths(rv.completion_groups([])[0]))
     return order_dd, table
 
 

@@ -1,0 +1,117 @@
+"""A job's life, decided once for the tabs and the CLI: start, resume, stop, is a job busy, which run to follow.
+
+The tabs start jobs on the app's JobRunner (a background thread); the CLI runs them in its own process
+(`run_here`). Both go through `new_run` / `resume_run` for the config a run trains with, so a resumed run
+always continues its saved config.yaml, which nothing rewrites.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rloo_studio.core.errors import DataError
+from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.catalog import find_run, resumable, run_config
+from rloo_studio.runs.jobs import KINDS
+from rloo_studio.runs.runner import ACTIVE, JobRunner, pid_alive, mark_interrupted
+
+STOPPING = "it finishes the current step, then saves a checkpoint and the adapter"
+
+
+def busy(ws: Workspace, runner: JobRunner | None = None) -> str | None:
+    """Why a new job cannot start now (one job at a time: one GPU), or None. Looks at this app's runner
+    and at runs another live process (a CLI run, another app) has active in the workspace."""
+    if runner is not None and runner.busy():
+        rid = runner.current or "a queued run"
+        return f"Run {rid} is still going: stop it or wait for it to end, then try again."
+    for r in ws.runs():
+        if r["status"] in ACTIVE and (runner is None or r["id"] not in runner.contexts) \
+                and pid_alive(r["pid"], r["started"] or r["created"]):
+            return (f"Run {r['id']} is still going in another process (pid {r['pid']}): "
+                    "stop it or wait for it to end, then try again.")
+    return None
+
+
+def new_run(ws: Workspace, kind: str, cfg: Any) -> Any:
+    """The config a new run of `kind` trains with, after the kind's pre-flight (raises in plain words)."""
+    KINDS[kind].check(ws, cfg)
+    return cfg
+
+
+def resume_run(ws: Workspace, kind: str, run_id, status: str | None = None) -> tuple[str, Any]:
+    """(run id, saved config) of a run that Resume may continue, or a DataError saying why not. The config
+    is the run's own config.yaml: the checkpoint was made with it, so a resume never trains another."""
+    rid = resumable(ws, run_id, kind, status)
+    return rid, saved_config(ws, kind, rid)
+
+
+def saved_config(ws: Workspace, kind: str, run_id: str) -> Any:
+    return run_config(ws, run_id, KINDS[kind].config_class())
+
+
+def start(ws: Workspace, runner: JobRunner, kind: str, cfg: Any, name: str | None = None) -> str:
+    """Check and queue a new run on the app's runner; returns its id (raises a StudioError in words)."""
+    cfg = new_run(ws, kind, cfg)
+    refuse_if_busy(ws, runner)
+    return runner.submit(kind, cfg, KINDS[kind].train_fn(), name=name)
+
+
+def resume(ws: Workspace, runner: JobRunner, kind: str, run_id) -> str:
+    """Queue a stopped, failed or interrupted run to continue from its last checkpoint with its saved config."""
+    rid = find_run(ws, run_id, kind)["id"]  # a typed id is checked before anything reads its folder
+    rid, cfg = resume_run(ws, kind, rid, runner.status(rid).get("status"))
+    refuse_if_busy(ws, runner)
+    return runner.submit(kind, cfg, KINDS[kind].train_fn(), run_id=rid)
+
+
+def refuse_if_busy(ws: Workspace, runner: JobRunner | None) -> None:
+    why = busy(ws, runner)
+    if why:
+        raise DataError(why)
+
+
+def stop(ws: Workspace, runner: JobRunner, run_id) -> str:
+    """Ask a run of this app to stop; returns what will happen, or raises a DataError saying why not."""
+    r = find_run(ws, run_id)
+    if not runner.stop(r["id"]) or runner.status(r["id"]).get("status") not in ACTIVE:
+        raise DataError(f"{r['id']} is not running in this app: there is nothing to stop.")
+    return f"Stopping {r['id']}: {STOPPING}."
+
+
+def follow(ws: Workspace, kind: str, typed=None) -> str | None:
+    """The run a tab shows: the one typed or picked (checked), else the kind's active run, else its newest."""
+    if str(typed or "").strip():
+        return find_run(ws, typed, kind)["id"]
+    runs = ws.runs(kind)
+    active = [r for r in runs if r["status"] in ACTIVE]
+    return (active or runs or [{"id": None}])[0]["id"]
+
+
+def cli_resume_check(ws: Workspace, kind: str, run_id: str, given: list[str]) -> tuple[str, Any]:
+    """The CLI's `--resume RUN`: (run id, saved config). Settings given with it are refused, named: a resumed
+    run is the run that was started, and its checkpoint was made with its own settings."""
+    if given:
+        raise DataError(f"--resume {run_id} continues the run with its saved settings (its config.yaml); it "
+                        f"takes no {', '.join(given)}. To train with other settings, start a new run "
+                        f"(the saved ones: --config {ws.run_dir(str(run_id)) / 'config.yaml'}).")
+    mark_interrupted(ws)  # a run whose process died (kill -9, a crash) resumes like an interrupted one
+    return resume_run(ws, kind, run_id)
+
+
+def describe_time(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 90 else f"{seconds} s"
+
+
+def progress_text(status: dict) -> str:
+    """'step 11/16 · 41 s in all · about 20 s left' for a run's status line: the whole run, earlier parts
+    included ('' before the run reports progress)."""
+    p = status.get("progress") or {}
+    if not p.get("total"):
+        return ""
+    parts = [f"{p.get('what', 'step')} {p.get('done', 0)}/{p['total']}"]
+    running = status.get("status") == "running"
+    if p.get("elapsed_s") is not None and running:
+        parts.append(describe_time(p["elapsed_s"]) + " in all")
+    if p.get("eta_s") is not None and running:
+        parts.append(f"about {describe_time(p['eta_s'])} left")
+    return " · ".join(parts)
