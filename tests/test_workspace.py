@@ -143,3 +143,28 @@ def test_an_older_workspace_gets_its_label_counts_and_orders_on_upgrade(tmp_path
     got = {r[0]: tuple(r[1:]) for r in ws.query("SELECT id, n_human, n_import, n_skip FROM pairs WHERE id IN (1, 300, 301)")}
     assert got == {1: (0, 1, 0), 300: (1, 0, 0), 301: (0, 0, 1)}
     assert [tuple(r) for r in ws.query("SELECT pair_id, a_shown_left FROM pair_order ORDER BY pair_id")] == [(300, 0), (301, 1)]
+
+
+def test_processes_opening_a_new_workspace_at_once_all_get_it(tmp_path):
+    """Several processes (the ranks of one `accelerate launch`) create and open one new workspace at the same
+    moment: none fails with 'database is locked', and each one's write is kept."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rloo_studio.core.workspace import Workspace
+
+    root = tmp_path / "new-ws"
+    code = ("import sys, time; from rloo_studio.core.workspace import Workspace\n"
+            "t = float(sys.argv[2]); time.sleep(max(0, t - time.time()))\n"
+            "ws = Workspace(sys.argv[1]); ws.set_setting('opened-by-' + sys.argv[3], 1)\n")
+    import time
+
+    at = time.time() + 1.5  # all start together, well after the interpreters are up
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(root), str(at), str(i)],
+                              cwd=Path(__file__).resolve().parent.parent, stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    ws = Workspace(root)
+    assert [ws.setting(f"opened-by-{i}", "") for i in range(4)] == ["1"] * 4

@@ -132,6 +132,21 @@ def statements(script: str):
         raise ValueError(f"incomplete SQL statement in a migration: {buf.strip()[:80]}")
 
 
+def _wal(con: sqlite3.Connection, wait_s: float = 30.0) -> None:
+    """Switch to WAL. SQLite answers 'database is locked' at once, without the busy timeout, when another
+    process holds the database while it changes journal mode (two processes of one `accelerate launch`
+    opening a new workspace), so this waits and tries again."""
+    end = time.time() + wait_s
+    while True:
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.time() > end:
+                raise
+            time.sleep(0.05)
+
+
 class Workspace:
     """A workspace folder. Connections are per thread (sqlite3 objects are not shareable)."""
 
@@ -172,10 +187,10 @@ class Workspace:
         if con is None:
             con = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)  # explicit transactions
             con.row_factory = sqlite3.Row
-            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA busy_timeout=30000")  # before any pragma that takes a lock
+            _wal(con)
             con.execute("PRAGMA synchronous=FULL")  # a committed label survives a power cut
             con.execute("PRAGMA foreign_keys=ON")
-            con.execute("PRAGMA busy_timeout=30000")
             self._local.con = con
         return con
 
