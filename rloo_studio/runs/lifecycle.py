@@ -21,8 +21,9 @@ def busy(ws: Workspace, runner: JobRunner | None = None) -> str | None:
     """Why a new job cannot start now (one job at a time: one GPU), or None. Looks at this app's runner
     and at runs another live process (a CLI run, another app) has active in the workspace."""
     if runner is not None and runner.busy():
-        rid = runner.current or "a queued run"
-        return f"Run {rid} is still going: stop it or wait for it to end, then try again."
+        rid = runner.current or next((r for r, c in runner.contexts.items() if not c.final), "")
+        state = "is still going" if runner.current else "is queued"
+        return f"Run {rid} {state}: stop it or wait for it to end, then try again."
     for r in ws.runs():
         if r["status"] in ACTIVE and (runner is None or r["id"] not in runner.contexts) \
                 and pid_alive(r["pid"], r["started"] or r["created"]):
