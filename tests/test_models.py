@@ -103,3 +103,68 @@ def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
     assert not marker.exists()  # refused, and estimated, without running any of its code
     model, tok, _ = load_causal_lm(str(folder), "transformers", trust_remote_code=True)
     assert type(model).__name__ == "CustomQwen3ForCausalLM" and marker.exists()
+
+
+def _run_with_adapter(tmp_path, model, **settings):
+    """A run folder as a run leaves it: config.yaml beside adapter/, a LoRA on `model` whose B weights are not
+    zero (so that it changes the answers)."""
+    import torch
+    import yaml
+    from peft import get_peft_model
+    from rloo_studio.core.models import LoraSpec, lora_config
+
+    base, _, _ = load_causal_lm(str(model), "transformers", trust_remote_code=True)
+    peft = get_peft_model(base, lora_config(LoraSpec(r=4, alpha=8), "CAUSAL_LM"))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in peft.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.05)
+    run = tmp_path / "runs" / "r1"
+    peft.save_pretrained(str(run / "adapter"))
+    (run / "config.yaml").write_text(yaml.safe_dump({"model": str(model), **settings}))
+    return run / "adapter"
+
+
+def test_load_policy_takes_4bit_from_the_run_and_puts_the_adapter_on(tmp_path):
+    import torch
+    from rloo_studio.core.models import load_policy
+
+    ad = _run_with_adapter(tmp_path, DEMO_MODEL, load_in_4bit=True)
+    assert load_policy(None, ad, of_run=True)[0].is_loaded_in_4bit  # as the run trained
+    full, tok = load_policy(None, ad, of_run=True, load_in_4bit=False)  # an explicit setting wins
+    typed, _ = load_policy(None, ad)  # a typed folder: base from adapter_config.json, the run's settings unread
+    assert not getattr(full, "is_loaded_in_4bit", False) and not getattr(typed, "is_loaded_in_4bit", False)
+    assert not full.training and not typed.training
+    enc = tok("What is 123 + 456?", return_tensors="pt")
+    with torch.no_grad():
+        with_adapter, again = full(**enc).logits, typed(**enc).logits
+        with full.disable_adapter():
+            bare = full(**enc).logits
+    assert torch.equal(with_adapter, again) and not torch.allclose(with_adapter, bare)
+
+    config = json.loads((ad / "adapter_config.json").read_text())
+    (ad / "adapter_config.json").write_text(json.dumps({**config, "target_modules": ["no_such_layer"]}))
+    with pytest.raises(ModelLoadError, match="does not fit the base model .* It was trained on "):
+        load_policy(None, ad, of_run=True)
+
+
+def test_load_policy_trusts_code_only_as_the_run_ticked_it_for_its_own_base(tmp_path):
+    import shutil
+
+    from custom_model import make_custom_code_model
+    from rloo_studio.core.models import load_policy
+
+    folder = tmp_path / "custom"
+    make_custom_code_model(folder)
+    ad = _run_with_adapter(tmp_path, folder, trust_remote_code=True)
+    model, _ = load_policy(None, ad, of_run=True)  # the run's user ticked trust for this model
+    assert type(model.get_base_model()).__name__ == "CustomQwen3ForCausalLM"
+    with pytest.raises(ModelLoadError, match="ships its own Python code"):
+        load_policy(None, ad)  # the same adapter as a typed folder: the config.yaml beside it grants nothing
+    other = tmp_path / "other"
+    shutil.copytree(folder, other)
+    with pytest.raises(ModelLoadError, match="ships its own Python code"):
+        load_policy(str(other), ad, of_run=True)  # another base: the run's trust does not cover it
+    assert type(load_policy(str(other), ad, trust_remote_code=True)[0].get_base_model()).__name__ \
+        == "CustomQwen3ForCausalLM"  # ticked explicitly

@@ -3,37 +3,26 @@
 Unsloth's FastLanguageModel where it serves (causal LMs, when unsloth imported), plain
 transformers + PEFT otherwise; `backend` chooses. 4-bit goes through bitsandbytes.
 Every failure to find or load a model becomes a ModelLoadError with a plain message.
+What a config says about a model without loading one (LoraSpec, backends, the trust check)
+lives in core/model_options.py, which imports no torch.
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
 import torch  # noqa: E402
 
 from rloo_studio.core.errors import ModelLoadError  # noqa: E402
+from rloo_studio.core.model_options import (  # noqa: E402,F401  (re-exported: callers import them from here)
+    BACKENDS, DEFAULT_TARGETS, TRUST_SHORT, TRUST_WARNING, LoraSpec, check_remote_code, ships_code,
+)
 
-BACKENDS = ("auto", "unsloth", "transformers")
 # Set by the app (not the CLI): local model folders must lie under one of these (workspace,
 # bundled assets, the Hugging Face cache, --allow-path). None: no restriction.
 ALLOWED_ROOTS: list[Path] | None = None
-DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-@dataclass
-class LoraSpec:
-    r: int = 16
-    """LoRA rank."""
-    alpha: int = 32
-    """LoRA scaling numerator (scale = alpha / r)."""
-    dropout: float = 0.0
-    """Dropout on the LoRA input."""
-    target_modules: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))
-    """Linear layers that get adapters (Qwen3 names)."""
 
 
 def resolve(name_or_path: str) -> str:
@@ -75,31 +64,6 @@ def restrict_to(roots: list[str | Path]) -> None:
 
     global ALLOWED_ROOTS
     ALLOWED_ROOTS = [Path(r).expanduser().resolve() for r in [*roots, HF_HUB_CACHE]]
-
-
-TRUST_SHORT = "Runs the model's own Python code: only for a model whose source you trust."
-TRUST_WARNING = ("trust_remote_code is on: this model's own Python code will run on this machine with your "
-                 "permissions. Keep it on only for a model whose source you trust.")
-
-
-def ships_code(path: str | Path) -> bool:
-    """Whether a model folder brings its own Python classes (auto_map in config.json or tokenizer_config.json)."""
-    for name in ("config.json", "tokenizer_config.json"):
-        try:
-            if json.loads((Path(path) / name).read_text()).get("auto_map"):
-                return True
-        except (OSError, ValueError, AttributeError):
-            continue
-    return False
-
-
-def check_remote_code(path: str, trust_remote_code: bool) -> None:
-    """Refuse, with a plain message, to load a model that needs its own code unless the user ticked trust."""
-    if not trust_remote_code and ships_code(path):
-        raise ModelLoadError(
-            f"{path} ships its own Python code (auto_map in its config), which RLOO Studio runs only when you tick "
-            "trust_remote_code. Tick it only if you trust where this model comes from; otherwise choose another model."
-        )
 
 
 def use_unsloth(backend: str) -> bool:
@@ -168,15 +132,18 @@ def load_locked(loader, path: str, **kw):
 
 
 def load_causal_lm(name_or_path: str, backend: str = "auto", load_in_4bit: bool = False,
-                   max_seq_length: int = 2048, trust_remote_code: bool = False):
-    """(model, tokenizer, backend_used) for generation or RL; no adapter attached yet."""
+                   max_seq_length: int = 2048, trust_remote_code: bool = False, dtype=None):
+    """(model, tokenizer, backend_used) for generation or RL; no adapter attached yet.
+
+    dtype: None for default_dtype(); "auto" (transformers) for the precision the weights are stored in."""
     path = resolve(name_or_path)
     check_remote_code(path, trust_remote_code)
+    dtype = dtype or default_dtype()
     if use_unsloth(backend):
         from unsloth import FastLanguageModel
 
         model, tok = load_locked(
-            FastLanguageModel.from_pretrained, path, max_seq_length=max_seq_length, dtype=default_dtype(),
+            FastLanguageModel.from_pretrained, path, max_seq_length=max_seq_length, dtype=dtype,
             load_in_4bit=load_in_4bit, trust_remote_code=trust_remote_code,
         )
         if tok.pad_token is None:
@@ -186,7 +153,7 @@ def load_causal_lm(name_or_path: str, backend: str = "auto", load_in_4bit: bool 
 
     tok = load_tokenizer(path, trust_remote_code)
     model = load_locked(
-        AutoModelForCausalLM.from_pretrained, path, dtype=default_dtype(),
+        AutoModelForCausalLM.from_pretrained, path, dtype=dtype,
         quantization_config=_bnb_config(load_in_4bit), trust_remote_code=trust_remote_code,
     )
     return model, tok, "transformers"
@@ -245,6 +212,77 @@ def run_setting(adapter_dir: str | Path, key: str, default=None):
     except (OSError, ValueError, AttributeError):
         return default
     return default if value is None else value
+
+
+def load_policy(base: str | None, adapter: str | Path | None = None, *, of_run: bool = False,
+                load_in_4bit: bool | None = None, trust_remote_code: bool | None = None,
+                backend: str = "transformers", dtype=None, device: str | None = "auto"):
+    """(model, tokenizer): a policy with a trained LoRA adapter on it (or the bare base), in eval mode.
+
+    The one rule for its settings (an argument given explicitly always wins):
+    - `of_run`: the adapter was found by run id (runs/<id>/adapter/, the run's config.yaml beside it);
+      only then are the run's saved settings read. A typed adapter folder grants nothing by what lies beside it.
+    - `base`: empty means the run's `model` (of_run), else the base named in the adapter's adapter_config.json.
+    - `load_in_4bit`: None means the run's saved load_in_4bit (of_run), else False.
+    - `trust_remote_code`: never on by default. None means the run's saved value, only when of_run and the base
+      is the run's own model (a run's trust covers the model it was ticked for, not another base); else False.
+      A model that ships its own code is refused (check_remote_code) unless trust is on.
+    - `dtype`: None means default_dtype(); "auto" keeps the stored precision (a merge for export).
+    - `device`: "auto" puts the model on the GPU when there is one (4-bit weights are placed by
+      bitsandbytes); None leaves it where from_pretrained put it.
+    An adapter that does not fit the base is a ModelLoadError that names the base it was trained on.
+    """
+    setting = (lambda key, default: run_setting(adapter, key, default)) if adapter and of_run else \
+        (lambda key, default: default)
+    run_model = setting("model", None)
+    trained_on = run_model or (_adapter_base(adapter) if adapter else None)
+    base = (base or "").strip() or trained_on or ""
+    path = resolve(base)
+    if load_in_4bit is None:
+        load_in_4bit = bool(setting("load_in_4bit", False))
+    if trust_remote_code is None:
+        trust_remote_code = bool(setting("trust_remote_code", False)) and _same_model(path, run_model)
+    model, tok, _ = load_causal_lm(path, backend, bool(load_in_4bit), trust_remote_code=trust_remote_code,
+                                   dtype=dtype)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else None
+    if device and not getattr(model, "is_loaded_in_4bit", False):
+        model.to(device)  # before the adapter, so that PEFT puts its weights beside the base's
+    if adapter:
+        model = _put_adapter(model, Path(adapter), base, trained_on)
+    model.eval()
+    return model, tok
+
+
+def _adapter_base(adapter: str | Path) -> str | None:
+    import json
+
+    try:
+        return json.loads((Path(adapter) / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _same_model(path: str, run_model: str | None) -> bool:
+    try:
+        return bool(run_model) and resolve(run_model) == path
+    except ModelLoadError:
+        return False
+
+
+def _put_adapter(model, adapter: Path, base: str, trained_on: str | None):
+    from peft import PeftModel
+
+    if not (adapter / "adapter_config.json").exists():
+        raise ModelLoadError(f"No trained adapter in {adapter}: it has no adapter_config.json.")
+    try:
+        return PeftModel.from_pretrained(model, str(adapter))  # the root adapter only: TRL's ref/ copy stays out
+    except torch.OutOfMemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 — most often an adapter of another base model
+        hint = f" It was trained on {trained_on}: load it on that base." if trained_on else ""
+        raise ModelLoadError(f"The adapter in {adapter} does not fit the base model {base}: "
+                             f"{type(exc).__name__}: {str(exc)[:200]}.{hint}") from None
 
 
 def load_reward_adapter(adapter_dir: str | Path, base: str | None = None, trust_remote_code: bool = False):

@@ -52,7 +52,7 @@ class GenerateConfig:
 
 
 def generate_candidates(cfg: GenerateConfig, ctx) -> str:
-    from rloo_studio.core.models import load_causal_lm
+    from rloo_studio.core.models import load_policy
     from rloo_studio.core.sampling import sample
 
     cfg.validate()
@@ -67,12 +67,8 @@ def generate_candidates(cfg: GenerateConfig, ctx) -> str:
         prompts = [r["prompt"] for r in rows]
         extras = [{k: v for k, v in r.items() if k != "prompt"} for r in rows]
         set_name = cfg.prompt_set
-    model, tok, _ = load_causal_lm(cfg.model, "transformers", trust_remote_code=cfg.trust_remote_code)
-    if cfg.adapter:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, cfg.adapter)
-    model.eval()
+    # a typed adapter folder: trust is the box ticked here, never read from beside the folder
+    model, tok = load_policy(cfg.model, cfg.adapter, trust_remote_code=cfg.trust_remote_code)
     source = f"generated:{ctx.run_id}"
     made = done = 0
     batch = 8

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.core.models import LoraSpec
+from rloo_studio.core.model_options import LoraSpec
 from rloo_studio.core.paths import DEMO_MODEL
 
 OVER_LENGTH = ("drop", "truncate_thinking", "fit")

@@ -9,7 +9,7 @@ from rloo_studio.core.errors import ConfigError
 from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo.config import RlooJobConfig, run_config
 from rloo_studio.runs.runner import RunContext
-from rloo_studio.core.models import load_causal_lm
+from rloo_studio.core.models import load_policy
 from rloo_studio.core.sampling import sample
 from rloo_studio.rloo.evaluate import score_samples
 from rloo_studio.runs.catalog import adapter_dir
@@ -58,17 +58,13 @@ def compare(ws, run_id: str, n: int = 50) -> dict:
     {'base': metrics, 'trained': metrics, 'rows': [{prompt, answer, base, trained}]}; one model
     load: the base is the trained model with its adapter switched off.
     """
-    from peft import PeftModel
-
-
     cfg = run_config(ws, run_id)
     ad = adapter_dir(ws, run_id)
     if not (ad / "adapter_config.json").exists():
         raise ConfigError(f"run {run_id} has no saved adapter yet; wait until it stops or finishes")
     cfg = dataclasses.replace(cfg, eval_prompts=n)
     problems = eval_problems(ws, cfg)
-    base, tok, _ = load_causal_lm(cfg.model, "transformers", cfg.load_in_4bit, trust_remote_code=cfg.trust_remote_code)
-    model = PeftModel.from_pretrained(base, str(ad))
+    model, tok = load_policy(cfg.model, ad, of_run=True)  # 4-bit and trust as the run was trained
     trained = answer_prompts(model, tok, problems, cfg)
     with model.disable_adapter():
         before = answer_prompts(model, tok, problems, cfg)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.core.models import LoraSpec
+from rloo_studio.core.model_options import LoraSpec
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.label.prompts import LABELED_PAIRS
 from rloo_studio.runs.catalog import run_config as saved_config

@@ -41,16 +41,11 @@ def evaluate_policy(model: str | None = None, adapter: str | None = None, proble
                     backend: str = "transformers", progress: Callable | None = None,
                     trust_remote_code: bool = False) -> dict:
     """Sample once per prompt at `temperature`; grade format (closed </think> + EOS) and the answer."""
-    from rloo_studio.core.models import load_causal_lm
+    from rloo_studio.core.models import load_policy
     from rloo_studio.core.sampling import sample
 
     problems = problems or heldout_prompts(n)
-    m, tok, _ = load_causal_lm(model or str(DEMO_MODEL), backend, trust_remote_code=trust_remote_code)
-    if adapter:
-        from peft import PeftModel
-
-        m = PeftModel.from_pretrained(m, adapter)
-    m.eval()
+    m, tok = load_policy(model or str(DEMO_MODEL), adapter, backend=backend, trust_remote_code=trust_remote_code)
     outs = sample(m, tok, [p["prompt"] for p in problems], max_new_tokens=max_new_tokens, temperature=temperature,
                   seed=seed, progress=progress)
     return score_samples(outs, problems)

@@ -67,7 +67,7 @@ _LOADED: dict = {}  # {"key": ..., "model": PeftModel | model, "tok": ..., "rewa
 def _load(ws: Workspace, run_id: str | None, base: str | None):
     """(model with the adapter (or the bare base), tokenizer, run config or None), cached by what they are."""
     from rloo_studio.rloo.config import run_config
-    from rloo_studio.core.models import load_causal_lm, resolve
+    from rloo_studio.core.models import load_policy, resolve
 
     cfg, ad = None, None
     if run_id:
@@ -84,21 +84,8 @@ def _load(ws: Workspace, run_id: str | None, base: str | None):
     key = (path, str(ad), stamp, bool(cfg and cfg.load_in_4bit))
     if _LOADED.get("key") != key:
         _LOADED.clear()
-        trust = bool(cfg and cfg.trust_remote_code)
-        model, tok, _ = load_causal_lm(path, "transformers", bool(cfg and cfg.load_in_4bit), trust_remote_code=trust)
-        import torch
-
-        if torch.cuda.is_available() and not getattr(model, "is_loaded_in_4bit", False):
-            model.to("cuda")  # from_pretrained loads onto the CPU; 4-bit weights are placed by bitsandbytes
-        if ad:
-            from peft import PeftModel
-
-            try:
-                model = PeftModel.from_pretrained(model, str(ad))  # the trained adapter; TRL's ref/ copy stays out
-            except Exception as exc:  # noqa: BLE001 — an adapter that does not fit this base
-                raise DataError(f"The adapter of run {run_id} does not fit {base}: {str(exc)[:200]}. "
-                                f"Leave the base empty to use the run's own ({cfg.model}).") from None
-        model.eval()
+        # a run's 4-bit and trust as it was trained (trust only on the run's own base); on the GPU when there is one
+        model, tok = load_policy(path, ad, of_run=True)
         _LOADED.update(key=key, model=model, tok=tok, rewards={})
     return _LOADED["model"], _LOADED["tok"], cfg
 

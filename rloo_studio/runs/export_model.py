@@ -23,9 +23,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from rloo_studio.core.errors import DataError, ModelLoadError
+from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.runs.catalog import KIND_NAMES, adapter_dir, find_run, run_config
+from rloo_studio.runs.catalog import adapter_dir, find_run, run_config
+from rloo_studio.runs.jobs import title
 from rloo_studio.runs.runner import ACTIVE
 
 INFO_FILE = "rloo_studio_export.json"
@@ -77,7 +78,7 @@ def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
         other = ws.run(str(run_id or "").strip()) if str(run_id or "").strip() else None
         if other is None:
             raise
-        kind = KIND_NAMES.get(other["kind"], other["kind"])
+        kind = title(other["kind"])
         raise DataError(f"{other['id']} is {'an' if kind[:1] in 'aeiou' else 'a'} {kind} run: only an RLOO run's trained policy can be exported as a "
                         "model. Pick an RLOO run.") from None
     rid = r["id"]
@@ -144,7 +145,7 @@ def export_model(ws: Workspace, run_id: str, out: str | Path, merged: bool = Fal
     tmp.mkdir(parents=True)
     try:
         if merged:
-            dtype = _write_merged(ad, base, bool(cfg.get("trust_remote_code", False)), tmp, say)
+            dtype = _write_merged(ad, base, tmp, say)
         else:
             say(0, 1, "copying the adapter")
             dtype = _write_adapter(ad, tmp)
@@ -195,28 +196,16 @@ def _write_adapter(ad: Path, to: Path) -> str:
     return {"F32": "float32", "BF16": "bfloat16", "F16": "float16", "F64": "float64"}.get(name, name.lower())
 
 
-def _write_merged(ad: Path, base: str, trust_remote_code: bool, to: Path, say: Progress) -> str:
-    """Base in its stored precision (never 4-bit) + adapter, merged and saved as safetensors."""
-    from rloo_studio.core.models import LOAD_LOCK, check_remote_code, load_tokenizer, resolve  # first: unsloth before transformers
+def _write_merged(ad: Path, base: str, to: Path, say: Progress) -> str:
+    """Base in its stored precision (never 4-bit, on the CPU) + adapter, merged and saved as safetensors."""
+    from rloo_studio.core.models import load_policy, load_tokenizer  # first: unsloth before transformers
 
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
-
-    path = resolve(base)
-    check_remote_code(path, trust_remote_code)
-    tok = load_tokenizer(str(ad)) if (ad / "tokenizer_config.json").exists() else load_tokenizer(path, trust_remote_code)
     say(0, 3, f"loading the base model {base} in full precision")
-    try:
-        with LOAD_LOCK:  # never beside another load in this process (from_pretrained is not thread-safe)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype="auto", trust_remote_code=trust_remote_code)
-    except torch.OutOfMemoryError:
-        raise
-    except Exception as exc:
-        raise ModelLoadError(f"Could not load the base model {base} to merge into: {type(exc).__name__}: "
-                             f"{str(exc)[:300]}") from None
+    # trust as the run's user ticked it; 4-bit off whatever the run trained on: the merge goes into the full weights
+    model, tok = load_policy(base, ad, of_run=True, load_in_4bit=False, dtype="auto", device=None)
+    if (ad / "tokenizer_config.json").exists():
+        tok = load_tokenizer(str(ad))  # the one the run saved (its chat template), no code of its own
     say(1, 3, "merging the adapter into the base weights")
-    model = PeftModel.from_pretrained(model, str(ad), adapter_name="default")  # the root adapter only, not ref/
     model = model.merge_and_unload()
     say(2, 3, "writing the safetensors folder")
     model.save_pretrained(str(to), safe_serialization=True)
