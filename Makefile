@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast setup chromium demo-model bench
+.PHONY: run test test-fast setup chromium demo-model bench gpu-extras
 
 setup: $(STAMP)
 
@@ -33,6 +33,11 @@ test: $(STAMP) chromium
 # The core tests only: no browser, no training (markers set in tests/conftest.py).
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not browser and not train" tests
+
+# Optional: DeepSpeed for the DeepSpeed ZeRO strategies of `accelerate launch` (GPU machines only).
+gpu-extras: $(STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation -r requirements-gpu.txt
+	$(PY) -m pip check
 
 # Rebuild the bundled demo model and data from scratch (about 5 minutes on 2 cores).
 demo-model: $(STAMP)

@@ -111,3 +111,24 @@ def test_launch_from_the_form_writes_a_config_the_cli_reads(tmp_path):
         assert args[args.index("rloo_studio") + 1] == {"rloo": "train-rloo", "reward": "train-reward"}[kind]
     launch_from_form("rloo", tmp_path / "ws", RlooJobConfig(), "DDP", 2)  # a second click keeps the first
     assert len(list((tmp_path / "ws" / "launch").glob("rloo-*/config.yaml"))) == 2
+
+
+def test_a_deepspeed_launch_says_what_to_install_when_deepspeed_is_missing(tmp_path):
+    """DeepSpeed is in no default requirements file: the page says so with the launch files, and how to
+    install it (requirements-gpu.txt, `make gpu-extras`); DDP and FSDP say nothing of it."""
+    import importlib.util
+
+    from rloo_studio.runs.accelerate_launch import launch_files, launch_text, missing_packages
+
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("max_steps: 2\n")
+    installed = importlib.util.find_spec("deepspeed") is not None
+    assert missing_packages("DeepSpeed ZeRO-3") == ([] if installed else ["deepspeed"])
+    assert missing_packages("DDP") == missing_packages("FSDP") == []
+    for strategy in ("DDP", "FSDP", "DeepSpeed ZeRO-2"):
+        text = launch_text(*launch_files("rloo", tmp_path / "ws", cfg, strategy, num_gpus=2))
+        warned = "deepspeed is not installed" in text and "make gpu-extras" in text
+        assert warned == (strategy.startswith("DeepSpeed") and not installed), (strategy, text)
+    root = Path(__file__).resolve().parent.parent
+    assert "deepspeed==" in (root / "requirements-gpu.txt").read_text()
+    assert "gpu-extras:" in (root / "Makefile").read_text()

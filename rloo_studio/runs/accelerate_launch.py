@@ -9,7 +9,9 @@ import shlex
 from pathlib import Path
 
 import yaml
+
 from rloo_studio.core.config import to_yaml
+from rloo_studio.runs.jobs import KINDS
 
 STRATEGIES = ("DDP", "FSDP", "DeepSpeed ZeRO-2", "DeepSpeed ZeRO-3")
 
@@ -48,7 +50,7 @@ def accelerate_config(strategy: str, num_gpus: int, num_machines: int = 1, machi
 def launch_files(kind: str, workspace: Path, run_config: Path, strategy: str, num_gpus: int,
                  num_machines: int = 1, out_dir: Path | None = None) -> tuple[Path, str]:
     """Write <out_dir>/accelerate-<strategy>.yaml; return it and the launch command."""
-    sub = {"rloo": "train-rloo", "reward": "train-reward"}.get(kind)
+    sub = KINDS[kind].cli if kind in KINDS else None
     if sub is None:
         raise ValueError(f"runs of kind {kind!r} are not launched with accelerate")
     out_dir = out_dir or run_config.parent
@@ -82,8 +84,22 @@ def launch_from_form(kind: str, workspace: Path, cfg, strategy: str, num_gpus: i
     return run_config, path, cmd
 
 
-def launch_text(path: Path, cmd: str, run_config: Path | None = None) -> str:
-    """Markdown for the page: what was written and what to run on each machine."""
-    head = f"Wrote `{run_config}` (the form as it stands) and `{path}`:" if run_config else f"Wrote `{path}`:"
-    return f"{head}\n```yaml\n{path.read_text()}```\nOn each machine run:\n```\n{cmd}\n```"
+def missing_packages(strategy: str) -> list[str]:
+    """Packages a strategy needs that this environment lacks (DeepSpeed is in no requirements file but
+    requirements-gpu.txt: `make gpu-extras`)."""
+    import importlib.util
 
+    needs = ["deepspeed"] if strategy.startswith("DeepSpeed") else []
+    return [p for p in needs if importlib.util.find_spec(p) is None]
+
+
+def launch_text(path: Path, cmd: str, run_config: Path | None = None) -> str:
+    """Markdown for the page: what was written and what to run on each machine, and what to install first
+    when the chosen strategy needs a package this environment lacks."""
+    head = f"Wrote `{run_config}` (the form as it stands) and `{path}`:" if run_config else f"Wrote `{path}`:"
+    text = path.read_text()
+    missing = missing_packages("DeepSpeed") if "deepspeed_config" in text else []  # the file says the strategy
+    note = (f"\n\n**⚠ {', '.join(missing)} is not installed in this environment.** Install it on every machine "
+            "before launching: `make gpu-extras` (pip install -r requirements-gpu.txt; it builds against the "
+            "installed torch and needs a CUDA toolkit), or choose DDP or FSDP, which need nothing more.") if missing else ""
+    return f"{head}\n```yaml\n{text}```\nOn each machine run:\n```\n{cmd}\n```{note}"
