@@ -5,12 +5,10 @@ are views of it. Nested dataclasses are addressed with dots: `--set lora.r=8`.
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
+import json
 import textwrap
 import typing
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,16 +19,61 @@ from rloo_studio.core.errors import ConfigError
 T = TypeVar("T")
 
 
-@lru_cache(maxsize=None)
 def field_docs(cls) -> dict[str, str]:
-    """Attribute docstrings (the string right under a field) of a dataclass, by field name: the
-    help text that forms show, so that the dataclass stays the one place a setting is described."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
-    out = {}
-    for a, b in zip(body, body[1:]):
-        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(getattr(b, "value", None), ast.Constant):
-            out[a.target.id] = " ".join(str(b.value.value).split())
+    """Each field's help text by name: `field(metadata={"help": ...})`, declared with the field (TRL's
+    style), so the form, `--help` and a run's config.yaml all describe a setting in the same words."""
+    return {f.name: " ".join(str(f.metadata.get("help", "")).split()) for f in dataclasses.fields(cls)}
+
+
+def settings_help(obj, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """(dotted key, value, help) for every setting of a config (a class: its defaults), nested ones flattened
+    (lora.r ...) with the values the parent gives them."""
+    obj = obj() if isinstance(obj, type) else obj
+    docs, out = field_docs(type(obj)), []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            out += settings_help(value, prefix + f.name + ".")
+        else:
+            out.append((prefix + f.name, value, docs[f.name]))
     return out
+
+
+def settings_text(cls, width: int = 100) -> str:
+    """The settings of a config class as plain text for `--help`: each key with its default, then its help."""
+    lines = ["settings (--set KEY=VALUE, or the keys of a --config YAML file):"]
+    for key, default, text in settings_help(cls):
+        lines.append(f"  {key} (default: {json.dumps(default)})")
+        lines += _wrap(text, width, " " * 6)
+    return "\n".join(lines)
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    # whole words only (no break at a hyphen or inside a path), so the text reads back word for word
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _commented(obj, indent: str, width: int) -> list[str]:
+    docs, lines = field_docs(type(obj)), []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        lines += _wrap(docs[f.name], width, indent + "# ")
+        if dataclasses.is_dataclass(value):
+            lines.append(f"{indent}{f.name}:")
+            lines += _commented(value, indent + "  ", width)
+        else:
+            dumped = yaml.safe_dump({f.name: value}, sort_keys=False, width=float("inf")).rstrip("\n")
+            lines += [indent + line for line in dumped.split("\n")]
+    return lines
+
+
+def to_yaml_commented(obj, width: int = 100) -> str:
+    """to_yaml(obj) with each key's help as a `# ...` comment above it (a run's config.yaml); yaml.safe_load
+    reads the same dict. A plain dict has no help to give and is written as it is."""
+    if not dataclasses.is_dataclass(obj):
+        return yaml.safe_dump(dict(obj), sort_keys=False)
+    return "\n".join(_commented(obj, "", width)) + "\n"
 
 
 def _fields(cls) -> dict[str, dataclasses.Field]:

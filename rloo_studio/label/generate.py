@@ -17,26 +17,31 @@ from rloo_studio.label.prompts import add_pair, add_prompt, add_response, get_or
 
 @dataclass
 class GenerateConfig:
-    model: str = str(DEMO_MODEL)
-    """Policy to sample from: a local folder or a cached hub id."""
-    trust_remote_code: bool = False
-    """Run Python code shipped with the model; only for a model whose source you trust."""
-    adapter: str | None = None
-    """Optional LoRA adapter folder on top of the model (e.g. an RLOO run's adapter)."""
-    prompt_set: str | None = "demo-train"
-    """Prompt set to sample for; ignored when `prompts` is given."""
-    prompts: list[str] = field(default_factory=list)
-    """Typed prompts (one per entry)."""
-    limit: int = 20
-    """How many prompts of the set to use."""
-    k: int = 2
-    """Responses per prompt (2-8); all pairs among up to 4, neighbours beyond."""
-    max_new_tokens: int = 128
-    temperature: float = 1.0
-    seed: int = 0
-    enable_thinking: bool = True
-    """Hybrid chat templates (Qwen3): reason before answering (False: the template closes an empty
-    <think> block and the model answers directly). Templates without the switch ignore it."""
+    model: str = field(default=str(DEMO_MODEL), metadata={"help": (
+        "Policy to sample from: a local folder or a Hugging Face hub id already in the local cache.")})
+    trust_remote_code: bool = field(default=False, metadata={"help": (
+        "Run Python code shipped with the model; only for a model whose source you trust.")})
+    adapter: str | None = field(default=None, metadata={"help": (
+        "Optional LoRA adapter folder on top of the model (e.g. an RLOO run's adapter), to label what a "
+        "trained policy writes.")})
+    prompt_set: str | None = field(default="demo-train", metadata={"help": (
+        "Prompt set to sample for; ignored when prompts is given.")})
+    prompts: list[str] = field(default_factory=list, metadata={"help": (
+        "Typed prompts (one per entry); when given, prompt_set and limit are ignored.")})
+    limit: int = field(default=20, metadata={"help": (
+        "How many prompts of the set to use (its first ones).")})
+    k: int = field(default=2, metadata={"help": (
+        "Responses per prompt (2-8); all pairs among up to 4, neighbours beyond. Identical responses are "
+        "merged, so a prompt may give fewer pairs.")})
+    max_new_tokens: int = field(default=128, metadata={"help": (
+        "Most tokens generated per response; a response cut before </think> has no answer.")})
+    temperature: float = field(default=1.0, metadata={"help": (
+        "Sampling temperature: higher gives more varied responses, so more pairs worth comparing.")})
+    seed: int = field(default=0, metadata={"help": (
+        "Sampling seed: the same seed, model and prompts give the same responses.")})
+    enable_thinking: bool = field(default=True, metadata={"help": (
+        "Hybrid chat templates (Qwen3): reason before answering (False: the template closes an empty "
+        "<think> block and the model answers directly). Templates without the switch ignore it.")})
 
     def validate(self) -> None:
         if not 2 <= self.k <= 8:

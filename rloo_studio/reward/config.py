@@ -21,62 +21,74 @@ MIN_PAIRS = 4
 class RewardJobConfig:
     """One reward-model run. The defaults are the demo-on-CPU preset (tuned on the bundled pairs)."""
 
-    model: str = str(DEMO_MODEL)
-    """Base model: a local folder or a hub id already in the local cache; gets a fresh score head."""
-    load_in_4bit: bool = False
-    """Load the base model in 4-bit (QLoRA) through bitsandbytes; for large models on small GPUs."""
-    use_unsloth: bool = True
-    """Load through Unsloth's FastModel on a GPU. On the CPU Unsloth has no sequence-classification
-    loader, so transformers loads the model (the log says so)."""
-    trust_remote_code: bool = False
-    """Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on
-    this machine with your permissions, so tick it only for a model whose source you trust."""
-    lora: LoraSpec = field(default_factory=lambda: LoraSpec(r=8, alpha=16, dropout=0.05))
-    modules_to_save: list[str] = field(default_factory=list)
-    """Layers trained in full beside the LoRA adapters and saved in the adapter (e.g. embed_tokens, norm);
-    the score head always is."""
-    learning_rate: float = 3e-3
-    """Peak learning rate (linear decay to 0). LoRA on the tiny demo model takes ~3e-3; 1e-5 for Qwen3 4B+."""
-    num_train_epochs: float = 3.0
-    """Passes over the training pairs (when max_steps is -1)."""
-    max_steps: int = -1
-    """Stop after this many optimizer steps; -1 trains for num_train_epochs."""
-    per_device_train_batch_size: int = 8
-    """Pairs per step and device (each pair is two sequences)."""
-    gradient_accumulation_steps: int = 1
-    """Batches summed per optimizer step: a larger effective batch without more memory."""
-    eval_batch_size: int = 0
-    """Pairs per evaluation batch; 0: the whole held-out set (at most 256 pairs) in one batch, so
-    the held-out accuracy is exact rather than a mean of batch means."""
-    max_length: int = 1024
-    """Tokens per prompt+response (chat template and EOS included). TRL drops longer pairs."""
-    over_length: str = "drop"
-    """Pairs longer than max_length: drop | truncate_thinking | fit (raise max_length to the longest)."""
-    center_rewards_coefficient: float | None = 0.01
-    """Pulls mean rewards towards 0 (keeps scores comparable across prompts)."""
-    eval_fraction: float = 0.2
-    """Share of pairs held out to measure pair accuracy."""
-    step_pairs: bool = False
-    """Step-level supervision from the same pairs: where both sides reason and part at a <think> step,
-    also train on the two responses cut just after the first step where they differ (training pairs only)."""
-    split_by_kind: bool = True
-    """Hold out the same share of each kind of pair (both reason / only chosen reasons / …), so the
-    held-out accuracy does not swing with how many hard pairs a seed happens to draw."""
-    seed: int = 0
-    """Seeds the held-out split, the score head's initialisation and the data order."""
-    optim: str = "adamw_torch"
-    """Optimizer (TRL/transformers name); adamw_8bit saves GPU memory."""
-    gradient_checkpointing: bool = False
-    """Recompute activations in the backward pass: less memory, about 30% slower."""
-    logging_steps: int = 1
-    """Log loss / accuracy / margin every this many steps (a point on each plot)."""
-    eval_steps: int = 8
-    """Measure held-out accuracy and margin every this many steps."""
-    save_steps: int = 20
-    """Checkpoint every this many steps (Stop also writes one): what Resume continues from."""
-    enable_thinking: bool = True
-    """Hybrid chat templates (Qwen3): responses reason in <think> (False: the template's generation prompt
-    closes an empty block and responses are answers). Inspect scores and the RLOO reward read it from the run."""
+    model: str = field(default=str(DEMO_MODEL), metadata={"help": (
+        "Base model: a local folder or a Hugging Face hub id already in the local cache (nothing is downloaded); "
+        "it gets a fresh score head. Use the policy you will train with RLOO, or a model of its family.")})
+    load_in_4bit: bool = field(default=False, metadata={"help": (
+        "Load the base model in 4-bit (QLoRA) through bitsandbytes: about a quarter of the memory; for large "
+        "models on small GPUs.")})
+    use_unsloth: bool = field(default=True, metadata={"help": (
+        "Load through Unsloth's FastModel on a GPU. On the CPU Unsloth has no sequence-classification "
+        "loader, so transformers loads the model (the log says so).")})
+    trust_remote_code: bool = field(default=False, metadata={"help": (
+        "Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on "
+        "this machine with your permissions, so tick it only for a model whose source you trust.")})
+    lora: LoraSpec = field(default_factory=lambda: LoraSpec(r=8, alpha=16, dropout=0.05), metadata={"help": (
+        "The LoRA adapter trained on the base model; the score head is trained in full and saved with it.")})
+    modules_to_save: list[str] = field(default_factory=list, metadata={"help": (
+        "Layers trained in full beside the LoRA adapters and saved in the adapter (e.g. embed_tokens, norm); "
+        "the score head always is.")})
+    learning_rate: float = field(default=3e-3, metadata={"help": (
+        "Peak learning rate (linear decay to 0). LoRA on the tiny demo model takes ~3e-3; 1e-5 for Qwen3 4B+.")})
+    num_train_epochs: float = field(default=3.0, metadata={"help": (
+        "Passes over the training pairs (when max_steps is -1); fractions allowed.")})
+    max_steps: int = field(default=-1, metadata={"help": (
+        "Stop after this many optimizer steps; -1 trains for num_train_epochs.")})
+    per_device_train_batch_size: int = field(default=8, metadata={"help": (
+        "Pairs per step and device (each pair is two sequences, chosen and rejected); lower it if training "
+        "runs out of memory.")})
+    gradient_accumulation_steps: int = field(default=1, metadata={"help": (
+        "Batches whose gradients are summed per optimizer step: a larger effective batch without more memory.")})
+    eval_batch_size: int = field(default=0, metadata={"help": (
+        "Pairs per evaluation batch; 0: the whole held-out set (at most 256 pairs) in one batch, so the "
+        "held-out accuracy is exact rather than a mean of batch means.")})
+    max_length: int = field(default=1024, metadata={"help": (
+        "Most tokens per prompt + response (chat template and EOS included). TRL drops longer pairs; "
+        "over_length says what happens to them.")})
+    over_length: str = field(default="drop", metadata={"help": (
+        "Pairs longer than max_length: drop (TRL leaves them out; the pre-flight counts them), truncate_thinking "
+        "(cut <think> steps until they fit), or fit (raise max_length to the longest pair).")})
+    center_rewards_coefficient: float | None = field(default=0.01, metadata={"help": (
+        "Pulls the mean reward towards 0 (TRL's center_rewards_coefficient, 0.01 recommended), which keeps "
+        "scores comparable across prompts; null turns it off.")})
+    eval_fraction: float = field(default=0.2, metadata={"help": (
+        "Share of the labeled pairs held out (0 to below 1) to measure pair accuracy; 0 trains on all and "
+        "measures nothing.")})
+    step_pairs: bool = field(default=False, metadata={"help": (
+        "Step-level supervision from the same pairs: where both sides reason and part at a <think> step, "
+        "also train on the two responses cut just after the first step where they differ (training pairs "
+        "only).")})
+    split_by_kind: bool = field(default=True, metadata={"help": (
+        "Hold out the same share of each kind of pair (both reason / only chosen reasons / ...), so the "
+        "held-out accuracy does not swing with how many hard pairs a seed happens to draw.")})
+    seed: int = field(default=0, metadata={"help": (
+        "Seeds the held-out split, the score head's initialisation and the data order.")})
+    optim: str = field(default="adamw_torch", metadata={"help": (
+        "Optimizer (transformers name): adamw_torch, adamw_8bit, paged_adamw_8bit or sgd; the 8-bit ones "
+        "save GPU memory.")})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": (
+        "Recompute activations in the backward pass: less memory, about 30% slower. Turn on for long "
+        "sequences on a GPU.")})
+    logging_steps: int = field(default=1, metadata={"help": (
+        "Log loss / accuracy / margin every this many steps (a point on each plot).")})
+    eval_steps: int = field(default=8, metadata={"help": (
+        "Measure held-out accuracy and margin every this many steps.")})
+    save_steps: int = field(default=20, metadata={"help": (
+        "Write a checkpoint every this many steps (Stop also writes one): what Resume continues from.")})
+    enable_thinking: bool = field(default=True, metadata={"help": (
+        "Hybrid chat templates (Qwen3): responses reason in <think> (False: the template's generation prompt "
+        "closes an empty block and responses are answers). Inspect scores and the RLOO reward read it from "
+        "the run.")})
 
     def validate(self) -> None:
         if self.learning_rate <= 0:

@@ -23,71 +23,103 @@ CUSTOM_PREFIX = "custom:"
 
 @dataclass
 class RlooJobConfig:
-    model: str = str(DEMO_MODEL)
-    """Policy: a local folder or a hub id already in the local cache."""
-    backend: str = "auto"
-    """auto (Unsloth when available), unsloth, or transformers (plain transformers + PEFT)."""
-    load_in_4bit: bool = False
-    """Load the base weights in 4-bit (bitsandbytes NF4)."""
-    trust_remote_code: bool = False
-    """Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on
-    this machine with your permissions, so tick it only for a model whose source you trust."""
-    lora: LoraSpec = field(default_factory=LoraSpec)
-    """LoRA adapter on the policy."""
-    prompt_set: str = "demo-train"
-    """A prompt set in the workspace, or 'labeled-pairs'; extra columns (answer, ...) reach the rewards."""
-    rewards: list[str] = field(default_factory=lambda: ["correctness", "think_format"])
-    """Reward functions: correctness, think_format, answer_present, TRL's accuracy, reasoning_accuracy (math-verify,
-    needs a solution column), soft_overlong, repetition_penalty; reward_model, custom:FILE.py[:FUNCTION]."""
-    reward_weights: list[float] = field(default_factory=lambda: [1.0, 0.2])
-    """One weight per reward function (RLOOConfig.reward_weights)."""
-    reward_model_run: str = ""
-    """Run id of a trained reward-model run; needed by the reward_model reward."""
-    reward_model_normalize: bool = True
-    """Standardize reward-model scores over each generation batch (its raw scale is arbitrary)."""
-    reward_model_clip: list[float] | None = field(default_factory=lambda: [-3.0, 3.0])
-    """[low, high] to clip the reward-model reward after normalizing, or None."""
-    reward_model_batch_size: int = 16
-    """Completions scored per reward-model forward pass."""
-    num_generations: int = 4
-    """Completions per prompt (k, 2-16); the leave-one-out baseline needs at least 2."""
-    beta: float = 0.05
-    """KL penalty coefficient; 0 loads no reference model."""
-    learning_rate: float = 5e-4
-    optim: str = "adamw_torch"
-    """Optimizer name as in transformers (adamw_8bit saves memory on a GPU)."""
-    max_completion_length: int = 64
-    """Completions are cut here; a cut before </think> earns no answer reward."""
-    temperature: float = 1.0
-    per_device_train_batch_size: int = 16
-    """Completions (not prompts) per device per step; a multiple of num_generations."""
-    gradient_accumulation_steps: int = 1
-    max_steps: int = 50
-    seed: int = 0
-    normalize_advantages: bool = False
-    mask_truncated_completions: bool = False
-    reward_clip_range: list[float] | None = None
-    """[low, high] to clip the weighted total reward, or None."""
-    save_steps: int = 25
-    """Checkpoint every N steps (resume starts from the last one)."""
-    logging_steps: int = 1
-    eval_prompts: int = 0
-    """Before/after: answer this many prompts of eval_prompt_set before and after training (0: skip)."""
-    eval_prompt_set: str = "demo-heldout"
-    eval_seed: int = 1234
-    enable_thinking: bool = True
-    """Hybrid chat templates (Qwen3): the policy reasons in <think> before answering (False: the template closes an
-    empty block and completions are answers). Goes to TRL as chat_template_kwargs; the rewards, the reward model
-    and the before/after read completions the same way. Templates without the switch ignore it."""
-    answer_format: str = "last_number"
-    """How the correctness reward and the before/after read the answer after </think>: last_number (the last number),
-    boxed (the last \\boxed{}), or hash ('#### N', GSM8K)."""
-    repetition_ngram: int = field(default=3, metadata={"form": False})
-    """repetition_penalty: n-gram size of TRL's get_repetition_penalty_reward (a reward of -1 x the share of
-    repeated n-grams)."""
-    overlong_cache: int = field(default=0, metadata={"form": False})
-    """soft_overlong: completions longer than max_completion_length - overlong_cache tokens lose up to 1 (TRL's
-    get_soft_overlong_punishment, DAPO); 0 takes a quarter of max_completion_length."""
+    model: str = field(default=str(DEMO_MODEL), metadata={"help": (
+        "The policy to train: a local model folder or a Hugging Face hub id already in the local cache (nothing is "
+        "downloaded). The default is the bundled demo model.")})
+    backend: str = field(default="auto", metadata={"help": (
+        "How the policy is loaded: auto (Unsloth when it is installed, else transformers), unsloth, or "
+        "transformers (plain transformers + PEFT). Pick transformers if Unsloth fails to load a model.")})
+    load_in_4bit: bool = field(default=False, metadata={"help": (
+        "Load the base weights in 4-bit (bitsandbytes NF4, QLoRA): about a quarter of the memory, somewhat "
+        "slower; for large models on a small GPU.")})
+    trust_remote_code: bool = field(default=False, metadata={"help": (
+        "Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on "
+        "this machine with your permissions, so tick it only for a model whose source you trust.")})
+    lora: LoraSpec = field(default_factory=LoraSpec, metadata={"help": (
+        "The LoRA adapter trained on the policy (the base weights stay frozen).")})
+    prompt_set: str = field(default="demo-train", metadata={"help": (
+        "The prompts to train on: a prompt set in the workspace, or 'labeled-pairs' (the prompts of the labeled "
+        "pairs). Extra columns (answer, solution, ...) reach the reward functions.")})
+    rewards: list[str] = field(default_factory=lambda: ["correctness", "think_format"], metadata={"help": (
+        "Reward functions, summed with reward_weights: correctness, think_format, answer_present; TRL's accuracy "
+        "and reasoning_accuracy (math-verify, need a solution column), soft_overlong, repetition_penalty; "
+        "reward_model (a trained reward run, see reward_model_run); custom:FILE.py[:FUNCTION].")})
+    reward_weights: list[float] = field(default_factory=lambda: [1.0, 0.2], metadata={"help": (
+        "One weight per reward function, in the order of rewards; the reward is their weighted sum "
+        "(RLOOConfig.reward_weights).")})
+    reward_model_run: str = field(default="", metadata={"help": (
+        "Run id of a trained reward-model run (see: runs list); needed when rewards includes reward_model.")})
+    reward_model_normalize: bool = field(default=True, metadata={"help": (
+        "Standardize the reward model's scores over each generation batch (mean 0, std 1), since their raw "
+        "scale is arbitrary; turn off only to use the raw scores.")})
+    reward_model_clip: list[float] | None = field(default_factory=lambda: [-3.0, 3.0], metadata={"help": (
+        "[low, high] to clip the reward model's reward to after normalizing (limits outliers), or null for "
+        "no clipping.")})
+    reward_model_batch_size: int = field(default=16, metadata={"help": (
+        "Completions the reward model scores per forward pass; lower it if scoring runs out of memory.")})
+    num_generations: int = field(default=4, metadata={"help": (
+        "Completions sampled per prompt (k, 2-16): each is compared with the mean reward of the other k-1 "
+        "(the leave-one-out baseline). More gives a steadier baseline and costs generation time.")})
+    beta: float = field(default=0.05, metadata={"help": (
+        "KL penalty coefficient: how strongly the policy is held near the base model (the penalty is summed "
+        "over the completion). 0 loads no reference model: less memory and faster.")})
+    learning_rate: float = field(default=5e-4, metadata={"help": (
+        "Peak learning rate of the LoRA weights (linear decay to 0 over max_steps). LoRA on the demo model "
+        "takes ~5e-4; ~1e-5 for Qwen3 4B and larger.")})
+    optim: str = field(default="adamw_torch", metadata={"help": (
+        "Optimizer name as in transformers (adamw_torch, adamw_8bit, ...); adamw_8bit saves memory on a GPU.")})
+    max_completion_length: int = field(default=64, metadata={"help": (
+        "Most tokens generated per completion. A completion cut before </think> earns no answer reward; "
+        "raise it when completions/clipped_ratio is high (thinking models need 1000+).")})
+    temperature: float = field(default=1.0, metadata={"help": (
+        "Sampling temperature of the completions: higher is more varied. RLOO learns from the differences "
+        "between the k completions of a prompt, so keep it near 1.")})
+    per_device_train_batch_size: int = field(default=16, metadata={"help": (
+        "Completions (not prompts) per device per step; a multiple of num_generations, so it holds "
+        "per_device_train_batch_size / num_generations prompts.")})
+    gradient_accumulation_steps: int = field(default=1, metadata={"help": (
+        "Batches whose gradients are summed per optimizer step: a larger effective batch without more memory "
+        "(TRL generates completions for all of them at once).")})
+    max_steps: int = field(default=50, metadata={"help": (
+        "Optimizer steps to train; each samples a new generation batch of prompts.")})
+    seed: int = field(default=0, metadata={"help": (
+        "Seeds the LoRA initialisation, the prompt order and the sampling (0 to 2**32-1); the same seed and "
+        "settings repeat a run.")})
+    normalize_advantages: bool = field(default=False, metadata={"help": (
+        "Scale the advantages of each generation batch to mean 0 and standard deviation 1 (TRL's "
+        "normalize_advantages); evens out the step size when reward scales differ.")})
+    mask_truncated_completions: bool = field(default=False, metadata={"help": (
+        "Leave completions cut at max_completion_length out of the loss, so they are not penalized for "
+        "being cut (DAPO's advice for stability).")})
+    reward_clip_range: list[float] | None = field(default=None, metadata={"help": (
+        "[low, high] to clip the weighted total reward to (TRL's reward_clip_range), or null for no clipping.")})
+    save_steps: int = field(default=25, metadata={"help": (
+        "Write a checkpoint every this many steps (Stop also writes one): what Resume continues from.")})
+    logging_steps: int = field(default=1, metadata={"help": (
+        "Log loss, reward and KL every this many steps (a point on each chart and in metrics.jsonl).")})
+    eval_prompts: int = field(default=0, metadata={"help": (
+        "Before/after: answer this many prompts of eval_prompt_set before and after training and report the "
+        "accuracy (0: skip; costs two rounds of generation).")})
+    eval_prompt_set: str = field(default="demo-heldout", metadata={"help": (
+        "The prompt set the before/after answers (its answer column is checked); keep it apart from "
+        "prompt_set so the score is held out.")})
+    eval_seed: int = field(default=1234, metadata={"help": (
+        "Sampling seed of the before/after answers, the same for both, so the two measurements differ only "
+        "by the training.")})
+    enable_thinking: bool = field(default=True, metadata={"help": (
+        "Hybrid chat templates (Qwen3): the policy reasons in <think> before answering (False: the template "
+        "closes an empty block and completions are answers). Goes to TRL as chat_template_kwargs; the rewards, "
+        "the reward model and the before/after read completions the same way. Templates without the switch "
+        "ignore it.")})
+    answer_format: str = field(default="last_number", metadata={"help": (
+        "How the correctness reward and the before/after read the answer after </think>: last_number (the "
+        "last number), boxed (the last \\boxed{}), or hash ('#### N', GSM8K).")})
+    repetition_ngram: int = field(default=3, metadata={"form": False, "help": (
+        "repetition_penalty: n-gram size of TRL's get_repetition_penalty_reward (a reward of -1 x the share of "
+        "repeated n-grams).")})
+    overlong_cache: int = field(default=0, metadata={"form": False, "help": (
+        "soft_overlong: completions longer than max_completion_length - overlong_cache tokens lose up to 1 "
+        "(TRL's get_soft_overlong_punishment, DAPO); 0 takes a quarter of max_completion_length.")})
 
     def validate(self) -> None:
         if not 2 <= self.num_generations <= 16:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -166,12 +166,10 @@ def export_model(ws: Workspace, run_id: str, out: str | Path, merged: bool = Fal
 class ExportConfig:
     """An export from the app, run as a job of kind 'export'."""
 
-    run: str = ""
-    """The RLOO run whose policy is exported."""
-    out: str = ""
-    """The folder to write: new, or an existing empty one."""
-    merged: bool = True
-    """True: base + adapter merged into one model; False: the adapter alone."""
+    run: str = field(default="", metadata={"help": "The RLOO run whose policy is exported."})
+    out: str = field(default="", metadata={"help": "The folder to write: new, or an existing empty one."})
+    merged: bool = field(default=True, metadata={"help": (
+        "True: base + adapter merged into one full-precision model folder; False: the adapter alone.")})
 
 
 def export_job(cfg: ExportConfig, ctx) -> str:

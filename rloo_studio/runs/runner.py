@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
+from rloo_studio.core.config import to_yaml_commented
 from rloo_studio.core.errors import explain
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.record import write as write_repro
@@ -137,7 +136,7 @@ def prepare_run(ws: Workspace, kind: str, config: Any, run_id: str | None = None
     d = ws.run_dir(rid)
     d.mkdir(parents=True, exist_ok=True)
     cfg = config_dict(config)
-    (d / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    (d / "config.yaml").write_text(to_yaml_commented(config))  # each key with its help as a comment
     write_repro(d, kind, ws.root, cfg)
     ctx = RunContext(ws, rid, d)
     if run_id:  # a resumed run keeps its earlier curves
