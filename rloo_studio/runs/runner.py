@@ -42,6 +42,7 @@ class RunContext:
     progress: dict = field(default_factory=dict)
     final: dict = field(default_factory=dict)  # the ended state, kept in memory even if the disk refused it
     main: bool = True  # under `accelerate launch`, only the main process writes files
+    earlier: dict = field(default_factory=dict)  # a resumed run's earlier parts: first_started, earlier_s
 
     def should_stop(self) -> bool:
         return self.stop_event.is_set()
@@ -62,10 +63,15 @@ class RunContext:
         del self.feed[:-FEED_LIMIT]
 
     def set_progress(self, done: int, total: int, what: str = "step") -> None:
-        start = self.progress.get("started") or time.time()
-        rate = done / max(time.time() - start, 1e-9)
+        """Progress of the whole run; the ETA comes from this part's pace (a resumed run did its first
+        steps in an earlier part, so they do not count towards the rate)."""
+        now = time.time()
+        start = self.progress.get("started") or now
+        base = self.progress.setdefault("from", done)  # resume_point sets it to the checkpoint's step
+        rate = (done - base) / max(now - start, 1e-9)
         eta = (total - done) / rate if rate > 0 and total else None
-        self.progress.update(done=done, total=total, what=what, started=start, eta_s=eta)
+        self.progress.update(done=done, total=total, what=what, started=start, eta_s=eta,
+                             elapsed_s=self.earlier.get("earlier_s", 0.0) + now - start)
 
 
 def write_status(run_dir: Path, status: dict) -> None:
@@ -100,7 +106,7 @@ def read_metrics(run_dir: Path) -> list[dict]:
     return read_jsonl(run_dir / "metrics.jsonl")
 
 
-def _pid_alive(pid: int | None, since: float | None) -> bool:
+def pid_alive(pid: int | None, since: float | None) -> bool:
     if not pid:
         return False
     try:
@@ -116,7 +122,7 @@ def mark_interrupted(ws: Workspace) -> list[str]:
     """Runs left queued/running by a process that is gone become 'interrupted'."""
     found = []
     for r in ws.runs():
-        if r["status"] in ACTIVE and not _pid_alive(r["pid"], r["started"] or r["created"]):
+        if r["status"] in ACTIVE and not pid_alive(r["pid"], r["started"] or r["created"]):
             msg = "The app stopped while this run was active. Resume it from its last checkpoint."
             ws.upsert_run(r["id"], status="interrupted", message=msg, ended=time.time())
             d = ws.run_dir(r["id"])
@@ -131,20 +137,38 @@ def config_dict(config: Any) -> dict:
 
 def prepare_run(ws: Workspace, kind: str, config: Any, run_id: str | None = None, name: str | None = None,
                 pid: int | None = None) -> RunContext:
-    """Create (or reopen, to resume) a run folder with its config and reproduction records."""
+    """Create a run folder with its config and reproduction records, or reopen one to resume it.
+
+    A resumed run is the same run: its config.yaml, command and reproduce.py stay as they were written
+    (the caller resumes with the saved config, runs.lifecycle.saved_config); only its state changes, and
+    the time its earlier parts took is carried into the new part's status."""
     rid = run_id or ws.new_run_id(kind)
     d = ws.run_dir(rid)
     d.mkdir(parents=True, exist_ok=True)
-    cfg = config_dict(config)
-    (d / "config.yaml").write_text(to_yaml_commented(config))  # each key with its help as a comment
-    write_repro(d, kind, ws.root, cfg)
     ctx = RunContext(ws, rid, d)
-    if run_id:  # a resumed run keeps its earlier curves
+    if run_id:  # a resumed run keeps its earlier curves and the time its earlier parts took
         ctx.feed.extend(read_metrics(d))
-    write_status(d, {"id": rid, "kind": kind, "status": "queued", "message": ""})
-    ws.upsert_run(rid, kind=kind, name=name or rid, status="queued", config=cfg, pid=pid or os.getpid(),
-                  message="", ended=None)
+        ctx.earlier = earlier_parts(read_status(d), max((r.get("time", 0) for r in ctx.feed), default=None))
+    else:
+        cfg = config_dict(config)
+        (d / "config.yaml").write_text(to_yaml_commented(config))  # each key with its help as a comment
+        write_repro(d, kind, ws.root, cfg)
+    write_status(d, {"id": rid, "kind": kind, "status": "queued", "message": "", **ctx.earlier})
+    fields = dict(kind=kind, status="queued", pid=pid or os.getpid(), message="", ended=None)
+    if not run_id:
+        fields.update(name=name or rid, config=config_dict(config))
+    ws.upsert_run(rid, **fields)
     return ctx
+
+
+def earlier_parts(status: dict, last_record: float | None = None) -> dict:
+    """What a run's status says of its parts before this one: when its first part started and how long
+    the parts ran in all (a resume adds the part that just ended; a part whose process died ended at its
+    last metric record)."""
+    started, ended = status.get("started"), status.get("ended") or last_record
+    last = max(0.0, ended - started) if started and ended else 0.0
+    first = status.get("first_started") or started
+    return {"first_started": first, "earlier_s": round(status.get("earlier_s", 0.0) + last, 3)} if first else {}
 
 
 class _ThreadLogHandler(logging.Handler):
@@ -165,7 +189,8 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
     """Run `fn` now, in this thread, recording state; returns the final status. Never raises."""
     d = ctx.dir
     started = time.time()
-    status = {"id": ctx.run_id, "kind": kind, "status": "running", "started": started, "pid": os.getpid(), "message": ""}
+    status = {"id": ctx.run_id, "kind": kind, "status": "running", "started": started, "pid": os.getpid(), "message": "",
+              **ctx.earlier}
     if ctx.main:
         write_status(d, status)
         ws.upsert_run(ctx.run_id, status="running", started=started, pid=os.getpid())
@@ -316,6 +341,7 @@ def resume_point(ctx: RunContext) -> str | None:
     after that checkpoint forgotten, so that each step has one record."""
     ckpt = last_good_checkpoint(ctx.dir)
     rewind(ctx, checkpoint_step(ckpt) if ckpt else -1)
+    ctx.progress["from"] = checkpoint_step(ckpt)  # this part's pace starts counting there
     if ckpt:
         ctx.log(f"resuming from {Path(ckpt).name}")
     return ckpt
