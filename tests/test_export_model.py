@@ -120,3 +120,25 @@ def test_a_run_on_a_4bit_base_is_merged_into_the_full_precision_base_and_says_so
     ad = export_model(ws, rid, tmp_path / "adapter")
     assert ad.base_4bit and "4-bit" in ad.summary()
     _same_as_adapter_on_base(tmp_path / "merged", Path(ad.out))
+
+
+def test_a_typed_export_name_the_os_would_refuse_is_refused_in_words(tmp_path):
+    """A 300-character name made `exists()` raise [Errno 36] File name too long, shown raw; now every typed
+    export path is checked first and the message says what to change."""
+    import pytest
+
+    from rloo_studio.core.errors import DataError
+    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label.exporting import export
+    from rloo_studio.runs.export_model import app_out, check_out
+
+    ws = Workspace(tmp_path / "ws")
+    for call in (lambda: app_out(ws, "x" * 300), lambda: check_out(tmp_path / ("y" * 300)),
+                 lambda: export(ws, ws.exports_dir / ("z" * 300 + ".jsonl"))):
+        with pytest.raises(DataError, match="too long: each file or folder name may have at most 200") as e:
+            call()
+        assert "Errno" not in str(e.value) and "this one has 30" in str(e.value) and "…" in str(e.value)
+    with pytest.raises(DataError, match="NUL"):
+        app_out(ws, "a\x00b")
+    assert app_out(ws, "fine-name") == ws.exports_dir / "fine-name"
+    assert list(ws.exports_dir.iterdir()) == []  # nothing written by the refusals

@@ -1,8 +1,29 @@
-"""Fixed locations inside the repository."""
+"""Fixed locations inside the repository, and the check of a path a person typed."""
 from pathlib import Path
+
+from rloo_studio.core.errors import DataError
 
 REPO = Path(__file__).resolve().parents[2]  # rloo_studio/core/paths.py -> the repository
 ASSETS = REPO / "assets"
 DEMO_MODEL = ASSETS / "demo-model"
 DEMO_DATA = ASSETS / "demo-data"
 DEFAULT_WORKSPACE = REPO / "workspace"  # git-ignored; seeded from assets on first start
+
+MAX_NAME = 200  # bytes in one file or folder name: file systems refuse past 255, and tags such as ".train" are added
+MAX_PATH = 1024
+
+
+def typed_path(text, what: str = "path") -> Path:
+    """A path a person typed (an export file or folder), or a DataError that says what to change, before the
+    operating system is asked anything about it (a name past 255 bytes makes even `exists()` raise)."""
+    t = str(text or "").strip()
+    if not t:
+        raise DataError(f"No {what} given: type one.")
+    shown = t if len(t) <= 60 else t[:60] + f"… ({len(t)} characters)"
+    if "\x00" in t:
+        raise DataError(f"The {what} {shown!r} contains a NUL character: type it again without it.")
+    longest = max((len(part.encode()) for part in Path(t).parts), default=0)
+    if longest > MAX_NAME or len(t.encode()) > MAX_PATH:
+        raise DataError(f"The {what} {shown!r} is too long: each file or folder name may have at most {MAX_NAME} "
+                        f"characters (this one has {longest}) and the whole path {MAX_PATH}. Type a shorter name.")
+    return Path(t).expanduser()

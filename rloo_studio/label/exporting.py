@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rloo_studio.core.errors import DataError
+from rloo_studio.core.paths import typed_path
 from rloo_studio.label.store import decided_pairs
 from rloo_studio.label.shapes import TURNS
 from rloo_studio.core.workspace import Workspace
@@ -92,7 +93,6 @@ def _with_tag(out: Path, tag: str) -> Path:
     return out.with_name(f"{out.name}-{tag}")
 
 
-MAX_NAME = 200  # file systems refuse names past 255 bytes; tags such as ".train" are added to it
 
 
 def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bool = False,
@@ -102,9 +102,7 @@ def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bo
     With a split, `out` gets `.train` / `.test` tags (JSONL, Parquet) or becomes a DatasetDict
     folder with train and test splits.
     """
-    out = Path(out)
-    if len(out.name) > MAX_NAME:
-        raise DataError(f"The file name is {len(out.name)} characters long; use at most {MAX_NAME}.")
+    out = typed_path(out, "export file")
     if not 0 <= test_fraction < 1:
         raise DataError(f"test fraction must be in [0, 1), got {test_fraction}")
     rows, ties, skipped, cut = export_rows(ws, fmt)

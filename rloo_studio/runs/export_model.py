@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from rloo_studio.core.paths import typed_path
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import adapter_dir, find_run, run_config
@@ -58,10 +59,9 @@ class ExportResult:
 
 def check_out(out: str | Path) -> Path:
     """The export folder: new, or an existing empty folder. Anything else is refused in plain words."""
-    text = str(out or "").strip()
-    if not text:
+    if not str(out or "").strip():
         raise DataError("No export folder given: type the folder to write the model to (a new or empty folder).")
-    p = Path(text).expanduser()
+    p = typed_path(out, "export folder")
     if p.exists() and not p.is_dir():
         raise DataError(f"{p} is a file, not a folder: choose a new or empty folder to export to.")
     if p.is_dir() and any(p.iterdir()):
@@ -94,10 +94,9 @@ def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
 
 def resolve_out(ws: Workspace, typed: str | Path) -> Path:
     """A folder typed in the app: an absolute path as it is, a bare name (or relative path) under exports/."""
-    text = str(typed or "").strip()
-    if not text:
-        return check_out(text)  # says that no folder was given
-    p = Path(text).expanduser()
+    if not str(typed or "").strip():
+        return check_out(typed)  # says that no folder was given
+    p = typed_path(typed, "export folder")
     return p if p.is_absolute() else ws.exports_dir / p
 
 
