@@ -3,6 +3,7 @@ model, inspect a response, launch RLOO rewarded by that model, watch the plots, 
 A screenshot of each tab is saved in test-artifacts/ (the README's comes from here)."""
 import re
 import time
+import yaml
 
 from playwright.sync_api import expect
 
@@ -90,8 +91,8 @@ def test_whole_loop_as_a_new_user(tmp_path):
             expect(page.locator("#rloo-status")).to_contain_text("stopped", timeout=LONG)
             (rloo_run,) = ws.runs("rloo")
             assert rloo_run["status"] == "stopped"
-            cfg = (ws.run_dir(rloo_run["id"]) / "config.yaml").read_text()
-            assert "reward_model" in cfg and reward_run in cfg
+            cfg = yaml.safe_load((ws.run_dir(rloo_run["id"]) / "config.yaml").read_text())
+            assert "reward_model" in cfg["rewards"] and cfg["reward_model_run"] == reward_run
 
             # 6. Before / after.
             page.get_by_text("Before / after: the same held-out prompts").click()
