@@ -100,33 +100,36 @@ def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240, span: tuple[float, f
     lo, hi = span if span else (min(ys), max(ys))
     pad = (hi - lo) * 0.08 or 0.05
     lo, hi = lo - pad, hi + pad
-    L, R, T, B = 60, 15, 15, 35
+    left, right, top, bottom = 60, 15, 15, 35  # margins around the plot area
 
-    def X(i):
-        return L + (w - L - R) * (i / max(1, len(ys) - 1))
+    def x_at(i):
+        return left + (w - left - right) * (i / max(1, len(ys) - 1))
 
-    def Y(v):
-        return T + (h - T - B) * (1 - (v - lo) / (hi - lo))
+    def y_at(v):
+        return top + (h - top - bottom) * (1 - (v - lo) / (hi - lo))
 
     out = [f"<svg viewBox='0 0 {w} {h}' xmlns='http://www.w3.org/2000/svg' font-size='11' data-testid='score-plot'>",
-           f"<rect x='{L}' y='{T}' width='{w - L - R}' height='{h - T - B}' fill='none' stroke='#bbb'/>"]
+           f"<rect x='{left}' y='{top}' width='{w - left - right}' height='{h - top - bottom}' fill='none' "
+           "stroke='#bbb'/>"]
     if lo < 0 < hi:
-        out.append(f"<line x1='{L}' x2='{w - R}' y1='{Y(0):.1f}' y2='{Y(0):.1f}' stroke='#999' stroke-dasharray='2 3'/>")
+        out.append(f"<line x1='{left}' x2='{w - right}' y1='{y_at(0):.1f}' y2='{y_at(0):.1f}' stroke='#999' "
+                   "stroke-dasharray='2 3'/>")
     for k, st in enumerate(s.steps, 1):
-        x = X(st.token)
-        out.append(f"<line class='rs-boundary' x1='{x:.1f}' x2='{x:.1f}' y1='{T}' y2='{h - B}' stroke='#d08a00' "
-                   f"stroke-dasharray='4 3'/><text x='{x + 2:.1f}' y='{T + 11}' fill='#b07000'>{k}</text>")
-    pts = " ".join(f"{X(i):.1f},{Y(v):.1f}" for i, v in enumerate(ys))
+        x = x_at(st.token)
+        out.append(f"<line class='rs-boundary' x1='{x:.1f}' x2='{x:.1f}' y1='{top}' y2='{h - bottom}' stroke='#d08a00' "
+                   f"stroke-dasharray='4 3'/><text x='{x + 2:.1f}' y='{top + 11}' fill='#b07000'>{k}</text>")
+    pts = " ".join(f"{x_at(i):.1f},{y_at(v):.1f}" for i, v in enumerate(ys))
     out.append(f"<polyline points='{pts}' fill='none' stroke='#2563eb' stroke-width='1.8'/>")
     for i, (t, v) in enumerate(zip(s.tokens, ys)):
-        out.append(f"<circle cx='{X(i):.1f}' cy='{Y(v):.1f}' r='2.6' fill='#2563eb'>"
+        out.append(f"<circle cx='{x_at(i):.1f}' cy='{y_at(v):.1f}' r='2.6' fill='#2563eb'>"
                    f"<title>token {i}: {html.escape(repr(t))}\nscore {v:+.6f}</title></circle>")
     for j in range(5):  # five labelled y ticks with light grid lines
         v = lo + pad + (hi - lo - 2 * pad) * j / 4
-        out.append(f"<line x1='{L}' x2='{w - R}' y1='{Y(v):.1f}' y2='{Y(v):.1f}' stroke='#eee'/>"
-                   f"<text x='{L - 4}' y='{Y(v) + 4:.1f}' text-anchor='end'>{v:+.3f}</text>")
-    out.append(f"<text x='{L}' y='{h - 18}'>0</text><text x='{w - R}' y='{h - 18}' text-anchor='end'>{len(ys) - 1}</text>"
-               f"<text x='{(L + w - R) / 2}' y='{h - 4}' text-anchor='middle'>response token position "
+        out.append(f"<line x1='{left}' x2='{w - right}' y1='{y_at(v):.1f}' y2='{y_at(v):.1f}' stroke='#eee'/>"
+                   f"<text x='{left - 4}' y='{y_at(v) + 4:.1f}' text-anchor='end'>{v:+.3f}</text>")
+    out.append(f"<text x='{left}' y='{h - 18}'>0</text>"
+               f"<text x='{w - right}' y='{h - 18}' text-anchor='end'>{len(ys) - 1}</text>"
+               f"<text x='{(left + w - right) / 2}' y='{h - 4}' text-anchor='middle'>response token position "
                f"(dashed: end of step k; last point: EOS = total)</text></svg>")
     return f"<div class='rs-plot'>{''.join(out)}</div>"
 
@@ -135,19 +138,21 @@ def hist_svg(view: DatasetView, w: int = 820, h: int = 200) -> str:
     bins = view.histogram
     if not bins:
         return ""
-    top = max(c for _, _, c in bins)
-    L, R, T, B = 40, 10, 10, 32
-    bw = (w - L - R) / len(bins)
+    tallest = max(c for _, _, c in bins)
+    left, right, top, bottom = 40, 10, 10, 32  # margins around the bars
+    bw = (w - left - right) / len(bins)
     out = [f"<svg viewBox='0 0 {w} {h}' xmlns='http://www.w3.org/2000/svg' font-size='11' data-testid='margin-hist'>"]
     for k, (a, b, c) in enumerate(bins):
-        bh = (h - T - B) * c / top
+        bh = (h - top - bottom) * c / tallest
         col = "#dc3c3c" if b <= 0 else "#28aa50" if a >= 0 else "#999"
-        out.append(f"<rect x='{L + k * bw + 1:.1f}' y='{h - B - bh:.1f}' width='{bw - 2:.1f}' height='{bh:.1f}' "
+        out.append(f"<rect x='{left + k * bw + 1:.1f}' y='{h - bottom - bh:.1f}' width='{bw - 2:.1f}' "
+                   f"height='{bh:.1f}' "
                    f"fill='{col}'><title>margin {a:+.3f} to {b:+.3f}: {c} pairs</title></rect>")
-    out.append(f"<text x='{L}' y='{h - 18}'>{bins[0][0]:+.3f}</text>"
-               f"<text x='{w - R}' y='{h - 18}' text-anchor='end'>{bins[-1][1]:+.3f}</text>"
-               f"<text x='{L - 4}' y='{T + 10}' text-anchor='end'>{top}</text>"
-               f"<text x='{(L + w - R) / 2}' y='{h - 4}' text-anchor='middle'>margin = score(chosen) − score(rejected)"
+    out.append(f"<text x='{left}' y='{h - 18}'>{bins[0][0]:+.3f}</text>"
+               f"<text x='{w - right}' y='{h - 18}' text-anchor='end'>{bins[-1][1]:+.3f}</text>"
+               f"<text x='{left - 4}' y='{top + 10}' text-anchor='end'>{tallest}</text>"
+               f"<text x='{(left + w - right) / 2}' y='{h - 4}' text-anchor='middle'>"
+               "margin = score(chosen) − score(rejected)"
                f" (red: the model disagrees with the label)</text></svg>")
     return f"<div class='rs-hist'>{''.join(out)}</div>"
 

@@ -6,11 +6,12 @@ Thin: every callback reads widgets, calls rloo_studio.reward.scoring, and format
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass, replace
 from functools import partial
 
 import gradio as gr
 
-from rloo_studio.runs import catalog as runs
+from rloo_studio.runs import catalog
 from rloo_studio.reward import scoring
 from rloo_studio.reward.dataset_view import dataset_view
 from rloo_studio.core import model_view
@@ -20,7 +21,7 @@ from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.studio import Studio
 from rloo_studio.core.thinking import SPLIT_MODES
-from rloo_studio.ui import fields, messages, render
+from rloo_studio.ui import fields, inputs, messages, render
 from rloo_studio.ui.inspect_render import (CSS, dataset_html, hist_svg, plot_svg, shared_span,  # noqa: F401 (CSS: app)
                                             side_html, steps_html, summary_html, untrained_banner)
 
@@ -31,6 +32,21 @@ EXAMPLE_PROMPT = "Add 820 and 634."
 EXAMPLE_RESPONSE = "<think>\n4+0+0=4\n\n2+3+0=5\n\n8+6+0=14\n</think>\n\nThe answer is 1454."
 DIS_HEADERS = ["pair", "margin", "chosen score", "rejected score", "prompt"]
 
+@dataclass(frozen=True)
+class InspectInputs:
+    """What the Inspect tab's events read (ui.inputs.bind): each binds the widgets it needs, the other fields
+    keep these defaults."""
+    reward_model: str | None = None  # a trained reward run's id, or BASE (the base model, untrained head)
+    base_model: str = ""  # for the untrained head, and the policy's view
+    trust_remote_code: bool = False
+    split: str = "blank"  # where the reasoning is cut into steps (thinking.SPLIT_MODES)
+    prompt: str = ""
+    response: str = ""  # Single: the response scored
+    chosen: str = ""  # Pair: the two responses compared
+    rejected: str = ""
+    pair_id: float | None = None  # a labeled pair of the store, as typed or picked
+
+
 def _error(exc: BaseException | str) -> str:
     return f"<div class='rs-error'>{html.escape(exc if isinstance(exc, str) else explain(exc))}</div>"
 
@@ -39,7 +55,7 @@ def _error(exc: BaseException | str) -> str:
 
 def choices(ws) -> list[tuple[str, str]]:
     """The trained reward runs, newest first, then the base model with an untrained head."""
-    return list(runs.trained_adapters(ws, "reward")) + [("base model, untrained head", BASE)]
+    return list(catalog.trained_adapters(ws, "reward")) + [("base model, untrained head", BASE)]
 
 
 def refresh(ws, current):
@@ -63,7 +79,7 @@ def run_base(ws, choice) -> str:
     if not choice or choice == BASE:
         return ""
     try:
-        return str(runs.run_config(ws, runs.find_run(ws, choice, "reward")["id"]).get("model") or "")
+        return str(catalog.run_config(ws, catalog.find_run(ws, choice, "reward")["id"]).get("model") or "")
     except StudioError:
         return ""
 
@@ -74,59 +90,66 @@ def follow_run_base(ws, choice):
     return run_base(ws, choice) or gr.skip()
 
 
-def scorer_for(ws, choice, base, trust=False):
-    if choice == BASE or not choice:
-        if not (base or "").strip():
+def scorer_for(ws, form: InspectInputs):
+    """The scorer of form.reward_model; for BASE, the base model with an untrained head."""
+    if form.reward_model == BASE or not form.reward_model:
+        base = (form.base_model or "").strip()
+        if not base:
             raise DataError("Choose a base model for the untrained head (the model field above).")
-        return scoring.load_scorer(reward_model=base.strip(), trust_remote_code=bool(trust))
-    return scoring.load_scorer(ws, reward_run=choice)
+        return scoring.load_scorer(reward_model=base, trust_remote_code=bool(form.trust_remote_code))
+    return scoring.load_scorer(ws, reward_run=form.reward_model)
 
 
-def do_score(ws, choice, base_model, trust_code, p, r, sp):
+def do_score(ws, form: InspectInputs):
+    """Single: (summary, steps heat map, token plot) of form.response."""
     try:
-        p, r = scoring.check_text(p, "prompt", required=False), scoring.check_text(r, "response")
-        sc = scorer_for(ws, choice, base_model, trust_code)
-        s = scoring.score_response(sc, p, r, sp)
+        prompt = scoring.check_text(form.prompt, "prompt", required=False)
+        response = scoring.check_text(form.response, "response")
+        scorer = scorer_for(ws, form)
+        scored = scoring.score_response(scorer, prompt, response, form.split)
     except Exception as exc:  # noqa: BLE001 — shown on the page, nothing saved
         return _error(exc), "", ""
-    return summary_html(s, sc), steps_html(s), plot_svg(s)
+    return summary_html(scored, scorer), steps_html(scored), plot_svg(scored)
 
 
-def do_pair(ws, choice, base_model, trust_code, p, c, r, sp):
+def do_pair(ws, form: InspectInputs):
+    """Pair: (margin, chosen view, rejected view)."""
     try:
-        p = scoring.check_text(p, "prompt", required=False)
-        c, r = scoring.check_text(c, "chosen response"), scoring.check_text(r, "rejected response")
-        sc = scorer_for(ws, choice, base_model, trust_code)
-        a, b = scoring.score_responses(sc, [(p, c), (p, r)], sp)
+        prompt = scoring.check_text(form.prompt, "prompt", required=False)
+        chosen = scoring.check_text(form.chosen, "chosen response")
+        rejected = scoring.check_text(form.rejected, "rejected response")
+        scorer = scorer_for(ws, form)
+        good, bad = scoring.score_responses(scorer, [(prompt, chosen), (prompt, rejected)], form.split)
     except Exception as exc:  # noqa: BLE001
         return _error(exc), "", ""
-    m = a.total - b.total
-    verdict = "agrees with the label" if m > 0 else "disagrees with the label"
-    return (f"{untrained_banner(sc)}<div class='rs-summary'><span>margin "
-            f"<span class='num' data-testid='margin'>{m:+.4f}</span></span><span>the model {verdict}</span></div>",
-            side_html(a, "Chosen", shared_span(a, b)), side_html(b, "Rejected", shared_span(a, b)))
+    margin = good.total - bad.total
+    verdict = "agrees with the label" if margin > 0 else "disagrees with the label"
+    span = shared_span(good, bad)
+    return (f"{untrained_banner(scorer)}<div class='rs-summary'><span>margin "
+            f"<span class='num' data-testid='margin'>{margin:+.4f}</span></span><span>the model {verdict}</span></div>",
+            side_html(good, "Chosen", span), side_html(bad, "Rejected", span))
 
 
-def do_load(ws, pid, choice, base_model, trust_code, sp):
-    """Load a labeled pair by id and score it: (prompt, chosen, rejected, margin, chosen view, rejected view).
+def do_load(ws, form: InspectInputs):
+    """Load the labeled pair form.pair_id and score it: (prompt, chosen, rejected, margin, chosen view, rejected view).
     An id that names no labeled pair empties the view and says so; nothing is scored."""
     try:
-        r = scoring.pair_texts(ws, scoring.parse_pair_id(pid))
+        texts = scoring.pair_texts(ws, scoring.parse_pair_id(form.pair_id))
     except Exception as exc:  # noqa: BLE001
         return "", "", "", _error(exc), "", ""
-    return (r["prompt"], r["chosen"], r["rejected"],
-            *do_pair(ws, choice, base_model, trust_code, r["prompt"], r["chosen"], r["rejected"], sp))
+    return (texts["prompt"], texts["chosen"], texts["rejected"],
+            *do_pair(ws, replace(form, prompt=texts["prompt"], chosen=texts["chosen"], rejected=texts["rejected"])))
 
 
-def do_dataset(ws, choice, base_model, trust_code):
+def do_dataset(ws, form: InspectInputs):
     try:
-        sc = scorer_for(ws, choice, base_model, trust_code)
-        v = dataset_view(sc, ws, top=20)
+        scorer = scorer_for(ws, form)
+        view = dataset_view(scorer, ws, top=20)
     except Exception as exc:  # noqa: BLE001
         return _error(exc), "", []
     rows = [[p.pair_id, round(p.margin, 4), round(p.chosen_score, 4), round(p.rejected_score, 4),
-             p.prompt[:120]] for p in v.disagreements]
-    return dataset_html(v, sc), hist_svg(v), rows
+             p.prompt[:120]] for p in view.disagreements]
+    return dataset_html(view, scorer), hist_svg(view), rows
 
 
 def pick(evt: gr.SelectData):
@@ -134,11 +157,12 @@ def pick(evt: gr.SelectData):
     return int(row[0]) if row else None
 
 
-def do_open(ws, pid, choice, base_model, trust_code, sp):
-    if not pid:
+def do_open(ws, form: InspectInputs):
+    """The pair picked in the Dataset view, loaded and scored in the Pair view."""
+    if not form.pair_id:
         return (*[gr.update()] * 5, "<div class='rs-error'>Click a row of the table first.</div>", *[gr.update()] * 3)
-    p, c, r, margin, c_out, r_out = do_load(ws, pid, choice, base_model, trust_code, sp)
-    return pid, p, c, r, gr.Tabs(selected="pair"), "", margin, c_out, r_out
+    prompt, chosen, rejected, margin, chosen_out, rejected_out = do_load(ws, form)
+    return form.pair_id, prompt, chosen, rejected, gr.Tabs(selected="pair"), "", margin, chosen_out, rejected_out
 
 
 def do_relabel(ws, pid):
@@ -152,20 +176,21 @@ def do_relabel(ws, pid):
             "<b>flagged</b> filter in the Label tab.</div>")
 
 
-def do_view(ws, choice, base_model, trust_code, p, r):
+def do_view(ws, form: InspectInputs):
     """What the policy (the base model's tokenizer) and the reward model read for this prompt and response."""
     try:
-        p, r = scoring.check_text(p, "prompt", required=False), scoring.check_text(r, "response")
-        sc = scorer_for(ws, choice, base_model, trust_code)
-        rm = model_view.reward_view(sc.tok, p, r, sc.enable_thinking, model=sc.label)
+        prompt = scoring.check_text(form.prompt, "prompt", required=False)
+        response = scoring.check_text(form.response, "response")
+        scorer = scorer_for(ws, form)
+        rm = model_view.reward_view(scorer.tok, prompt, response, scorer.enable_thinking, model=scorer.label)
     except Exception:  # noqa: BLE001 — the same inputs failed to score: the score's box says why
         return ""
-    policy = (base_model or "").strip() or run_base(ws, choice)
+    policy = (form.base_model or "").strip() or run_base(ws, form.reward_model)
     if not policy:
         return render.model_views_html([rm])
     try:
-        pv = model_view.policy_view(model_view.tokenizer(policy, bool(trust_code)), p, r, sc.enable_thinking,
-                                    model=policy)
+        pv = model_view.policy_view(model_view.tokenizer(policy, bool(form.trust_remote_code)), prompt, response,
+                                    scorer.enable_thinking, model=policy)
     except Exception as exc:  # noqa: BLE001 — the reward model's view stands on its own
         return render.model_views_html([rm]) + _error(f"No policy view: {explain(exc)}")
     return render.model_views_html([pv, rm])
@@ -253,17 +278,20 @@ def build(studio: Studio):
         with gr.Tab("Dataset", id="dataset"):
             ds_btn, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg = _dataset()
 
-    scored_by = [model, base, trust]
-    single_in = [*scored_by, prompt, response, split]
-    score_btn.click(partial(do_score, ws), single_in, single_out).then(
-        partial(do_view, ws), [*scored_by, prompt, response], view)
-    split.input(partial(remember_split, ws), split, None).then(partial(do_score, ws), single_in, single_out)
-    pair_btn.click(partial(do_pair, ws), [*scored_by, pair_prompt, chosen, rejected, split], pair_out)
-    load_btn.click(partial(do_load, ws), [pair_id, *scored_by, split], [pair_prompt, chosen, rejected, *pair_out])
-    ds_btn.click(partial(do_dataset, ws), scored_by, [ds_summary, hist, dis])
+    def scored(callback, **widgets):  # an event that scores with the chosen reward model
+        return inputs.bind(partial(callback, ws), InspectInputs, reward_model=model, base_model=base,
+                           trust_remote_code=trust, **widgets)
+
+    single = dict(prompt=prompt, response=response, split=split)
+    score_btn.click(**scored(do_score, **single), outputs=single_out).then(**scored(do_view, **single), outputs=view)
+    split.input(partial(remember_split, ws), split, None).then(**scored(do_score, **single), outputs=single_out)
+    pair_btn.click(**scored(do_pair, prompt=pair_prompt, chosen=chosen, rejected=rejected, split=split),
+                   outputs=pair_out)
+    load_btn.click(**scored(do_load, pair_id=pair_id, split=split), outputs=[pair_prompt, chosen, rejected, *pair_out])
+    ds_btn.click(**scored(do_dataset), outputs=[ds_summary, hist, dis])
     dis.select(pick, None, picked_pair)
-    open_btn.click(partial(do_open, ws), [picked_pair, *scored_by, split],
-                   [pair_id, pair_prompt, chosen, rejected, views, ds_msg, *pair_out])
+    open_btn.click(**scored(do_open, pair_id=picked_pair, split=split),
+                   outputs=[pair_id, pair_prompt, chosen, rejected, views, ds_msg, *pair_out])
     relabel_btn.click(partial(do_relabel, ws), picked_pair, ds_msg)
     messages.clear_on([(ds_btn.click, []), (dis.select, [])], [ds_msg])
     model.input(lambda: True, None, picked)

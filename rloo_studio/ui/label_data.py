@@ -6,6 +6,7 @@ nothing (see label_tab.label).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import gradio as gr
@@ -18,7 +19,8 @@ from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.label.prompts import prompt_sets
 from rloo_studio.label.demo_data import demo_summary, seed_demo
 from rloo_studio.studio import Studio
-from rloo_studio.ui import fields, label_view as T
+from rloo_studio.ui import fields, inputs, label_view
+from rloo_studio.ui.label_view import LabelInputs, status_html
 from rloo_studio.ui.uploads import discard_upload
 
 EMPTY_NOTE = ("**This workspace has no pairs yet.** Import your own under *Import pairs or prompts* below, "
@@ -41,78 +43,112 @@ def empty_update(studio: Studio):
     return gr.update(visible=not _has_pairs(studio))
 
 
-def do_import(studio: Studio, path, keep_duplicates, nm, sess, f, s, rw, av, progress=gr.Progress()):
+@dataclass(frozen=True)
+class ImportInputs(LabelInputs):
+    """An import: the file, the duplicates box, and the labeling view it redraws."""
+    path: str | None = None  # the uploaded file ('' or None: none chosen)
+    keep_duplicates: bool = False
+
+
+@dataclass(frozen=True)
+class ExportInputs:
+    format: str  # a key of label.exporting.FORMATS
+    file_name: str  # a plain name, written under the workspace's exports/
+    test_fraction: float
+    ties_apart: bool  # ties to a separate file
+    name: str  # the annotator, for the view drawn after the export
+
+
+@dataclass(frozen=True)
+class GenerateInputs:
+    """The Generate form, as typed (GenerateConfig checks it)."""
+    prompt_set: str | None
+    limit: int | None
+    k: int
+    typed: str  # prompts typed one per line
+    model: str
+    trust_remote_code: bool
+    max_new_tokens: int | None
+    temperature: float | None
+    enable_thinking: bool
+
+
+def do_import(studio: Studio, form: ImportInputs, progress=gr.Progress()):
     """Outputs: message, the view (prompt … current), sources, file box, empty notice."""
-    if not path:
-        view = T.cleared(studio, nm, "No file was chosen, so nothing was imported.", True)
-        return T.status_html("Choose a file first.", True), *view, gr.update(), None, empty_update(studio)
+    if not form.path:
+        view = label_view.cleared(studio, form.name, "No file was chosen, so nothing was imported.", True)
+        return status_html("Choose a file first.", True), *view, gr.update(), None, empty_update(studio)
     try:
-        kw = {"keep_duplicates": True} if keep_duplicates else {}  # skipping rows already there is the default
-        res = import_upload(studio.ws, path, progress=lambda frac, what: progress(frac, desc=what), **kw)
+        kw = {"keep_duplicates": True} if form.keep_duplicates else {}  # skipping rows already there is the default
+        res = import_upload(studio.ws, form.path, progress=lambda frac, what: progress(frac, desc=what), **kw)
     except Exception as e:  # every failure is a message; the import wrote nothing
-        view = T.cleared(studio, nm, "The import was refused; nothing was changed.", True)
-        return (T.status_html(f"Import refused, nothing was changed: {explain(e)}", True), *view, gr.update(), None,
+        view = label_view.cleared(studio, form.name, "The import was refused; nothing was changed.", True)
+        return (status_html(f"Import refused, nothing was changed: {explain(e)}", True), *view, gr.update(), None,
                 empty_update(studio))
     finally:
-        discard_upload(studio.ws, path)  # the workspace keeps its own copy (uploads/); Gradio's goes
-    view = T.show_next(studio, nm, sess, f, s, rw, av)
-    return T.status_html(res.summary()), *view, T.sources_update(studio), None, empty_update(studio)
+        discard_upload(studio.ws, form.path)  # the workspace keeps its own copy (uploads/); Gradio's goes
+    view = label_view.show_next(studio, form)
+    return status_html(res.summary()), *view, label_view.sources_update(studio), None, empty_update(studio)
 
 
-def load_demo(studio: Studio, nm, sess, f, s, rw, av):
+def load_demo(studio: Studio, form: LabelInputs):
     """Outputs: message, the view, sources, empty notice. Twice adds nothing the second time."""
     try:
         note, error = demo_summary(seed_demo(studio.ws)), False
     except Exception as e:
         note, error = f"The demo data could not be loaded, nothing was changed: {explain(e)}", True
-    view = T.show_next(studio, nm, sess, f, s, rw, av, note)  # said where the eyes are, and under Import
-    return T.status_html(note, error), *view, T.sources_update(studio), empty_update(studio)
+    view = label_view.show_next(studio, form, note)  # said where the eyes are, and under Import
+    return status_html(note, error), *view, label_view.sources_update(studio), empty_update(studio)
 
 
-def do_export(studio: Studio, fmt, fname, split, ties, nm):
+def do_export(studio: Studio, form: ExportInputs):
     """Outputs: message, files, the view (cleared: the next label key shows the next pair)."""
-    fname = (fname or "").strip()
-    view = T.cleared(studio, nm, "Exported; press a label key to go on labeling.")
+    fname = (form.file_name or "").strip()
+    view = label_view.cleared(studio, form.name, "Exported; press a label key to go on labeling.")
     if not fname or "/" in fname or "\\" in fname or fname.startswith("."):
-        return T.status_html("Give a plain file name (no folders); files go to the workspace's exports/.", True), None, *view
+        return status_html("Give a plain file name (no folders); files go to the workspace's exports/.", True), None, *view
     try:
-        res = export(studio.ws, studio.ws.exports_dir / fname, fmt, ties_apart=ties, test_fraction=float(split))
+        res = export(studio.ws, studio.ws.exports_dir / fname, form.format, ties_apart=form.ties_apart,
+                     test_fraction=float(form.test_fraction))
     except Exception as e:
-        return T.status_html(explain(e), True), None, *view
+        return status_html(explain(e), True), None, *view
     files = [str(p) for p in res.paths if p.is_file()]
-    return T.status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *view
+    return status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *view
 
 
-def start_gen(studio: Studio, pset, limit, k, typed, model, trust, tokens, temp, thinking=True):
+def start_gen(studio: Studio, form: GenerateInputs):
     try:
-        cfg = GenerateConfig(model=model, prompt_set=pset, prompts=(typed or "").splitlines(), limit=int(limit or 1),
-                             k=int(k), max_new_tokens=int(tokens or 1), temperature=float(temp or 0),
-                             trust_remote_code=bool(trust), enable_thinking=bool(thinking))
+        cfg = GenerateConfig(model=form.model, prompt_set=form.prompt_set, prompts=(form.typed or "").splitlines(),
+                             limit=int(form.limit or 1), k=int(form.k), max_new_tokens=int(form.max_new_tokens or 1),
+                             temperature=float(form.temperature or 0), trust_remote_code=bool(form.trust_remote_code),
+                             enable_thinking=bool(form.enable_thinking))
         cfg.validate()
     except Exception as e:
-        return "", T.status_html(explain(e), True)
+        return "", status_html(explain(e), True)
     busy = (studio.runner.current or "the queued runs") if studio.runner.busy() else None
     rid = studio.runner.submit("generate", cfg, generate_candidates)
-    return rid, T.status_html(f"Queued ({rid}) behind {busy}; it starts when that run ends." if busy
-                       else f"Generating ({rid})…")
+    return rid, status_html(f"Queued ({rid}) behind {busy}; it starts when that run ends." if busy
+                            else f"Generating ({rid})…")
 
 
 def poll_gen(studio: Studio, rid):
     if not rid:
-        return T.status_html(""), gr.Timer(active=False)
+        return status_html(""), gr.Timer(active=False)
     st = studio.runner.status(rid)
     pr = st.get("progress") or {}
     if st.get("status") == "queued":
-        return T.status_html(f"queued ({rid}): it starts when the running job ends"), gr.Timer(active=True)
+        return status_html(f"queued ({rid}): it starts when the running job ends"), gr.Timer(active=True)
     if st.get("status") == "running":
         eta = f", about {pr['eta_s']:.0f} s left" if pr.get("eta_s") else ""
         done = f"{pr.get('done', 0)} / {pr.get('total', '?')} prompts" if pr else "loading the model"
-        return T.status_html(f"{st['status']}: {done}{eta}"), gr.Timer(active=True)
-    return (T.status_html(f"{st.get('status')}: {st.get('message', '')}", st.get("status") == "failed"),
+        return status_html(f"{st['status']}: {done}{eta}"), gr.Timer(active=True)
+    return (status_html(f"{st.get('status')}: {st.get('message', '')}", st.get("status") == "failed"),
             gr.Timer(active=False))
 
 
-def build(studio: Studio, common: list, outs: list, src, empty_box, b_demo_empty) -> None:
+def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty) -> None:
+    """The data area, under the labeling view: `queue` names the widgets whose next pair an import shows
+    (LabelInputs' fields), `outs` the view's outputs."""
     ws = studio.ws
     with gr.Accordion("Import pairs or prompts", open=False):
         gr.Markdown("JSONL, CSV or Parquet: preference pairs (`prompt`, `chosen`, `rejected`; standard or "
@@ -159,12 +195,18 @@ def build(studio: Studio, common: list, outs: list, src, empty_box, b_demo_empty
         export_msg = gr.HTML(elem_id="lbl-export-msg")
         export_files = gr.File(label="Exported files", file_count="multiple", interactive=False)
 
-    b_import.click(partial(do_import, studio), [up, keep, *common], [import_msg, *outs, src, up, empty_box])
+    b_import.click(**inputs.bind(partial(do_import, studio), ImportInputs, path=up, keep_duplicates=keep, **queue),
+                   outputs=[import_msg, *outs, src, up, empty_box])
     for b in (b_demo, b_demo_empty):
-        b.click(partial(load_demo, studio), common, [import_msg, *outs, src, empty_box])
-    g_trust.input(lambda on: T.status_html(TRUST_WARNING, True) if on else T.status_html(""), g_trust, gen_msg)
-    b_gen.click(partial(start_gen, studio), [g_set, g_limit, g_k, g_typed, g_model, g_trust, g_tokens, g_temp, g_think],
-                [gen_run, gen_msg]).then(lambda rid: gr.Timer(active=bool(rid)), gen_run, gen_timer)
+        b.click(**inputs.bind(partial(load_demo, studio), LabelInputs, **queue),
+                outputs=[import_msg, *outs, src, empty_box])
+    g_trust.input(lambda on: status_html(TRUST_WARNING, True) if on else status_html(""), g_trust, gen_msg)
+    b_gen.click(**inputs.bind(partial(start_gen, studio), GenerateInputs, prompt_set=g_set, limit=g_limit, k=g_k,
+                              typed=g_typed, model=g_model, trust_remote_code=g_trust, max_new_tokens=g_tokens,
+                              temperature=g_temp, enable_thinking=g_think),
+                outputs=[gen_run, gen_msg]).then(lambda rid: gr.Timer(active=bool(rid)), gen_run, gen_timer)
     gen_timer.tick(partial(poll_gen, studio), gen_run, [gen_msg, gen_timer], show_progress="hidden")
     b_gen_stop.click(lambda rid: studio.runner.stop(rid) and None, gen_run, None)
-    b_export.click(partial(do_export, studio), [e_fmt, e_name, e_split, e_ties, common[0]], [export_msg, export_files, *outs])
+    b_export.click(**inputs.bind(partial(do_export, studio), ExportInputs, format=e_fmt, file_name=e_name,
+                                 test_fraction=e_split, ties_apart=e_ties, name=queue["name"]),
+                   outputs=[export_msg, export_files, *outs])

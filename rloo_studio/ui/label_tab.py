@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import html
 import uuid
+from dataclasses import replace
 from functools import partial
 
 import gradio as gr
 
-from rloo_studio.label import guidelines as G
-from rloo_studio.label import agreement
-from rloo_studio.label import store as L
+from rloo_studio.label import agreement, guidelines, store
 from rloo_studio.core.errors import explain
 from rloo_studio.reward.uncertainty import uncertainty_queue
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.studio import Studio
-from rloo_studio.ui import label_data, render
-from rloo_studio.ui.label_view import NOTHING_SAVED, status_html, show_next, sources_update, view
+from rloo_studio.ui import inputs, label_data, render
+from rloo_studio.ui.label_view import NOTHING_SAVED, LabelInputs, status_html, show_next, sources_update, view
 
 CSS = render.CSS + """
 #lbl-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill)}
@@ -65,61 +64,64 @@ def start(stored, sess, typed):
     return (typed or "").strip() or stored, sess or uuid.uuid4().hex
 
 
-def relabel(studio: Studio, nm, sess, f, s, rw, av):
-    L.release(studio.ws, sess)
-    return show_next(studio, nm, sess, f, s, rw, av)
+def relabel(studio: Studio, form: LabelInputs):
+    store.release(studio.ws, form.session)
+    return show_next(studio, form)
 
 
-def label(studio: Studio, side: str, nm, sess, f, s, rw, av, shown, cm, screen):
-    """A label key: save for the pair on the page, then show the next one."""
-    nm = (nm or "").strip()
-    if not nm:
-        return (*view(studio, None, "", rw), cm)
-    if not L.on_screen(shown, screen):  # nothing (or another pair) on the page: save nothing, say so
-        return (*show_next(studio, nm, sess, f, s, rw, av, NOTHING_SAVED), cm)
+def label(studio: Studio, side: str, form: LabelInputs):
+    """A label key: save for the pair on the page (form.shown, if it is form.screen), then show the next one.
+    Outputs: the view, then the comment box (kept unless the label was saved)."""
+    name = (form.name or "").strip()
+    if not name:
+        return (*view(studio, None, "", form.raw), form.comment)
+    if not store.on_screen(form.shown, form.screen):  # nothing (or another pair) on the page: save nothing, say so
+        return (*show_next(studio, form, NOTHING_SAVED), form.comment)
     try:
         if side == "flag":
-            L.flag_pair(studio.ws, shown, nm, sess, cm)
-            note = f"Flagged #{shown.pair_id} for re-labeling (recorded as your skip)."
+            store.flag_pair(studio.ws, form.shown, name, form.session, form.comment)
+            note = f"Flagged #{form.shown.pair_id} for re-labeling (recorded as your skip)."
         else:
-            L.save_on_screen(studio.ws, shown, screen, nm, sess, side, cm)
+            store.save_on_screen(studio.ws, form.shown, form.screen, name, form.session, side, form.comment)
             note = ""
-        return (*show_next(studio, nm, sess, f, s, rw, av, note), "")
+        return (*show_next(studio, form, note), "")
     except (ValueError, KeyError) as e:
-        return (*view(studio, shown, nm, rw, explain(e), True), cm)
+        return (*view(studio, form.shown, name, form.raw, explain(e), True), form.comment)
 
 
-def undo(studio: Studio, nm, sess, f, s, rw, av, shown):
-    nm = (nm or "").strip()
-    if not nm:
-        return view(studio, None, "", rw)
-    back = L.undo(studio.ws, nm, sess)
+def undo(studio: Studio, form: LabelInputs):
+    name = (form.name or "").strip()
+    if not name:
+        return view(studio, None, "", form.raw)
+    back = store.undo(studio.ws, name, form.session)
     if back is None:
-        return view(studio, shown, nm, rw, "Nothing to undo yet.")
-    return view(studio, back, nm, rw, f"Undid your label on pair #{back.pair_id}; choose again.", active=av)
+        return view(studio, form.shown, name, form.raw, "Nothing to undo yet.")
+    return view(studio, back, name, form.raw, f"Undid your label on pair #{back.pair_id}; choose again.",
+                active=form.active)
 
 
-def rerender(studio: Studio, nm, rw, shown, av):
-    return view(studio, shown, nm, rw, active=av)
+def rerender(studio: Studio, form: LabelInputs):
+    return view(studio, form.shown, form.name, form.raw, active=form.active)
 
 
-def choose_order(studio: Studio, run_id, nm, sess, f, s, rw, progress=gr.Progress()):
-    if not run_id:
-        return None, status_html("Pairs in their usual order."), *relabel(studio, nm, sess, f, s, rw, None)
+def choose_order(studio: Studio, form: LabelInputs, progress=gr.Progress()):
+    """Order the queue by form.order_by's uncertainty: (active labeling state, message, the view)."""
+    if not form.order_by:
+        return None, status_html("Pairs in their usual order."), *relabel(studio, replace(form, active=None))
     progress(0.1, desc="scoring unlabeled pairs with the reward model")
     try:
-        queue = uncertainty_queue(studio.ws, run_id)
+        queue = uncertainty_queue(studio.ws, form.order_by)
     except Exception as e:  # a broken or deleted run: say so, keep labeling in the usual order
-        return None, status_html(explain(e), True), *relabel(studio, nm, sess, f, s, rw, None)
-    av = {"order": [q[0] for q in queue], "info": {str(q[0]): (q[1], q[2]) for q in queue}}
+        return None, status_html(explain(e), True), *relabel(studio, replace(form, active=None))
+    active = {"order": [q[0] for q in queue], "info": {str(q[0]): (q[1], q[2]) for q in queue}}
     note = f"{len(queue)} unlabeled pairs ordered by the reward model's uncertainty (smallest margin first)."
-    return av, status_html(note), *relabel(studio, nm, sess, f, s, rw, av)
+    return active, status_html(note), *relabel(studio, replace(form, active=active))
 
 
 def annotators_md(studio: Studio) -> str:
     """Who labeled how much (today and in all), and how well they agree (refreshed while the panel is open)."""
     ws = studio.ws
-    lines = [f"Overlap: **{L.overlap(ws)}** annotator(s) per pair."]
+    lines = [f"Overlap: **{store.overlap(ws)}** annotator(s) per pair."]
     stats = agreement.annotator_stats(ws, today=True)
     if stats:
         lines.append("| annotator | labels today | labels | skips |\n|---|---|---|---|" + "".join(
@@ -142,7 +144,7 @@ def annotators_md(studio: Studio) -> str:
 
 def set_overlap(studio: Studio, n):
     try:
-        L.set_overlap(studio.ws, int(n))
+        store.set_overlap(studio.ws, int(n))
         return annotators_md(studio)
     except (ValueError, TypeError) as e:
         return f"**{e}**"
@@ -153,13 +155,13 @@ NO_GUIDELINES = ("*No labeling guidelines for this workspace yet. Write them und
 
 
 def guidelines_md(studio: Studio) -> str:
-    return G.get(studio.ws) or NO_GUIDELINES
+    return guidelines.get(studio.ws) or NO_GUIDELINES
 
 
 def save_guidelines(studio: Studio, text):
     """(guidelines shown, message): stored for the whole workspace, or a plain message and nothing saved."""
     try:
-        kept = G.save(studio.ws, text)
+        kept = guidelines.save(studio.ws, text)
     except Exception as e:  # too long, or the disk refused: say so, the stored text stays as it was
         return gr.skip(), status_html(explain(e), True)
     return kept or NO_GUIDELINES, status_html("Guidelines saved: everyone labeling in this workspace sees them." if kept
@@ -171,7 +173,7 @@ def guidelines_section(studio: Studio):
     with gr.Accordion("Labeling guidelines", open=True, elem_id="lbl-guidelines-box"):
         shown = gr.Markdown(lambda: guidelines_md(studio), elem_id="lbl-guidelines")
         with gr.Accordion("Edit the guidelines (markdown, shared by everyone labeling in this workspace)", open=False):
-            text = gr.Textbox(lambda: G.get(studio.ws), lines=5, max_lines=30, show_label=False,
+            text = gr.Textbox(lambda: guidelines.get(studio.ws), lines=5, max_lines=30, show_label=False,
                               placeholder="# What makes a response better\n- the right answer first\n- ...",
                               elem_id="lbl-guidelines-edit")
             with gr.Row():
@@ -187,7 +189,7 @@ def annotators_panel(studio: Studio):
     """Per-annotator counts (today and in all), overlap and agreement; followed while the panel is open."""
     with gr.Accordion("Annotators and agreement", open=False) as panel:
         with gr.Row():
-            overlap = gr.Number(L.overlap(studio.ws), label="Annotators per pair (overlap)", precision=0, minimum=1,
+            overlap = gr.Number(store.overlap(studio.ws), label="Annotators per pair (overlap)", precision=0, minimum=1,
                                 maximum=10)
             b_overlap = gr.Button("Set overlap")
         agree = gr.Markdown(elem_id="lbl-annotators")
@@ -239,9 +241,9 @@ def build(studio: Studio):
     screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
     with gr.Row():
         name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1)
-        flt = gr.Dropdown(list(L.FILTERS), value="unlabeled", label="Show", scale=1)
-        src = gr.Dropdown([("all sources", "")] + [(s, s) for s in L.sources(ws)], value="", label="Source", scale=1,
-                          elem_id="lbl-source")
+        flt = gr.Dropdown(list(store.FILTERS), value="unlabeled", label="Show", scale=1)
+        src = gr.Dropdown([("all sources", "")] + [(s, s) for s in store.sources(ws)], value="", label="Source",
+                          scale=1, elem_id="lbl-source")
         raw = gr.Checkbox(label="Raw text", value=False, scale=1)
     with gr.Row():
         order_by = gr.Dropdown([("usual order", "")] + trained_adapters(ws, "reward"), value="", scale=2,
@@ -254,31 +256,38 @@ def build(studio: Studio):
     prompt, left, right = pair_view()
     buttons, b_undo, comment = label_buttons()
     outs = [prompt, left, right, status, progress, current]
-    common = [name, session, flt, src, raw, active]
+    queue = dict(name=name, session=session, filter=flt, source=src, raw=raw, active=active)  # whose next pair
 
-    for side, btn in buttons.items():
-        btn.click(partial(label, studio, side), [*common, current, comment, screen], [*outs, comment],
-                  js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="once")
-    b_undo.click(partial(undo, studio), [*common, current], outs, show_progress="hidden")
+    def next_pair(callback):  # an event that shows the annotator's next pair
+        return inputs.bind(partial(callback, studio), LabelInputs, **queue)
+
+    for side, btn in buttons.items():  # screen last: ON_SCREEN_JS fills the last input
+        btn.click(**inputs.bind(partial(label, studio, side), LabelInputs, **queue, shown=current, comment=comment,
+                                screen=screen),
+                  outputs=[*outs, comment], js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="once")
+    b_undo.click(**inputs.bind(partial(undo, studio), LabelInputs, **queue, shown=current), outputs=outs,
+                 show_progress="hidden")
     # Enter leaves the name box (so that the keys label), and leaving it loads that annotator's queue.
     name.submit(None, js="() => { document.activeElement.blur(); }")
-    name.blur(partial(relabel, studio), common, outs).then(lambda n: n, name, saved_name)
-    flt.change(partial(relabel, studio), common, outs)
-    src.change(partial(relabel, studio), common, outs)
-    raw.change(partial(rerender, studio), [name, raw, current, active], outs, show_progress="hidden")
-    order_by.change(partial(choose_order, studio), [order_by, *common[:-1]], [active, order_msg, *outs])
+    name.blur(**next_pair(relabel), outputs=outs).then(lambda n: n, name, saved_name)
+    flt.change(**next_pair(relabel), outputs=outs)
+    src.change(**next_pair(relabel), outputs=outs)
+    raw.change(**inputs.bind(partial(rerender, studio), LabelInputs, name=name, raw=raw, shown=current, active=active),
+               outputs=outs, show_progress="hidden")
+    order_by.change(**inputs.bind(partial(choose_order, studio), LabelInputs, **queue, order_by=order_by),
+                    outputs=[active, order_msg, *outs])
 
-    label_data.build(studio, common=common, outs=outs, src=src, empty_box=empty_box, b_demo_empty=b_demo_empty)
+    label_data.build(studio, queue=queue, outs=outs, src=src, empty_box=empty_box, b_demo_empty=b_demo_empty)
 
     agree = annotators_panel(studio)
 
     def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Restore the name this browser used, start a session, continue where the annotator left off.
         demo.load(start, [saved_name, session, name], [name, session]).then(
-            partial(show_next, studio), common, outs).then(
+            **next_pair(show_next), outputs=outs).then(
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
-        tab.select(partial(show_next, studio), common, outs).then(
+        tab.select(**next_pair(show_next), outputs=outs).then(
             lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by).then(
             lambda: (sources_update(studio), guidelines_md(studio)), None, [src, guides])  # sent from other tabs
 

@@ -6,10 +6,11 @@ so that the page and the session's current pair never disagree.
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
 import gradio as gr
 
-from rloo_studio.label import store as L
+from rloo_studio.label import store
 from rloo_studio.studio import Studio
 from rloo_studio.ui import render
 
@@ -19,13 +20,29 @@ CLEARED = "<i>No pair on screen. Press a label key, or choose a filter, to show 
 NOTHING_SAVED = "No pair was on screen, so nothing was saved."
 
 
+@dataclass(frozen=True)
+class LabelInputs:
+    """What the Label tab's events read from the page (ui.inputs.bind): each event binds the widgets it
+    needs, the other fields keep these defaults."""
+    name: str = ""  # the annotator's name, as typed
+    session: str = ""  # this page's labeling session: its claimed pair
+    filter: str = "unlabeled"  # which pairs to show (store.FILTERS)
+    source: str = ""  # only pairs of this source ('' all)
+    raw: bool = False  # the texts as typed, not rendered
+    active: dict | None = None  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
+    shown: store.Shown | None = None  # the pair on the page (None: none is)
+    comment: str = ""  # saved with the label
+    screen: str = ""  # the id of the pair the page shows when a key is pressed (filled in the browser)
+    order_by: str = ""  # the reward run that orders the queue by uncertainty ('' the usual order)
+
+
 def status_html(text: str, error: bool = False) -> str:
     """A line for the Label tab's status box: what happened, or (error) what went wrong."""
     return f"<span class='{'lbl-msg-error' if error else ''}'>{html.escape(text)}</span>" if text else ""
 
 
 def progress_md(studio: Studio, name: str) -> str:
-    p = L.progress(studio.ws, name or None)
+    p = store.progress(studio.ws, name or None)
     pace = f" · {p['per_minute']:.1f} labels/min" if p["per_minute"] else ""
     imported = f" · {p['imported_only']} more with imported labels only" if p["imported_only"] else ""
     skipped = f" · {p['skipped']} skipped" if p["skipped"] else ""
@@ -33,7 +50,7 @@ def progress_md(studio: Studio, name: str) -> str:
     return f"**{p['human_labeled']} / {p['total']}** pairs labeled by people{imported}{skipped}{mine}"
 
 
-def view(studio: Studio, shown: L.Shown | None, name: str, raw: bool, note: str = "", error: bool = False,
+def view(studio: Studio, shown: store.Shown | None, name: str, raw: bool, note: str = "", error: bool = False,
          active: dict | None = None, empty: str = EMPTY):
     """Outputs for: prompt, left, right, status line, progress, current pair (None: nothing on screen)."""
     name = (name or "").strip()
@@ -64,19 +81,21 @@ def cleared(studio: Studio, name: str, note: str, error: bool = False):
     return view(studio, None, name, False, note, error, empty=CLEARED)
 
 
-def show_next(studio: Studio, nm, sess, f, s, rw, av, note: str = ""):
-    nm = (nm or "").strip()
-    if not nm:
-        return view(studio, None, "", rw, note)
+def show_next(studio: Studio, inputs: LabelInputs, note: str = ""):
+    """The view of the next pair of the annotator's queue (name, session, filter, source, raw, active)."""
+    name = (inputs.name or "").strip()
+    if not name:
+        return view(studio, None, "", inputs.raw, note)
     try:
-        shown = L.next_pair(studio.ws, nm, sess, f, s, prefer=(av or {}).get("order"))
-        return view(studio, shown, nm, rw, note, active=av)
+        shown = store.next_pair(studio.ws, name, inputs.session, inputs.filter, inputs.source,
+                                prefer=(inputs.active or {}).get("order"))
+        return view(studio, shown, name, inputs.raw, note, active=inputs.active)
     except ValueError as e:
-        return view(studio, None, nm, rw, str(e), True)
+        return view(studio, None, name, inputs.raw, str(e), True)
 
 
 def sources_update(studio: Studio):
-    return gr.update(choices=[("all sources", "")] + [(x, x) for x in L.sources(studio.ws)])
+    return gr.update(choices=[("all sources", "")] + [(x, x) for x in store.sources(studio.ws)])
 
 
 def prompt_html(shown) -> str:

@@ -3,14 +3,15 @@ streamed, reasoning apart from the answer, each with its rewards. The core is pl
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from functools import partial
 
 import gradio as gr
 
-from rloo_studio.rloo import playground as P
+from rloo_studio.rloo import playground
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.studio import Studio
-from rloo_studio.ui import fields
+from rloo_studio.ui import fields, inputs
 
 CSS = """
 .pg-side .pg-think {color:var(--body-text-color-subdued); white-space:pre-wrap; font-size:.9em;
@@ -20,7 +21,7 @@ CSS = """
 """
 
 
-def side_html(title: str, side: P.Side | None, names: list[str], weights: list[float]) -> str:
+def side_html(title: str, side: playground.Side | None, names: list[str], weights: list[float]) -> str:
     if side is None:
         return f"<div class='pg-side'><h3>{html.escape(title)}</h3><div class='pg-meta'>no answer yet</div></div>"
     state = "done" if side.done else "generating…"
@@ -33,7 +34,7 @@ def side_html(title: str, side: P.Side | None, names: list[str], weights: list[f
     meta = f"{side.tokens} tokens, {state}"
     if side.rewards is not None:
         parts = [f"{html.escape(n)} {'n/a' if v is None else f'{v:+.3g}'}" for n, v in side.rewards.items()]
-        tot = P.total(side.rewards, names, weights)
+        tot = playground.total(side.rewards, names, weights)
         meta += " · rewards: " + ", ".join(parts) + ("" if tot is None else f" · weighted total <b>{tot:+.3g}</b>")
         meta += "".join(f"<br>{html.escape(n)}" for n in side.notes)
     out.append(f"<div class='pg-meta'>{meta}</div></div>")
@@ -49,7 +50,7 @@ NO_RUN = ("**Train an RLOO run first (RLOO tab):** the playground compares the b
 
 def choices(ws, current):
     """(run dropdown, the 'train a run first' notice): the dropdown only when there is a run to pick."""
-    runs = P.run_choices(ws)
+    runs = playground.run_choices(ws)
     ids = [rid for _, rid in runs]
     return (gr.update(choices=runs, value=current if current in ids else (ids[0] if ids else None), visible=bool(ids)),
             gr.update(visible=not ids))
@@ -58,7 +59,7 @@ def choices(ws, current):
 def unload():
     """Free the kept models; a plain message either way."""
     try:
-        was = P.unload()
+        was = playground.unload()
     except StudioError as e:
         return f"**{html.escape(explain(e))}**"
     if was is None:
@@ -66,14 +67,30 @@ def unload():
     return f"Unloaded {html.escape(was)}: its memory is free. The next answer loads it again."
 
 
-def answer(ws, run_id, base, prompt, expected, max_new, temperature, top_p, seed):
+@dataclass(frozen=True)
+class PlayInputs:
+    """The playground's form, as typed."""
+    run_id: str | None  # the RLOO run whose adapter answers on the right (None: the base model alone)
+    base: str | None  # the base model ('' or None: the run's own)
+    prompt: str
+    expected: str  # the expected answer, for the correctness reward
+    max_new_tokens: int | None
+    temperature: float | None
+    top_p: float | None
+    seed: int | None
+
+
+def answer(ws, form: PlayInputs):
     """Stream both answers into the two panels; a plain message on bad input, nothing else changes."""
     empty = side_html("Base model", None, [], []), side_html("Base + adapter", None, [], [])
+    run_id = form.run_id
     try:
-        s = P.PlaySettings(max_new_tokens=int(max_new or 0), temperature=float(temperature or 0),
-                           top_p=float(top_p if top_p is not None else 1), seed=int(seed or 0))
+        settings = playground.PlaySettings(max_new_tokens=int(form.max_new_tokens or 0),
+                                           temperature=float(form.temperature or 0),
+                                           top_p=float(form.top_p if form.top_p is not None else 1),
+                                           seed=int(form.seed or 0))
         names, weights = [], []
-        for state in P.play(ws, prompt, run_id or None, s, base=base, answer=expected):
+        for state in playground.play(ws, form.prompt, run_id or None, settings, base=form.base, answer=form.expected):
             if not names and run_id:
                 from rloo_studio.rloo.config import run_config
 
@@ -90,7 +107,7 @@ def build(studio: Studio):
     ws = studio.ws
     gr.Markdown("Type a prompt and compare the base model with the trained adapter. Training keeps running "
                 "meanwhile; both sides use the same seed and settings.")
-    runs = P.run_choices(ws)
+    runs = playground.run_choices(ws)
     with gr.Row():
         run = gr.Dropdown(runs, label="RLOO run (its adapter)", scale=2, elem_id="playground-run", visible=bool(runs))
         none = gr.Markdown(NO_RUN, visible=not runs, elem_id="playground-no-run")
@@ -111,7 +128,8 @@ def build(studio: Studio):
     with gr.Row():
         left = gr.HTML(side_html("Base model", None, [], []), elem_id="playground-base")
         right = gr.HTML(side_html("Base + adapter", None, [], []), elem_id="playground-adapter")
-    ev = dict(fn=partial(answer, ws), inputs=[run, base, prompt, expected, max_new, temperature, top_p, seed],
+    ev = dict(**inputs.bind(partial(answer, ws), PlayInputs, run_id=run, base=base, prompt=prompt, expected=expected,
+                            max_new_tokens=max_new, temperature=temperature, top_p=top_p, seed=seed),
               outputs=[left, right, msg], concurrency_limit=2, concurrency_id="playground", show_progress="minimal")
     go.click(**ev)
     prompt.submit(**ev)

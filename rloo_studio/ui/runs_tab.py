@@ -7,8 +7,7 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.runs import catalog as R
-from rloo_studio.runs import series as S
+from rloo_studio.runs import catalog, series
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
 from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
@@ -21,7 +20,7 @@ WIDTHS = ["17%", "7%", "9%", "11%", "10%", "25%", "21%"]  # every column on a 14
 
 def _table(ws) -> list[list]:
     return [[s["id"], s["kind"], s["status"], s["started"], s["duration_s"], s["figures"], s["message"]]
-            for s in R.summaries(ws)]
+            for s in catalog.summaries(ws)]
 
 
 def _known(ws, selected) -> list[str]:
@@ -53,23 +52,23 @@ def _details(ws, rid: str) -> str:
     out = f"<div>Run folder: <code>{html.escape(str(ws.run_dir(rid)))}</code></div>"
     r = ws.run(rid)
     if r and r["status"] == "failed":
-        logged, tb = R.failure(ws, rid)
+        logged, tb = catalog.failure(ws, rid)
         out += f"<div><b>{html.escape(rid)} failed:</b></div>" + render.failure_html(r["message"] or logged, tb)
     return out
 
 
 def choose(ws, selected, current):
     selected = _known(ws, selected)
-    keys = R.numeric_keys(ws, selected)
+    keys = catalog.numeric_keys(ws, selected)
     value = current if current in keys else ("loss" if "loss" in keys else (keys[0] if keys else None))
     return gr.update(choices=keys, value=value), "".join(_details(ws, r) for r in selected)
 
 
-def draw(ws, selected, m, weight=0.0, log=False):
+def draw(ws, selected, metric, weight=0.0, log=False):
     """The overlay chart: the metric's line for each selected run, named by the run, in the run's colour."""
-    runs = [(rid, R.read_metrics(ws.run_dir(rid))) for rid in _known(ws, selected)] if m else []
-    chart = S.overlay_chart(runs, m or "", float(weight or 0), bool(log))
-    if not m:
+    runs = [(rid, catalog.read_metrics(ws.run_dir(rid))) for rid in _known(ws, selected)] if metric else []
+    chart = series.overlay_chart(runs, metric or "", float(weight or 0), bool(log))
+    if not metric:
         chart.title, chart.note = "Overlay", "pick runs and a metric"
     return charts.figure(chart, height=360)
 
@@ -82,8 +81,8 @@ def remove(ws, selected, sure):
     done, errors = [], []
     for rid in selected:
         try:
-            R.find_run(ws, rid)
-            R.delete_run(ws, rid)
+            catalog.find_run(ws, rid)
+            catalog.delete_run(ws, rid)
             done.append(rid)
         except StudioError as e:
             errors.append(str(e))
@@ -92,15 +91,15 @@ def remove(ws, selected, sure):
     return " ".join([f"Deleted {', '.join(done)}." if done else ""] + errors).strip()
 
 
-def export_launch(ws, selected, strat, n, m):
+def export_launch(ws, selected, strategy, gpus, machines):
     if not selected:
         return "Select a reward or RLOO run first."
     try:
-        r = R.find_run(ws, selected[0])
+        r = catalog.find_run(ws, selected[0])
         if r["kind"] not in ("reward", "rloo"):
             return f"**{html.escape(r['id'])} is a {r['kind']} run; launch files are for reward and RLOO runs.**"
-        n, m = launch_panel.counts(n, m)
-        path, cmd = launch_files(r["kind"], ws.root, ws.run_dir(r["id"]) / "config.yaml", strat, n, m)
+        gpus, machines = launch_panel.counts(gpus, machines)
+        path, cmd = launch_files(r["kind"], ws.root, ws.run_dir(r["id"]) / "config.yaml", strategy, gpus, machines)
     except (StudioError, ValueError, TypeError) as e:
         return f"**{html.escape(str(e))}**"
     return launch_text(path, cmd)
