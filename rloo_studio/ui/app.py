@@ -8,7 +8,7 @@ from starlette.middleware import Middleware
 
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
-from rloo_studio.ui import playground_tab, records_tab
+from rloo_studio.ui import playground_tab, records_tab, run_panel
 from rloo_studio.ui.uploads import IncomingGuard, use_workspace_temp
 
 CSS = """
@@ -43,12 +43,13 @@ def poll_only_the_open_tab(demo: gr.Blocks, tabs: list[tuple[gr.Tab, list[gr.Tim
     timers = [t for _, own in tabs for t in own]
     if not timers:
         return
+
+    def only(own: list[gr.Timer]):  # the timers' new states, in the order of `timers`
+        return lambda: [gr.Timer(active=any(t is o for o in own)) for t in timers]
+
     for tab, own in tabs:
-        ids = {t._id for t in own}
-        tab.select(lambda ids=ids: [gr.Timer(active=t._id in ids) for t in timers], None, timers,
-                   show_progress="hidden")
-    first = {t._id for t in tabs[0][1]}
-    demo.load(lambda: [gr.Timer(active=t._id in first) for t in timers], None, timers, show_progress="hidden")
+        tab.select(only(own), None, timers, show_progress="hidden")
+    demo.load(only(tabs[0][1]), None, timers, show_progress="hidden")
 
 
 def build_ui(studio: Studio) -> gr.Blocks:
@@ -92,7 +93,7 @@ def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tupl
     allowed, blocked = served_paths(studio)
     demo.launch(
         server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block,
-        css=CSS + "".join(getattr(m, "CSS", "") for _, m in TABS),  # each tab may add its own CSS
+        css=CSS + run_panel.CSS + "".join(getattr(m, "CSS", "") for _, m in TABS),  # each tab may add its own
         head="".join(getattr(m, "HEAD", "") for _, m in TABS),  # ... and scripts (keyboard shortcuts)
         show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
         allowed_paths=allowed, blocked_paths=blocked,  # downloads of exported files; nothing else on disk

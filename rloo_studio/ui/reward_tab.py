@@ -6,27 +6,30 @@ and formats. The run being watched is the one clicked in the runs list, else the
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from functools import partial
 
 import gradio as gr
 
-from rloo_studio.reward import view as rv
-from rloo_studio.runs import catalog as runs, lifecycle
+from rloo_studio.reward import view as reward_view
+from rloo_studio.runs import catalog, lifecycle
+from rloo_studio.runs.runner import ACTIVE
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
 from rloo_studio.reward.job import format_preflight, preflight
 from rloo_studio.core.models import TRUST_WARNING
 from rloo_studio.studio import Studio
 from rloo_studio.reward.charts import PLOTS, REWARD_TITLES, reward_charts
-from rloo_studio.ui import charts, launch_panel, messages, render
-from rloo_studio.ui import fields as F
+from rloo_studio.ui import launch_panel, messages, render, run_panel
+from rloo_studio.ui.run_panel import RunPanel
+from rloo_studio.ui.fields import widget, widget_value
 
 CSS = """
-#reward-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
-#reward-status .failed, #reward-notice .error {color:var(--error-text-color, #c00); font-weight:600}
-#reward-status progress {width:14em; vertical-align:middle; margin:0 .6em}
+#reward-notice .error {color:var(--error-text-color, #c00); font-weight:600}
 #reward-plots .plot-caption, #reward-plots [data-testid="block-info"] {font-size:.85em}
 """
+
+EMPTY = "No reward-model run yet. Check the data, then press <b>Train</b>."
 
 GROUPS = [  # (accordion, keys in it, open at start); a field named in none goes under "Other settings"
     ("Model", ("model", "load_in_4bit", "use_unsloth", "trust_remote_code", "enable_thinking"), True),
@@ -51,29 +54,6 @@ def _warn_trust(on: bool) -> None:
         gr.Warning(TRUST_WARNING)
 
 
-def _status_html(studio: Studio, rid: str | None) -> str:
-    if not rid:
-        return "<div>No reward-model run yet. Check the data, then press <b>Train</b>.</div>"
-    st = studio.runner.status(rid)
-    state = st.get("status", "?")
-    p = st.get("progress") or {}
-    bar = f"<progress value='{p['done']}' max='{p['total']}'></progress>" if p.get("total") else ""
-    where = lifecycle.progress_text(st) or rv.last_step_text(studio.runner.feed(rid))
-    cls = "failed" if state == "failed" else ""
-    msg = "" if state == "failed" else html.escape(st.get("message") or "")  # a failure has its own box
-    return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> {bar} "
-            f"<span class='progress'>{where}</span></div>"
-            + (f"<div class='message'>{msg}</div>" if msg else ""))
-
-
-def _failure_html(studio: Studio, rid: str | None) -> str:
-    """A failed run's message in plain words, its traceback folded below."""
-    if not rid or studio.runner.status(rid).get("status") != "failed":
-        return ""
-    logged, tb = runs.failure(studio.ws, rid)
-    return render.failure_html(studio.runner.status(rid).get("message") or logged, tb)
-
-
 def _note(text: str, ok: bool = False) -> str:
     return render.message_html(text, ok)
 
@@ -81,12 +61,12 @@ def _note(text: str, ok: bool = False) -> str:
 # -- callbacks (wired with functools.partial(callback, studio)) -----------------------------------------
 
 def on_preset(fields, name):
-    return [F.widget_value(f, v) for f, v in zip(fields, rv.form_values(preset(name)))]
+    return [widget_value(f, v) for f, v in zip(fields, reward_view.form_values(preset(name)))]
 
 
 def on_check(studio: Studio, *values):
     try:
-        return format_preflight(preflight(studio.ws, rv.config_from_form(list(values))))
+        return format_preflight(preflight(studio.ws, reward_view.config_from_form(list(values))))
     except Exception as exc:  # a bad field or a model that is not there: say so, change nothing
         return f"⚠ {html.escape(explain(exc))}"
 
@@ -94,7 +74,7 @@ def on_check(studio: Studio, *values):
 def on_train(studio: Studio, *values):
     """Train, unless the pre-flight already knows the run would fail: then say why and create no run."""
     try:
-        cfg = rv.config_from_form(list(values))
+        cfg = reward_view.config_from_form(list(values))
         rid = lifecycle.start(studio.ws, studio.runner, "reward", cfg)
     except Exception as exc:  # noqa: BLE001 — a bad field, a missing model, too few pairs, busy: a message
         return gr.skip(), _note(explain(exc))
@@ -104,14 +84,15 @@ def on_train(studio: Studio, *values):
 
 def on_stop(studio: Studio, rid):
     try:
-        return f"<div>{html.escape(lifecycle.stop(studio.ws, studio.runner, rid or rv.latest_run(studio.ws)))}</div>"
+        rid = lifecycle.follow(studio.ws, "reward", rid)
+        return f"<div>{html.escape(lifecycle.stop(studio.ws, studio.runner, rid))}</div>"
     except StudioError as exc:
         return _note(str(exc))
 
 
 def on_resume(studio: Studio, rid):
     try:  # the run's own config: the checkpoint was made with it
-        rid = lifecycle.resume(studio.ws, studio.runner, "reward", rid or rv.latest_run(studio.ws) or "")
+        rid = lifecycle.resume(studio.ws, studio.runner, "reward", lifecycle.follow(studio.ws, "reward", rid) or "")
     except StudioError as exc:
         return gr.skip(), _note(str(exc))
     return rid, f"<div>Resuming run <b>{rid}</b> from its last checkpoint.</div>"
@@ -121,35 +102,67 @@ def on_select(evt: gr.SelectData):
     return (evt.row_value or [None])[0]
 
 
-def on_tick(studio: Studio, n_plots: int, rid, last):
-    ws = studio.ws
-    if rid and ws.run(rid) is None:  # a run deleted in the Runs tab: follow the newest again
-        rid = None
-    rid = rid or rv.latest_run(ws)
-    table = rv.runs_rows(ws)
+@dataclass
+class Live:
+    """The parts of the tab the timer keeps up to date: the run panel, the log, the runs list, the run's config."""
+    panel: RunPanel
+    log: gr.Textbox
+    runs: gr.Dataframe
+    config: gr.Code
+    cli: gr.Code
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the tick reads: the run clicked in the runs list, and what the page shows (run_panel.memo)."""
+    watched: str | None = None
+    memo: dict | None = None
+
+
+def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
+    """The run clicked in the runs list (a run deleted since: the newest again), else the active or newest."""
+    panel, ws = live.panel, live.panel.studio.ws
+    memo = run_panel.remembered(shown.memo, fresh)
+    rid = panel.find(shown.watched)[0] or panel.find(None)[0]
+    out = {panel.memo: memo, **_runs_rows(live, memo)}
     if not rid:
-        return [_status_html(studio, None), "", *[gr.skip()] * n_plots, "", table, gr.skip(), gr.skip(), last]
-    records = studio.runner.feed(rid)
-    state = studio.runner.status(rid)
-    sig = (rid, len(records), state.get("status"))
-    fresh = last is None or last[0] != rid
-    changed = sig != (tuple(last) if last else None)
-    out_plots = _plots(records) if changed else [gr.skip()] * n_plots
-    # the failure box is redrawn only when something changed, so a traceback the user unfolded stays open
-    failure = _failure_html(studio, rid) if changed else gr.skip()
-    cfg = runs.run_config(ws, rid)
-    return [_status_html(studio, rid), failure, *out_plots, rv.log_tail(ws, rid), table,
-            rv.config_yaml(cfg) if fresh else gr.skip(),
-            rv.cli_command(cfg, str(ws.root)) if fresh else gr.skip(), list(sig)]
+        return {**out, **panel.nothing(memo), live.log: ""}
+    records, version = panel.records(rid)
+    out |= panel.show(memo, rid, records)
+    out |= panel.charts(memo, [rid, version], lambda: reward_charts(records))
+    log = ws.run_dir(rid) / "log.txt"
+    if run_panel.changed(memo, "log", [rid, *_size(log)]):
+        out[live.log] = reward_view.log_tail(ws, rid)
+    if run_panel.changed(memo, "config", rid):
+        cfg = catalog.run_config(ws, rid)
+        out |= {live.config: reward_view.config_yaml(cfg), live.cli: reward_view.cli_command(cfg, str(ws.root))}
+    return out
 
 
-def _plots(records: list[dict]) -> list:
-    return [charts.figure(c) for c in reward_charts(records)]
+def _runs_rows(live: Live, memo: dict) -> dict:
+    """The runs list, worked out again only when a run was added, deleted or changed state, or the running
+    one logged; sent only when its rows changed."""
+    ws = live.panel.studio.ws
+    listed = ws.runs("reward")
+    key = [(r["id"], r["status"], r["started"], r["ended"], r["message"],
+            live.panel.records(r["id"])[1] if r["status"] in ACTIVE else None) for r in listed]
+    if not run_panel.changed(memo, "runs", key):
+        return {}
+    rows = reward_view.runs_rows(ws)
+    return {live.runs: rows} if run_panel.changed(memo, "rows", rows) else {}
+
+
+def _size(path) -> tuple:
+    try:
+        st = path.stat()
+        return st.st_size, st.st_mtime_ns
+    except OSError:
+        return ()
 
 
 def _form(studio: Studio, fields: list) -> tuple:
     """The preset and the config form, one accordion per group: (preset dropdown, widgets by key)."""
-    values = dict(zip([f.key for f in fields], rv.form_values(RewardJobConfig())))
+    values = dict(zip([f.key for f in fields], reward_view.form_values(RewardJobConfig())))
     widgets: dict[str, gr.components.Component] = {}
     preset_dd = gr.Dropdown(list(PRESETS), value="demo (CPU)", label="Preset",
                             info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed recipe.")
@@ -158,12 +171,12 @@ def _form(studio: Studio, fields: list) -> tuple:
         with gr.Accordion(name, open=is_open):
             for key in keys:
                 if key in by_key:
-                    widgets[key] = F.widget(by_key[key], values[key], "reward", workspace_root=studio.ws.root)
+                    widgets[key] = widget(by_key[key], values[key], "reward", workspace_root=studio.ws.root)
     return preset_dd, widgets
 
 
 def _run_panel(studio: Studio) -> tuple:
-    """Pre-flight, the buttons, the run's status, failure, plots and log."""
+    """Pre-flight, the buttons, the run panel (status, failure, charts) and the log."""
     with gr.Group():
         gr.Markdown("### Pre-flight")
         preflight_md = gr.Markdown(elem_id="reward-preflight")
@@ -173,25 +186,18 @@ def _run_panel(studio: Studio) -> tuple:
         stop_btn = gr.Button("Stop", variant="stop", elem_id="reward-stop")
         resume_btn = gr.Button("Resume", elem_id="reward-resume")
     notice = gr.HTML(elem_id="reward-notice")  # what the buttons answer (the timer never overwrites it)
-    status = gr.HTML(_status_html(studio, rv.latest_run(studio.ws)), elem_id="reward-status")
-    failure = gr.HTML(elem_id="reward-failure")  # a failed run: its message, the traceback folded
+    panel = RunPanel.build(studio, "reward", EMPTY)
     gr.HTML("<div class='legend'>Held-out pairs are measured at each evaluation; step 0 is the "
             "untrained model.</div>")
-    plots = []
     with gr.Column(elem_id="reward-plots"):
-        titles = list(PLOTS)
-        for pair in (titles[:2], titles[2:]):
-            with gr.Row(equal_height=True):
-                plots += [charts.plot(REWARD_TITLES.get(t, t), f"reward-plot-{t.replace(' ', '-')}",
-                                      height=270) for t in pair]
+        panel.add_charts([(t, REWARD_TITLES.get(t, t)) for t in PLOTS], per_row=2, height=270)
     log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log")
-    return preflight_md, check_btn, (train_btn, stop_btn, resume_btn), notice, status, failure, plots, log
+    return preflight_md, check_btn, (train_btn, stop_btn, resume_btn), notice, panel, log
 
 
 def _runs_list(studio: Studio) -> tuple:
     gr.Markdown("### Reward-model runs\nClick a run to see its plots, its config and the command that repeats it.")
-    runs_table = gr.Dataframe(headers=rv.RUN_HEADERS, value=rv.runs_rows(studio.ws), interactive=False, wrap=True,
-                              elem_id="reward-runs")
+    runs_table = gr.Dataframe(headers=reward_view.RUN_HEADERS, interactive=False, wrap=True, elem_id="reward-runs")
     with gr.Row():
         cfg_yaml = gr.Code(label="config.yaml", language="yaml", interactive=False)
         cli = gr.Code(label="The same run from the command line", language="shell", interactive=False)
@@ -199,20 +205,18 @@ def _runs_list(studio: Studio) -> tuple:
 
 
 def build(studio: Studio):
-    fields = rv.form_fields()
+    fields = reward_view.form_fields()
     watched = gr.State(None)  # run id clicked in the runs list (None: follow the newest run)
-    seen = gr.State(None)  # what the plots last showed, to skip redrawing unchanged data
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
             preset_dd, widgets = _form(studio, fields)
         with gr.Column(scale=2):
-            preflight_md, check_btn, (train_btn, stop_btn, resume_btn), notice, status, failure, plots, log = \
-                _run_panel(studio)
+            preflight_md, check_btn, (train_btn, stop_btn, resume_btn), notice, panel, log = _run_panel(studio)
     runs_table, cfg_yaml, cli = _runs_list(studio)
 
     inputs = [widgets[f.key] for f in fields]
-    launch_btn, launch_out = launch_panel.build(studio, "reward", inputs, rv.config_from_form, "reward")
-    check, tick = partial(on_check, studio), partial(on_tick, studio, len(plots))
+    launch_btn, launch_out = launch_panel.build(studio, "reward", inputs, reward_view.config_from_form, "reward")
+    check = partial(on_check, studio)
 
     preset_dd.change(partial(on_preset, fields), preset_dd, inputs)
     check_btn.click(check, inputs, preflight_md)
@@ -227,15 +231,13 @@ def build(studio: Studio):
     messages.clear_on([(preset_dd.input, []), (check_btn.click, []), (train_btn.click, [notice]),
                        (stop_btn.click, [notice]), (resume_btn.click, [notice]), (runs_table.select, []),
                        (launch_btn.click, [launch_out])], [notice, launch_out])
-    tick_out = [status, failure, *plots, log, runs_table, cfg_yaml, cli, seen]
-    gr.Timer(1.0).tick(tick, [watched, seen], tick_out, show_progress="hidden")
+    live = Live(panel, log, runs_table, cfg_yaml, cli)
+    follow = panel.follow(partial(on_tick, live), 1.0, Shown, {"watched": watched},
+                          [log, runs_table, cfg_yaml, cli], also=(watched,))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
-        # first paint: pre-flight of the default form and the newest run's plots (re-attaches to a live run)
-        demo.load(check, inputs, preflight_md)
-        demo.load(tick, [watched, seen], tick_out)
+        demo.load(check, inputs, preflight_md)  # first paint: the pre-flight of the default form
         tab.select(check, inputs, preflight_md)  # labels may have changed since
-        # charts first drawn while the tab was hidden have no size: forget what was drawn, the next tick redraws
-        tab.select(lambda: None, None, seen, queue=False, show_progress="hidden")
+        follow(demo, tab)  # the run panel, drawn afresh: charts drawn while the tab was hidden have no size
 
     return hooks

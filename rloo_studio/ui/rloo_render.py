@@ -1,19 +1,16 @@
-"""The RLOO tab's HTML pieces: the status line, check messages, warnings, completions column widths, CSS.
+"""The RLOO tab's HTML pieces: the status line's figures, check messages, warnings, completions column
+widths, CSS.
 
-Pure functions of the run's status and records; they lay nothing out and wire nothing.
+Pure functions of the run's records and files; they lay nothing out and wire nothing.
 """
 from __future__ import annotations
 
 import html
-import re
 
-from rloo_studio.rloo import compare as rloo_eval, view as rv
-from rloo_studio.studio import Studio
+from rloo_studio.rloo import compare as rloo_eval, view as rloo_view
 
 CSS = """
-#rloo-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
-#rloo-status .failed {color:var(--error-text-color, #c00); font-weight:600}
-#rloo-check .bad, #rloo-status .bad {color:var(--error-text-color, #c00); font-weight:600}
+#rloo-check .bad {color:var(--error-text-color, #c00); font-weight:600}
 #rloo-check .ok {color:#15803d}
 #rloo-completions th, #rloo-completions th * {white-space: nowrap; word-break: keep-all; overflow-wrap: normal}
 #rloo-completions td {font-size: .88em; vertical-align: top}
@@ -23,26 +20,24 @@ CSS = """
 """
 
 
-def slug(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")  # 'step time (s)' -> 'step-time-s'
-
-
 def check(ok: bool, text: str) -> str:
     return f"<div class='{'ok' if ok else 'bad'}'>{html.escape(text)}</div>"
 
 
-def status(studio: Studio, rid: str | None, records: list[dict]) -> str:
-    if not rid:
-        return "<div>No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>.</div>"
-    st = studio.runner.status(rid)
-    state = st.get("status", "?")
-    msg = "" if state == "failed" else html.escape(st.get("message") or "")  # a failure has its own box
-    cls = "failed" if state == "failed" else ""
-    ev = rv.eval_text(rloo_eval.read_eval(studio.ws, rid))
-    return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state {cls}'>{state}</span> · "
-            f"<span class='progress'>{html.escape(rv.progress_text(st, records))}</span></div>"
-            + (f"<div class='{cls} message'>{msg}</div>" if msg else "")
-            + (f"<div class='eval'>{html.escape(ev)}</div>" if ev else ""))
+def figures(records: list[dict]) -> str:
+    """'last: loss 0.01, reward 0.5, kl 0.002' for the status line ('' before the first step)."""
+    recs = rloo_view.step_records(records)
+    if not recs:
+        return ""
+    r = recs[-1]
+    return "last: " + ", ".join(f"{k} {r[k]:.3g}" for k in ("loss", "reward", "kl")
+                                if isinstance(r.get(k), (int, float)))
+
+
+def eval_line(ws, rid: str) -> str:
+    """The job's own held-out before / after measurement (eval.json), as a line under the status."""
+    ev = rloo_view.eval_text(rloo_eval.read_eval(ws, rid))
+    return f"<div class='eval'>{html.escape(ev)}</div>" if ev else ""
 
 
 def widths(cols: list[str]) -> list[str]:

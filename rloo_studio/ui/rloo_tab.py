@@ -7,26 +7,30 @@ The run shown is the one picked in the run list (by default the active or newest
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from functools import partial
 
 import gradio as gr
 
-from rloo_studio.rloo import view as rv
+from rloo_studio.rloo import view as rloo_view
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.label.importing import import_upload
 from rloo_studio.ui.uploads import discard_upload
-from rloo_studio.rloo import config as rc
-from rloo_studio.rloo import compare as rloo_eval, samples as rloo_samples
+from rloo_studio.rloo import config as rloo_config
+from rloo_studio.rloo import compare as rloo_eval
 from rloo_studio.core import memory, model_choices
 from rloo_studio.rloo.charts import CHART_TITLES, PLOTS, rloo_charts
 from rloo_studio.core.models import TRUST_WARNING
-from rloo_studio.runs import lifecycle
-from rloo_studio.runs.catalog import failure, find_run, trained_adapters
+from rloo_studio.runs import lifecycle, tail
+from rloo_studio.runs.catalog import find_run, trained_adapters
 from rloo_studio.studio import Studio
-from rloo_studio.ui import charts, launch_panel, messages, render, rloo_send
-from rloo_studio.ui import fields as F, rloo_model_view, rloo_render
+from rloo_studio.ui import launch_panel, messages, rloo_send, run_panel
+from rloo_studio.ui import rloo_model_view, rloo_render
+from rloo_studio.ui.fields import Pick, Range, Ticks, widget, widget_value
+from rloo_studio.ui.run_panel import RunPanel
 
 CSS = rloo_render.CSS
+EMPTY = "No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>."
 
 GROUPS = [  # (accordion, rows of keys, open at start)
     ("Policy", (("model", "backend", "load_in_4bit", "trust_remote_code", "enable_thinking"),
@@ -44,15 +48,15 @@ GROUPS = [  # (accordion, rows of keys, open at start)
 
 def _specials(ws) -> dict:
     """The fields whose widget is not the one their kind gives (ui/fields.py: Pick, Ticks, Range)."""
-    sets = rv.prompt_set_choices(ws)
-    return {"prompt_set": F.Pick(sets), "eval_prompt_set": F.Pick(sets), "rewards": F.Ticks(rv.reward_choices(ws)),
-            "reward_model_run": F.Pick([("(none)", "")] + trained_adapters(ws, "reward")),
-            "optim": F.Pick(list(rv.CHOICES["optim"])), "num_generations": F.Range(2, 16)}
+    sets = rloo_view.prompt_set_choices(ws)
+    return {"prompt_set": Pick(sets), "eval_prompt_set": Pick(sets), "rewards": Ticks(rloo_view.reward_choices(ws)),
+            "reward_model_run": Pick([("(none)", "")] + trained_adapters(ws, "reward")),
+            "optim": Pick(list(rloo_view.CHOICES["optim"])), "num_generations": Range(2, 16)}
 
 
-def _as_widget(f: rv.FormField, value):
+def _as_widget(f: rloo_view.FormField, value):
     """A form value as its widget holds it (the rewards tick-boxes take a list)."""
-    return F.widget_value(f, value, F.Ticks([]) if f.key == "rewards" else None)
+    return widget_value(f, value, Ticks([]) if f.key == "rewards" else None)
 
 
 def _run(ws, rid) -> tuple[str | None, str | None]:
@@ -66,8 +70,8 @@ def _run(ws, rid) -> tuple[str | None, str | None]:
 # -- callbacks (wired with functools.partial(callback, studio)): read widgets, call the core, format ----------
 
 def on_preset(fields, name):
-    vals = [_as_widget(f, v) for f, v in zip(fields, rv.form_values(rc.preset(name)))]
-    return [*vals, rc.preset(name).rewards]
+    vals = [_as_widget(f, v) for f, v in zip(fields, rloo_view.form_values(rloo_config.preset(name)))]
+    return [*vals, rloo_config.preset(name).rewards]
 
 
 def on_model(value) -> str:
@@ -79,12 +83,12 @@ def on_model(value) -> str:
 
 def on_rewards(ticked, weights, before):
     """Ticking a reward gives it a weight (1.0); unticking removes its weight. Returns (weights, ticked)."""
-    return rv.weights_after_tick(before or [], ticked or [], weights or ""), list(ticked or [])
+    return rloo_view.weights_after_tick(before or [], ticked or [], weights or ""), list(ticked or [])
 
 
 def config_or_message(ws, vals):
     try:
-        cfg = rv.config_from_form(list(vals))
+        cfg = rloo_view.config_from_form(list(vals))
         lifecycle.new_run(ws, "rloo", cfg)
         return cfg, None
     except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
@@ -112,7 +116,7 @@ def on_validate(studio: Studio, *vals):
 def on_launch(studio: Studio, *vals):
     ws = studio.ws
     try:
-        cfg = rv.config_from_form(list(vals))
+        cfg = rloo_view.config_from_form(list(vals))
         rid = lifecycle.start(ws, studio.runner, "rloo", cfg)
     except Exception as exc:  # noqa: BLE001 — whatever was typed, or a busy runner: one plain message
         return rloo_render.check(False, explain(exc)), gr.update()
@@ -122,7 +126,8 @@ def on_launch(studio: Studio, *vals):
 
 def on_stop(studio: Studio, rid):
     try:
-        return rloo_render.check(True, lifecycle.stop(studio.ws, studio.runner, lifecycle.follow(studio.ws, "rloo", rid)))
+        rid = lifecycle.follow(studio.ws, "rloo", rid)
+        return rloo_render.check(True, lifecycle.stop(studio.ws, studio.runner, rid))
     except StudioError as exc:
         return rloo_render.check(False, str(exc))
 
@@ -148,61 +153,67 @@ def on_upload(studio: Studio, path):
     cols = ", ".join(res.columns)
     return (rloo_render.check(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
                         + (f" (columns for the rewards: {cols})" if cols else "")),
-            gr.Dropdown(choices=rv.prompt_set_choices(ws), value=res.name))
+            gr.Dropdown(choices=rloo_view.prompt_set_choices(ws), value=res.name))
 
 
-def _failure(studio: Studio, rid: str, state: str, shown):
-    """The failure box: redrawn only when the run or its state changed (a traceback unfolded stays open)."""
-    key = [rid, state]
-    if key == shown:
-        return gr.skip(), shown
-    if state != "failed":
-        return "", key
-    logged, tb = failure(studio.ws, rid)
-    return render.failure_html(studio.runner.status(rid).get("message") or logged, tb), key
+@dataclass
+class Live:
+    """The parts of the tab the timer keeps up to date: the run panel, the warnings, the completions table."""
+    panel: RunPanel
+    warnings: gr.HTML
+    table: gr.Dataframe
 
 
-def on_tick(studio: Studio, n_plots: int, rid, other, weight, log, order, seen, shown, drawn, fresh=False):
-    ws, runner = studio.ws, studio.runner
-    typed = str(rid or "").strip()
-    rid, err = _run(ws, typed) if typed else (rv.latest_run(ws), None)
-    if err:  # a run id typed into the Run box that names no run: say so where the run would be shown
-        return [rloo_render.check(False, err), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None, drawn]
-    if not rid:
-        return [rloo_render.status(studio, None, []), "", "", *[gr.skip()] * n_plots, gr.skip(), seen, None, drawn]
-    other, _ = _run(ws, other) if other else (None, None)
-    records = runner.feed(rid)
-    earlier = runner.feed(other) if other and other != rid else None
-    samples = rloo_samples.read_samples(ws.run_dir(rid), last_steps=rv.WINDOW)
-    cfg_len = None
+@dataclass(frozen=True)
+class Shown:
+    """What the tick reads: the run picked or typed (else the active or newest), an earlier run to overlay,
+    the charts' smoothing and scale, the order within each group, and what the page shows (run_panel.memo)."""
+    run: str | None = None
+    overlay: str | None = None
+    smoothing: float = 0.0
+    log_scale: bool = False
+    order: str = rloo_view.ORDERS[0]
+    memo: dict | None = None
+
+
+def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
+    panel, ws = live.panel, live.panel.studio.ws
+    memo = run_panel.remembered(shown.memo, fresh)
+    rid, err = panel.find(shown.run)
+    if not rid:  # a typed run id that names no run: say so where the run would be shown
+        return {panel.memo: memo, **panel.nothing(memo, err and rloo_render.check(False, err)), live.warnings: ""}
+    records, version = panel.records(rid)
+    other = panel.find(shown.overlay)[0] if str(shown.overlay or "").strip() else None  # a deleted run: none
+    earlier, earlier_version = panel.records(other) if other and other != rid else (None, None)
+    samples, samples_version = tail.records(ws.run_dir(rid), "samples.jsonl", last_steps=rloo_view.WINDOW)
+    weight, log = float(shown.smoothing or 0), bool(shown.log_scale)
+    out = {panel.memo: memo, **panel.show(memo, rid, records, rloo_render.figures(records),
+                                          rloo_render.eval_line(ws, rid))}
+    out |= panel.charts(memo, [rid, version, other if earlier else None, earlier_version, weight, log],
+                        lambda: rloo_charts(records, rid, earlier, other or "", weight, log))
+    if run_panel.changed(memo, "warnings", [rid, version, samples_version]):
+        out[live.warnings] = rloo_render.warnings(rloo_view.warnings(records, _max_length(ws, rid), samples))
+    # the table only when its completions or order changed: the user's scroll position stays
+    if run_panel.changed(memo, "table", [rid, samples_version, shown.order]):
+        cols, rows = rloo_view.completion_groups(samples, shown.order or rloo_view.ORDERS[0])
+        if rows:
+            out[live.table] = gr.Dataframe(value=rows, headers=cols, column_widths=rloo_render.widths(cols))
+    return out
+
+
+def _max_length(ws, rid: str) -> int | None:
     try:
-        cfg_len = rc.run_config(ws, rid).max_completion_length
+        return rloo_config.run_config(ws, rid).max_completion_length
     except Exception:  # noqa: BLE001 — an old or hand-edited config.yaml: warn without the limit
-        pass
-    fail, shown = _failure(studio, rid, runner.status(rid).get("status"), shown)
-    head = [rloo_render.status(studio, rid, records), fail, rloo_render.warnings(rv.warnings(records, cfg_len, samples))]
-    # Charts are redrawn only when what they show changed (a hover stays put), and always on tab select
-    # (fresh): a chart first drawn in a hidden tab has no size until it is drawn again.
-    plot_sig = [rid, len(records), other if earlier else None, len(earlier or []), float(weight or 0), bool(log)]
-    if plot_sig == drawn and not fresh:
-        figs = [gr.skip()] * n_plots
-    else:
-        cs = rloo_charts(records, rid, earlier, other or "", float(weight or 0), bool(log))
-        figs = [charts.figure(c) for c in cs]
-    sig = [rid, len(samples), samples[-1]["step"] if samples else None, order]
-    if sig == seen:  # no new completions: leave the table (and the user's scroll position) alone
-        return [*head, *figs, gr.skip(), seen, shown, plot_sig]
-    cols, rows = rv.completion_groups(samples, order or rv.ORDERS[0])
-    table_update = gr.Dataframe(value=rows, headers=cols, column_widths=rloo_render.widths(cols)) if rows else gr.skip()
-    return [*head, *figs, table_update, sig, shown, plot_sig]
+        return None
 
 
 def on_compare(studio: Studio, rid, n):
     rid, err = _run(studio.ws, rid)
     if err:
         return f"**{html.escape(err)}**", gr.update()
-    if n is None or n != int(n) or not 1 <= int(n) <= rv.MAX_COMPARE:
-        return f"**Held-out prompts: give a whole number from 1 to {rv.MAX_COMPARE}.**", gr.update()
+    if n is None or n != int(n) or not 1 <= int(n) <= rloo_view.MAX_COMPARE:
+        return f"**Held-out prompts: give a whole number from 1 to {rloo_view.MAX_COMPARE}.**", gr.update()
     try:
         res = rloo_eval.compare(studio.ws, rid, int(n))
     except Exception as exc:  # noqa: BLE001 — a broken adapter must not show a traceback
@@ -225,7 +236,8 @@ def fresh_choices(studio: Studio):
     # Reward runs, reward files and prompt sets made since the page was built.
     ws = studio.ws
     return (gr.Dropdown(choices=[("(none)", "")] + trained_adapters(ws, "reward")),
-            gr.CheckboxGroup(choices=rv.reward_choices(ws)), gr.Dropdown(choices=rv.prompt_set_choices(ws)))
+            gr.CheckboxGroup(choices=rloo_view.reward_choices(ws)),
+            gr.Dropdown(choices=rloo_view.prompt_set_choices(ws)))
 
 
 def _groups(fields: list) -> list:
@@ -238,7 +250,8 @@ def _groups(fields: list) -> list:
 def _form(studio: Studio, fields: list, values: dict) -> tuple:
     """Preset, prompt upload and the config form: (preset dropdown, upload, widgets by key)."""
     with gr.Row():
-        preset_dd = gr.Dropdown(list(rc.PRESETS), value="demo-cpu", label="Preset", scale=1, elem_id="rloo-preset",
+        preset_dd = gr.Dropdown(list(rloo_config.PRESETS), value="demo-cpu", label="Preset", scale=1,
+                                elem_id="rloo-preset",
                                 info="demo-cpu learns on the bundled model in minutes; the GPU presets follow the "
                                      "Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
         upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
@@ -249,7 +262,7 @@ def _form(studio: Studio, fields: list, values: dict) -> tuple:
             for keys in rows:
                 with gr.Row():
                     for key in [k for k in keys if k in by_key]:
-                        widgets[key] = F.widget(by_key[key], values[key], "rloo", specials.get(key),
+                        widgets[key] = widget(by_key[key], values[key], "rloo", specials.get(key),
                                                 studio.ws.root, min_width=200)
     return preset_dd, upload, widgets
 
@@ -267,7 +280,8 @@ def _actions() -> tuple:
 def _run_bar(ws) -> tuple:
     with gr.Row():
         run_dd = gr.Dropdown(label="Run", choices=[r["id"] for r in ws.runs("rloo")],
-                             value=lambda: rv.latest_run(ws), allow_custom_value=True, scale=2, elem_id="rloo-run")
+                             value=lambda: lifecycle.follow(ws, "rloo"), allow_custom_value=True, scale=2,
+                             elem_id="rloo-run")
         overlay_dd = gr.Dropdown(label="Overlay an earlier run", choices=[("(none)", "")] +
                                  [r["id"] for r in ws.runs("rloo")], value="", scale=2, elem_id="rloo-overlay",
                                  allow_custom_value=True)  # a run deleted meanwhile is ignored, not an error
@@ -276,30 +290,26 @@ def _run_bar(ws) -> tuple:
     return run_dd, overlay_dd, smooth, log_scale
 
 
-def _live() -> tuple:
-    """Status, failure box, warnings and the plots of the run shown."""
-    status = gr.HTML(elem_id="rloo-status")
-    fail_box = gr.HTML(elem_id="rloo-failure")  # a failed run: its message, the traceback folded
+def _live(studio: Studio) -> tuple:
+    """The run panel (status, failure box, charts) with the warnings above its charts."""
+    panel = RunPanel.build(studio, "rloo", EMPTY)
     warn = gr.HTML(elem_id="rloo-warnings")
-    plots = []
-    for i in range(0, len(PLOTS), 3):
-        with gr.Row(equal_height=True):
-            for title, _ in PLOTS[i:i + 3]:
-                plots.append(charts.plot(CHART_TITLES.get(title, title), "rloo-plot-" + rloo_render.slug(title)))
-    return status, fail_box, warn, plots
+    panel.add_charts([(t, CHART_TITLES.get(t, t)) for t, _ in PLOTS], per_row=3)
+    return panel, warn
 
 
 def _completions() -> tuple:
     """How each group is ordered, and the completions table."""
     with gr.Row():
-        order_dd = gr.Radio(list(rv.ORDERS), value=rv.ORDERS[0], label="Within each prompt's group, order by",
+        order_dd = gr.Radio(list(rloo_view.ORDERS), value=rloo_view.ORDERS[0],
+                            label="Within each prompt's group, order by",
                             scale=2, elem_id="rloo-order")
         gr.HTML("<div id='rloo-table-note'>Each group is one prompt's k completions. <b>advantage</b> = this "
                 "completion's reward minus the mean reward of the other k−1 (leave-one-out): it is what the "
                 "update pushes up or down. Click a header to sort the whole table by it.</div>")
-    table = gr.Dataframe(headers=rv.completion_groups([])[0], label="Completions (newest groups first)",
+    table = gr.Dataframe(headers=rloo_view.completion_groups([])[0], label="Completions (newest groups first)",
                          interactive=False, wrap=True, max_height=720, elem_id="rloo-completions",
-                         column_widths=rloo_render.widths(rv.completion_groups([])[0]))
+                         column_widths=rloo_render.widths(rloo_view.completion_groups([])[0]))
     return order_dd, table
 
 
@@ -315,22 +325,19 @@ def _compare() -> tuple:
 
 
 def build(studio: Studio):
-    fields = rv.form_fields()
-    values = dict(zip([f.key for f in fields], rv.form_values(rc.preset("demo-cpu"))))
+    fields = rloo_view.form_fields()
+    values = dict(zip([f.key for f in fields], rloo_view.form_values(rloo_config.preset("demo-cpu"))))
     preset_dd, upload, widgets = _form(studio, fields, values)
     inputs = [widgets[f.key] for f in fields]
     check, validate_btn, launch_btn, stop_btn, resume_btn = _actions()
     run_dd, overlay_dd, smooth, log_scale = _run_bar(studio.ws)
-    status, fail_box, warn, plots = _live()
+    panel, warn = _live(studio)
     order_dd, table = _completions()
     rloo_model_view.build(studio, run_dd, table)  # one completion as the models read it (ui/rloo_model_view.py)
     rloo_send.build(studio, run_dd)  # a group of these completions into the Label queue (ui/rloo_send.py)
     n_cmp, cmp_btn, cmp_md, cmp_table = _compare()
-    launch_btn_write, launch_out = launch_panel.build(studio, "rloo", inputs, rv.config_from_form, "rloo")
+    launch_btn_write, launch_out = launch_panel.build(studio, "rloo", inputs, rloo_view.config_from_form, "rloo")
     ticked = gr.State(_as_widget(_field(fields, "rewards"), values["rewards"]))  # to keep weights aligned
-    shown = gr.State(None)  # which run and state the failure box shows
-    seen = gr.State(None)  # which completions the table shows, to skip redrawing it unchanged
-    drawn = gr.State(None)  # what the charts show, to skip redrawing them unchanged
 
     run_dd.focus(partial(run_choices, studio, False), None, run_dd)
     overlay_dd.focus(partial(run_choices, studio, True), None, overlay_dd)
@@ -349,16 +356,12 @@ def build(studio: Studio):
                        (stop_btn.click, [check]), (resume_btn.click, [check]), (upload.upload, [check]),
                        (cmp_btn.click, [cmp_md]), (launch_btn_write.click, [launch_out])],
                       [check, cmp_md, launch_out])
-    tick = partial(on_tick, studio, len(plots))
-    tick_in = [run_dd, overlay_dd, smooth, log_scale, order_dd, seen, shown, drawn]
-    tick_out = [status, fail_box, warn, *plots, table, seen, shown, drawn]
-    gr.Timer(2.0).tick(tick, tick_in, tick_out, show_progress="hidden")
-    for w in (run_dd, overlay_dd, smooth, log_scale, order_dd):
-        w.change(tick, tick_in, tick_out, show_progress="hidden")
+    shown = {"run": run_dd, "overlay": overlay_dd, "smoothing": smooth, "log_scale": log_scale, "order": order_dd}
+    follow = panel.follow(partial(on_tick, Live(panel, warn, table)), 2.0, Shown, shown, [warn, table],
+                          also=tuple(shown.values()))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
-        # Plots drawn while the tab was hidden have no size: redraw them whenever the tab is opened.
-        tab.select(lambda *a: tick(*a[:-3], None, None, None, fresh=True), tick_in, tick_out, show_progress="hidden")
+        follow(demo, tab)  # the run panel, drawn afresh: charts drawn while the tab was hidden have no size
         tab.select(partial(fresh_choices, studio), None,
                    [widgets["reward_model_run"], widgets["rewards"], widgets["prompt_set"]])
 

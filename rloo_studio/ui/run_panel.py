@@ -1,0 +1,141 @@
+"""The run panel of the Reward model and RLOO tabs: which run is shown, its status line, its failure box, its
+live charts, and the timer that follows it.
+
+A part is sent to the page only when what it shows changed (`changed`, remembered per page in `memo`): a
+chart keeps its hover and zoom, a traceback the user unfolded stays open. Charts are drawn again whenever the
+tab is selected, because a Plotly chart drawn in a hidden tab has no size. A run's records come from
+runs.tail, which reads metrics.jsonl / samples.jsonl from where the last read stopped.
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+
+import gradio as gr
+
+from rloo_studio.core.errors import StudioError
+from rloo_studio.runs import catalog, lifecycle, tail
+from rloo_studio.runs.series import Chart
+from rloo_studio.studio import Studio
+from rloo_studio.ui import charts, inputs, render
+
+CSS = """
+.run-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
+.run-status .failed, .run-status .bad {color:var(--error-text-color, #c00); font-weight:600}
+.run-status progress {width:14em; vertical-align:middle; margin:0 .6em}
+"""
+
+
+def slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")  # 'step time (s)' -> 'step-time-s'
+
+
+def changed(memo: dict, part: str, key) -> bool:
+    """Whether `part` would now show something other than it shows (its key differs); remembers the key."""
+    if part in memo and memo[part] == key:
+        return False
+    memo[part] = key
+    return True
+
+
+def remembered(memo: dict | None, fresh: bool = False) -> dict:
+    """A tick's copy of what the page shows. Fresh (the tab was just selected): everything but the failure
+    box is sent again, charts and tables first drawn while the tab was hidden included."""
+    memo = dict(memo or {})
+    return {k: v for k, v in memo.items() if k == "failure"} if fresh else memo
+
+
+def last_step(records: list[dict]) -> str:
+    steps = [r["step"] for r in records if isinstance(r.get("step"), int)]
+    return f"step {max(steps)}" if steps else ""
+
+
+def status_html(rid: str, st: dict, records: list[dict], figures: str = "", extra: str = "") -> str:
+    """'Run <id> · <state> <bar> <whole-run progress> · <figures>', the run's message, and `extra` (HTML)."""
+    state = st.get("status", "?")
+    failed = state == "failed"
+    p = st.get("progress") or {}
+    bar = f"<progress value='{p['done']}' max='{p['total']}'></progress>" if p.get("total") and not failed else "·"
+    where = " · ".join(x for x in (lifecycle.progress_text(st) or last_step(records), figures) if x)
+    msg = "" if failed else html.escape(st.get("message") or "")  # a failure has its own box
+    return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state{' failed' if failed else ''}'>{state}</span> "
+            f"{bar} <span class='progress'>{html.escape(where)}</span></div>"
+            + (f"<div class='message'>{msg}</div>" if msg else "") + extra)
+
+
+@dataclass
+class RunPanel:
+    studio: Studio
+    kind: str  # "reward" or "rloo": the runs it shows, and the prefix of its elem_ids
+    empty: str  # the status line before the kind's first run (HTML)
+    status: gr.HTML
+    failure: gr.HTML  # a failed run: its message, the traceback folded
+    memo: gr.State  # what each part of the page shows now (see `changed`)
+    plots: list[gr.Plot] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, studio: Studio, kind: str, empty: str) -> RunPanel:
+        """The status line and the failure box, here; the charts go where the tab calls add_charts."""
+        status = gr.HTML(elem_id=f"{kind}-status", elem_classes=["run-status"])
+        return cls(studio, kind, empty, status, gr.HTML(elem_id=f"{kind}-failure"), gr.State({}))
+
+    def add_charts(self, titles: list[tuple[str, str]], per_row: int, **kw) -> None:
+        """One chart per (key, title in words), `per_row` to a row; elem_id '<kind>-plot-<key as a slug>'."""
+        for i in range(0, len(titles), per_row):
+            with gr.Row(equal_height=True):
+                self.plots += [charts.plot(title, f"{self.kind}-plot-{slug(key)}", **kw)
+                               for key, title in titles[i:i + per_row]]
+
+    def find(self, typed) -> tuple[str | None, str | None]:
+        """(run id, None) for the run typed or picked, else the kind's active or newest run; (None, why) for a
+        typed id that names no run of this kind."""
+        try:
+            return lifecycle.follow(self.studio.ws, self.kind, typed), None
+        except StudioError as exc:
+            return None, str(exc)
+
+    def records(self, rid: str) -> tuple[list[dict], int]:
+        """(metric records, version) of a run, read from where the last read of its metrics.jsonl stopped."""
+        return tail.records(self.studio.ws.run_dir(rid))
+
+    def nothing(self, memo: dict, status: str | None = None) -> dict:
+        """No run to show: the empty status line (or `status`), no failure."""
+        memo.pop("failure", None)
+        return {self.status: status or f"<div>{self.empty}</div>", self.failure: ""}
+
+    def show(self, memo: dict, rid: str, records: list[dict], figures: str = "", extra: str = "") -> dict:
+        """The status line of run `rid`, and its failure box when the run or its state changed."""
+        st = self.studio.runner.status(rid)
+        out = {self.status: status_html(rid, st, records, figures, extra)}
+        if changed(memo, "failure", [rid, st.get("status")]):
+            out[self.failure] = ""
+            if st.get("status") == "failed":
+                logged, tb = catalog.failure(self.studio.ws, rid)
+                out[self.failure] = render.failure_html(st.get("message") or logged, tb)
+        return out
+
+    def charts(self, memo: dict, key, draw: Callable[[], list[Chart]]) -> dict:
+        """The charts drawn by `draw`, only when `key` (what they show) changed."""
+        if not changed(memo, "charts", list(key)):
+            return {}
+        return dict(zip(self.plots, (charts.figure(c) for c in draw())))
+
+    def follow(self, tick: Callable, every: float, form: type, widgets: dict, outputs: list,
+               also: tuple = ()) -> Callable:
+        """Wire `tick(form, fresh=False) -> {component: value}`, `form` a dataclass of the `widgets` and `memo`
+        (ui/inputs.py): every `every` seconds (while the tab is open: ui/app.py), when a widget of `also`
+        changes, and fresh when the tab is selected. Returns hooks(demo, tab) for the tab's select event."""
+        outputs = [self.status, self.failure, *self.plots, self.memo, *outputs]
+        wire = dict(**inputs.bind(tick, form, **widgets, memo=self.memo), outputs=outputs, show_progress="hidden")
+        gr.Timer(every).tick(**wire)
+        for widget in also:
+            widget.change(**wire)
+
+        def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
+            tab.select(**inputs.bind(partial(tick, fresh=True), form, **widgets, memo=self.memo), outputs=outputs,
+                       show_progress="hidden")
+
+        return hooks

@@ -1,0 +1,126 @@
+"""The run panel of the Reward and RLOO tabs (ui/run_panel.py), driven through the tabs' ticks without a browser:
+what a tick sends is what changed (a chart keeps its hover, an unfolded traceback stays open, the runs list and
+the completions table are not re-sent), and everything is sent again when the tab is selected (fresh)."""
+import json
+
+import gradio as gr
+import pytest
+
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.runs.runner import JobRunner
+from rloo_studio.ui import reward_tab, rloo_tab
+from rloo_studio.ui.run_panel import RunPanel
+
+
+class FakeStudio:
+    def __init__(self, ws):
+        self.ws, self.runner = ws, JobRunner(ws)
+
+
+def rloo_steps(cfg, ctx):
+    for step in range(1, cfg["steps"] + 1):
+        ctx.metric({"step": step, "loss": 0.01, "reward": 0.1 * step, "kl": 0.001 * step})
+        with open(ctx.dir / "samples.jsonl", "a") as f:
+            for i in range(2):
+                f.write(json.dumps({"step": step, "prompt": "1+1?", "completion": f"<think>1+1</think>{i}",
+                                    "response": f"<think>1+1</think>{i}", "rewards": {"correct": float(i)},
+                                    "total": float(i), "advantage": i - 0.5, "length": 5, "truncated": False}) + "\n")
+        ctx.set_progress(step, cfg["steps"])
+
+
+def fails(cfg, ctx):
+    raise ConfigError("learning_rate must be positive, got -1.")
+
+
+@pytest.fixture
+def rloo(empty_workspace):
+    studio = FakeStudio(empty_workspace)
+    with gr.Blocks():
+        panel = RunPanel.build(studio, "rloo", rloo_tab.EMPTY)
+        panel.add_charts([(t, t) for t, _ in rloo_tab.PLOTS], per_row=3)
+        live = rloo_tab.Live(panel, gr.HTML(), gr.Dataframe())
+    return studio, live
+
+
+def tick(live, memo, fresh=False, **shown):
+    out = rloo_tab.on_tick(live, rloo_tab.Shown(memo=memo, **shown), fresh=fresh)
+    return out, out[live.panel.memo]
+
+
+def test_rloo_tick_sends_what_changed(rloo):
+    studio, live = rloo
+    panel = live.panel
+    out, memo = tick(live, {})
+    assert "No RLOO run yet" in out[panel.status] and out[panel.failure] == ""
+    rid = studio.runner.submit("rloo", {"steps": 3}, rloo_steps)
+    assert studio.runner.wait(rid, 30) == "completed"
+
+    out, memo = tick(live, memo)
+    assert rid in out[panel.status] and "completed" in out[panel.status] and "step 3" in out[panel.status]
+    assert "last: loss 0.01, reward 0.3, kl 0.003" in out[panel.status]
+    assert all(p in out for p in panel.plots) and live.table in out and live.warnings in out
+    assert [len(t.x) for t in out[panel.plots[1]].data][0] == 3  # the reward chart's total line: 3 steps
+    assert out[panel.failure] == ""
+
+    out, memo = tick(live, memo)  # nothing changed: only the status line
+    assert set(out) == {panel.status, panel.memo}
+
+    with open(studio.ws.run_dir(rid) / "metrics.jsonl", "a") as f:  # one more step logged
+        f.write(json.dumps({"step": 4, "loss": 0.01, "reward": 0.5, "kl": 0.004}) + "\n")
+    out, memo = tick(live, memo)
+    assert all(p in out for p in panel.plots) and live.table not in out  # no new completions
+    assert [len(t.x) for t in out[panel.plots[1]].data][0] == 4
+
+    out, memo = tick(live, memo, order="reward (best first)")  # another order: the table, not the charts
+    assert live.table in out and not any(p in out for p in panel.plots)
+    out, memo = tick(live, memo, order="reward (best first)", smoothing=0.5)
+    assert all(p in out for p in panel.plots) and live.table not in out
+
+    out, _ = tick(live, memo, fresh=True, order="reward (best first)", smoothing=0.5)  # the tab was selected
+    assert all(p in out for p in panel.plots) and live.table in out and panel.failure not in out
+
+
+def test_a_typed_run_that_is_not_there_is_said_and_the_failure_box_stays_put(rloo):
+    studio, live = rloo
+    panel = live.panel
+    out, memo = tick(live, {}, run="rloo-nope")
+    assert "rloo-nope" in out[panel.status] and "bad" in out[panel.status]
+
+    rid = studio.runner.submit("rloo", {}, fails)
+    assert studio.runner.wait(rid, 30) == "failed"
+    out, memo = tick(live, memo)
+    assert "learning_rate must be positive" in out[panel.failure] and "Traceback" in out[panel.failure]
+    assert "failed" in out[panel.status] and "learning_rate" not in out[panel.status]  # said once, in its box
+    out, memo = tick(live, memo)
+    assert panel.failure not in out  # a traceback the user unfolded stays open
+    out, memo = tick(live, memo, fresh=True)
+    assert panel.failure not in out
+
+
+def test_reward_tick_sends_the_runs_list_only_when_it_changed(empty_workspace):
+    studio = FakeStudio(empty_workspace)
+    with gr.Blocks():
+        panel = RunPanel.build(studio, "reward", reward_tab.EMPTY)
+        panel.add_charts([(t, t) for t in reward_tab.PLOTS], per_row=2)
+        live = reward_tab.Live(panel, gr.Textbox(), gr.Dataframe(), gr.Code(), gr.Code())
+
+    def rtick(memo, fresh=False, watched=None):
+        out = reward_tab.on_tick(live, reward_tab.Shown(watched=watched, memo=memo), fresh=fresh)
+        return out, out[panel.memo]
+
+    out, memo = rtick({})
+    assert "No reward-model run yet" in out[panel.status] and out[live.runs] == []
+    out, memo = rtick(memo)
+    assert live.runs not in out
+    rid = studio.runner.submit("reward", {"steps": 2}, lambda cfg, ctx: [ctx.metric({"step": s, "loss": 1.0 / s})
+                                                                         for s in (1, 2)] and None)
+    assert studio.runner.wait(rid, 30) == "completed"
+    out, memo = rtick(memo)
+    assert [row[:2] for row in out[live.runs]] == [[rid, "completed"]]
+    assert all(p in out for p in panel.plots) and live.config in out and "completed" in out[live.log]
+    out, memo = rtick(memo)
+    assert set(out) == {panel.status, panel.memo}
+    out, memo = rtick(memo, watched="reward-deleted-meanwhile")  # the newest again
+    assert rid in out[panel.status]
+    out, memo = rtick(memo, fresh=True)
+    assert live.runs in out and all(p in out for p in panel.plots)
