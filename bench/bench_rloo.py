@@ -95,7 +95,7 @@ def run_plain(steps: int) -> list[float]:
 
     from rloo_studio.core.models import add_lora, load_causal_lm
     from rloo_studio.core.paths import DEMO_DATA
-    from rloo_studio.rloo.rewards import make_correctness_reward
+    from rloo_studio.core.rule_rewards import make_correctness_reward
 
 
     cfg = _cfg(steps)

@@ -99,7 +99,7 @@ def test_rloo_reward_model_inputs_have_one_think(qwen3_model):
 
 
 def test_rule_rewards_read_completions_from_the_template(qwen3_tokenizer, qwen3_hybrid_tokenizer):
-    from rloo_studio.rloo.rewards import make_answer_present_reward, make_correctness_reward, make_think_format_reward
+    from rloo_studio.core.rule_rewards import make_answer_present_reward, make_correctness_reward, make_think_format_reward
 
     tok = qwen3_tokenizer
     closed = tok(QWEN3_STYLE, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]

@@ -1,8 +1,11 @@
 import pytest
 
-from rloo_studio.core.models import load_tokenizer, think_token_ids
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.core.models import load_tokenizer
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.rloo.rewards import make_answer_present_reward, make_correctness_reward, make_think_format_reward
+from rloo_studio.core.rule_rewards import (make_answer_present_reward, make_correctness_reward,
+                                           make_think_format_reward, think_token_ids)
+from rloo_studio.rloo.rewards import rule_reward
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +53,22 @@ def test_correctness_needs_closed_thinking_and_last_number():
     assert correctness(completions=comps, answer=["1326"] * 5) == [1.0, 1.0, 0.0, 0.0, 1.0]
     with pytest.raises(ValueError, match="answer"):
         correctness(completions=comps)
+
+
+def test_the_job_gets_the_rule_rewards_by_name_and_a_setting_they_cannot_use_in_words(tok):
+    assert [rule_reward(n, tok).__name__ for n in ("think_format", "answer_present", "correctness")] == [
+        "think_format", "answer_present", "correctness"]  # TRL logs rewards/<name>/mean
+    with pytest.raises(ConfigError, match="choose one of last_number"):
+        rule_reward("correctness", tok, "roman")
+
+    class NoThink:  # a vocabulary without </think>
+        unk_token_id = 0
+
+        def convert_tokens_to_ids(self, token):
+            return 0
+
+    with pytest.raises(ConfigError, match="no </think> token"):
+        rule_reward("think_format", NoThink())
 
 
 # -- reward model ------------------------------------------------------------------------------

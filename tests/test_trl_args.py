@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = {"output_dir", "use_cpu", "bf16", "report_to", "eval_on_start"}  # the machine's and the resume's
 TRL_CONFIGS = {"RLOOConfig", "RewardConfig"}
 STANDALONE = {"importlib", "json", "os", "re", "sys", "pathlib", "torch", "transformers", "trl", "peft", "datasets",
-              "unsloth", "answers", "thinking"}
+              "unsloth", "answers", "thinking", "rule_rewards"}
 
 
 def trl_calls(path: Path) -> list[ast.Call]:
@@ -88,7 +88,8 @@ def test_run_folder_holds_the_script_the_config_and_the_recorded_args(tmp_path):
     d.mkdir()
     write_script(d, "rloo", dataclasses.asdict(cfg))
     assert (d / "reproduce.py").read_text() == TEMPLATE.read_text()
-    assert {p.name for p in d.iterdir()} == {"reproduce.py", "reproduce.json", "thinking.py", "answers.py"}
+    assert {p.name for p in d.iterdir()} == {"reproduce.py", "reproduce.json", "rule_rewards.py", "thinking.py",
+                                            "answers.py"}
     record_trl_args(d, rloo_config.trl_args(cfg))
     write_script(d, "rloo", dataclasses.asdict(cfg))  # a resume rewrites the folder's records
     spec = json.loads((d / "reproduce.json").read_text())
@@ -106,7 +107,7 @@ def test_a_script_run_before_training_says_so(tmp_path):
 
 def test_template_is_lint_clean_and_standalone(tmp_path):
     write_script(tmp_path, "rloo", dataclasses.asdict(rloo_config.RlooJobConfig()))
-    files = [str(tmp_path / n) for n in ("reproduce.py", "thinking.py", "answers.py")]
+    files = [str(tmp_path / n) for n in ("reproduce.py", "rule_rewards.py", "thinking.py", "answers.py")]
     out = subprocess.run([sys.executable, "-m", "pyflakes", str(TEMPLATE), *files], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     for f in files:
@@ -118,7 +119,7 @@ def test_template_is_lint_clean_and_standalone(tmp_path):
 
 @pytest.fixture()
 def script(tmp_path):
-    """The run folder's reproduce.py, imported as it runs there (thinking.py and answers.py beside it)."""
+    """The run folder's reproduce.py, imported as it runs there (rule_rewards.py, thinking.py, answers.py beside it)."""
     write_script(tmp_path, "rloo", dataclasses.asdict(rloo_config.RlooJobConfig()))
     sys.path.insert(0, str(tmp_path))
     spec = importlib.util.spec_from_file_location("reproduce_under_test", tmp_path / "reproduce.py")
@@ -126,7 +127,7 @@ def script(tmp_path):
     spec.loader.exec_module(mod)
     yield mod
     sys.path.remove(str(tmp_path))
-    for name in ("thinking", "answers"):
+    for name in ("rule_rewards", "thinking", "answers"):
         sys.modules.pop(name, None)
 
 
@@ -149,8 +150,7 @@ def test_rule_rewards_of_the_script_score_as_the_studio_does(script, think):
     scores = set()
     for fmt in ANSWER_FORMATS:
         theirs = script.rule_rewards(["think_format", "answer_present", "correctness"], tok, fmt, think)
-        mine = [R.make_think_format_reward(tok, think), R.make_answer_present_reward(tok, think),
-                R.make_correctness_reward(tok, fmt, think)]
+        mine = [R.rule_reward(n, tok, fmt, think) for n in ("think_format", "answer_present", "correctness")]
         for a, b in zip(mine, theirs):
             assert a.__name__ == b.__name__  # TRL logs rewards/<name>/mean
             assert a(**kw) == b(**kw), (a.__name__, fmt)

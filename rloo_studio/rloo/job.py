@@ -16,6 +16,7 @@ from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, SOLUTION_REWARD
 from rloo_studio.rloo.samples import SamplesCallback
 from rloo_studio.runs.runner import RunContext, resume_point
 from rloo_studio.core.memory import for_rloo
+from rloo_studio.core.rule_rewards import RULES
 from rloo_studio.core.models import add_lora, check_remote_code, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
 from rloo_studio.rloo import rewards as R
 from rloo_studio.rloo.rewards import custom_reward_path
@@ -61,12 +62,8 @@ def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
     out = []
     think = cfg.enable_thinking
     for r in cfg.rewards:
-        if r == "correctness":
-            out.append(R.make_correctness_reward(tok, cfg.answer_format, think))
-        elif r == "think_format":
-            out.append(R.make_think_format_reward(tok, think))
-        elif r == "answer_present":
-            out.append(R.make_answer_present_reward(tok, think))
+        if r in RULES:
+            out.append(R.rule_reward(r, tok, cfg.answer_format, think))
         elif r in TRL_REWARDS:
             out.append(R.trl_reward(r, tok, think, max_completion_length=cfg.max_completion_length,
                                     overlong_cache=cfg.overlong_cache, ngram=cfg.repetition_ngram))

@@ -4,9 +4,10 @@ TRL calls each as f(prompts=, completions=, completion_ids=, **kwargs); kwargs c
 prompt set's extra columns (e.g. `answer`) and trainer_state. Thinking is found on token
 ids, with the </think> id read from the tokenizer.
 
-Four kinds: rule rewards (think format, answer present, correctness), TRL's reward library
-(accuracy with math-verify, soft overlong punishment, repetition penalty), a trained reward
-model scored in batches, and custom functions from Python files in the workspace.
+Four kinds: rule rewards (think format, answer present, correctness: core.rule_rewards, standard
+library only, so that reproduce.py runs the same code), TRL's reward library (accuracy with
+math-verify, soft overlong punishment, repetition penalty), a trained reward model scored in
+batches, and custom functions from Python files in the workspace.
 
 Every reward reads a completion from where the chat template's generation prompt leaves it
 (thinking.Template): after Qwen3-Thinking's `...assistant\n<think>\n` a completion begins inside
@@ -18,20 +19,17 @@ import functools
 import importlib.util
 import inspect
 import math
-import re
 import sys
 import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
-from rloo_studio.core.answers import EXTRACTORS, matches
+from rloo_studio.core import rule_rewards
 from rloo_studio.core.errors import ConfigError, StudioError
-from rloo_studio.core.models import think_token_ids
 from rloo_studio.core.reward_input import format_ids, prompt_ids
-from rloo_studio.core.thinking import chat_prompt, parse, split_ids, template_info
-from rloo_studio.core.thinking import full_response
+from rloo_studio.core.rule_rewards import text_of, think_token_ids
+from rloo_studio.core.thinking import chat_prompt, full_response, template_info
 
-SELF_QUESTION = re.compile(r"\?|\b(wait|let me check|double[- ]check|is that right)\b", re.I)
 CUSTOM_DIR = "rewards"  # custom reward files live in <workspace>/rewards/
 
 
@@ -39,72 +37,13 @@ class RewardError(StudioError):
     """A reward function failed; the message names it and says what went wrong."""
 
 
-def _text(completion) -> str:
-    # Conversational prompts give completions as [{"role": "assistant", "content": ...}].
-    if isinstance(completion, list):
-        return "".join(m.get("content", "") for m in completion)
-    return completion
-
-
-def make_think_format_reward(tokenizer, enable_thinking: bool = True) -> Callable:
-    """Seed recipe bands: no </think> -1.0; thinking <10 tokens 0.3, 10-29 0.7, >=30 1.0; +0.1 self-questioning."""
-    open_id, close_id = think_token_ids(tokenizer)
-    if close_id is None:
-        raise ConfigError("the tokenizer has no </think> token; the think_format reward needs one")
-    start = template_info(tokenizer, enable_thinking).start
-
-    def think_format(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
-        out = []
-        for ids in completion_ids:
-            s = split_ids(ids, open_id, close_id, start)
-            if not s.closed:
-                out.append(-1.0)
-                continue
-            n = len(s.thinking)
-            r = 0.3 if n < 10 else 0.7 if n < 30 else 1.0
-            if n and SELF_QUESTION.search(tokenizer.decode(s.thinking, skip_special_tokens=True)):
-                r += 0.1
-            out.append(r)
-        return out
-
-    return think_format
-
-
-def make_answer_present_reward(tokenizer, enable_thinking: bool = True) -> Callable:
-    """1.0 when some non-blank answer text follows </think>, else 0.0."""
-    open_id, close_id = think_token_ids(tokenizer)
-    eos = {tokenizer.eos_token_id, tokenizer.pad_token_id}
-    start = template_info(tokenizer, enable_thinking).start
-
-    def answer_present(prompts=None, completions=None, completion_ids=None, **kwargs) -> list[float]:
-        out = []
-        for ids in completion_ids:
-            s = split_ids(ids, open_id, close_id, start) if close_id is not None else None
-            ans = [t for t in (s.answer if s and s.closed else []) if t not in eos]
-            out.append(1.0 if tokenizer.decode(ans, skip_special_tokens=True).strip() else 0.0)
-        return out
-
-    return answer_present
-
-
-def make_correctness_reward(tokenizer=None, answer_format: str = "last_number", enable_thinking: bool = True) -> Callable:
-    """1.0 when the answer (after </think>) in `answer_format` (answers.ANSWER_FORMATS: the last number,
-    the last \\boxed{}, or '#### N') equals the `answer` column; reasoning must be closed."""
-    if answer_format not in EXTRACTORS:
-        raise ConfigError(f"unknown answer_format {answer_format!r}; choose one of {', '.join(EXTRACTORS)}")
-    extract = EXTRACTORS[answer_format]
-    start = template_info(tokenizer, enable_thinking).start if tokenizer is not None else "answer"
-
-    def correctness(prompts=None, completions=None, answer=None, **kwargs) -> list[float]:
-        if answer is None:
-            raise ValueError("the correctness reward needs an `answer` column in the prompt set")
-        out = []
-        for c, a in zip(completions, answer):
-            p = parse(_text(c), start=start)
-            out.append(1.0 if p.closed and matches(extract(p.answer), a) else 0.0)
-        return out
-
-    return correctness
+def rule_reward(name: str, tokenizer=None, answer_format: str = "last_number", enable_thinking: bool = True) -> Callable:
+    """think_format, answer_present or correctness (core.rule_rewards: the code reproduce.py gets a copy of);
+    a setting they cannot work with is a ConfigError."""
+    try:
+        return rule_rewards.rule_reward(name, tokenizer, answer_format, enable_thinking)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 # -- TRL's reward library ----------------------------------------------------------------------
@@ -131,7 +70,7 @@ def trl_reward(name: str, tokenizer=None, enable_thinking: bool = True, max_comp
         tpl = template_info(tokenizer, enable_thinking) if tokenizer is not None else None
 
         def fn(prompts=None, completions=None, completion_ids=None, **kwargs):
-            whole = [[{"role": "assistant", "content": full_response(tpl, _text(c)) if tpl else _text(c)}]
+            whole = [[{"role": "assistant", "content": full_response(tpl, text_of(c)) if tpl else text_of(c)}]
                      for c in completions]
             return T.reasoning_accuracy_reward(whole, **kwargs)
     elif name == "soft_overlong":
@@ -160,7 +99,7 @@ def shares_tokenizer(a, b) -> bool:
 def ids_from_text(tok, prompt, completion, enable_thinking: bool = True) -> list[int]:
     """Decode + re-tokenize path: the text the reward model trained on (chat prompt + completion text
     without a <think> the prompt already opened + EOS), tokenized as RewardTrainer tokenizes it."""
-    return format_ids(tok, prompt, _text(completion), enable_thinking)
+    return format_ids(tok, prompt, text_of(completion), enable_thinking)
 
 
 def ids_from_tokens(tok, prompt, completion_ids: Sequence[int], enable_thinking: bool = True) -> list[int]:

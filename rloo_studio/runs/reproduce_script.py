@@ -4,7 +4,8 @@ Each reward or RLOO run folder gets `reproduce.py` (a copy of reproduce_template
 which it reads: the job's config (model, LoRA, rewards) and, written by the job just before it builds its
 TRL config, the exact keyword arguments it gave RLOOConfig / RewardConfig (rloo.config.trl_args,
 reward.config.trl_args). So the mapping from the studio's config to TRL's exists once. RLOO runs also get
-thinking.py and answers.py, the studio's own standard-library modules that the rule rewards stand on.
+rule_rewards.py and the thinking.py and answers.py it stands on: the studio's own rule rewards, standard
+library only, so the script scores with the job's code.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from rloo_studio.core import answers, thinking
+from rloo_studio.core import answers, rule_rewards, thinking
 
 TEMPLATE = Path(__file__).with_name("reproduce_template.py")
 SPEC = "reproduce.json"
@@ -33,7 +34,7 @@ def write_script(run_dir: Path, kind: str, config: dict) -> None:
     spec_file.write_text(json.dumps(spec, indent=1))
     shutil.copyfile(TEMPLATE, run_dir / "reproduce.py")
     if kind == "rloo":
-        for module in (thinking, answers):
+        for module in (rule_rewards, thinking, answers):
             shutil.copyfile(module.__file__, run_dir / Path(module.__file__).name)
 
 

@@ -8,20 +8,17 @@ reproduce.json: the run's config and the exact keyword arguments the run gave RL
 RewardConfig. It reads the data the run used from the same folder (the reward run's pairs.jsonl,
 the RLOO run's prompts.jsonl), builds the same model and LoRA with the same seed, trains, and
 writes metrics.jsonl to repro-out/. RLOO runs repeat the rule rewards only (think_format,
-answer_present, correctness); those stand on thinking.py and answers.py, copied beside this file.
-It imports no RLOO Studio code.
+answer_present, correctness): RLOO Studio's rule_rewards.py, copied beside this file with the
+thinking.py and answers.py it stands on (standard library only). It imports no rloo_studio package.
 """
 import importlib
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "repro-out"
-RULE_REWARDS = ("correctness", "think_format", "answer_present")
-SELF_QUESTION = re.compile(r"\?|\b(wait|let me check|double[- ]check|is that right)\b", re.I)
 
 
 def read_jsonl(path):
@@ -87,62 +84,14 @@ def train_reward(c, trl_args):
 
 # -- RLOO --------------------------------------------------------------------------------------
 
-def think_token_ids(tok):
-    unk = tok.unk_token_id
-    ids = [tok.convert_tokens_to_ids(t) for t in ("<think>", "</think>")]
-    return tuple(None if i is None or i == unk else i for i in ids)
-
-
-def text_of(completion):
-    # conversational prompts give completions as [{"role": "assistant", "content": ...}]
-    if isinstance(completion, list):
-        return "".join(m.get("content", "") for m in completion)
-    return completion
-
-
 def rule_rewards(names, tok, answer_format, enable_thinking):
-    """The run's rule rewards, named as TRL logs them (the same rules as RLOO Studio's rloo/rewards.py)."""
-    from answers import EXTRACTORS, matches
-    from thinking import parse, split_ids, template_info
+    """The run's rule rewards, named as TRL logs them: RLOO Studio's own code (rule_rewards.py, beside this file)."""
+    from rule_rewards import rule_reward
 
-    open_id, close_id = think_token_ids(tok)
-    start = template_info(tok, enable_thinking).start  # where the generation prompt leaves a completion
-    extract = EXTRACTORS[answer_format]
-
-    def think_format(prompts=None, completions=None, completion_ids=None, **kwargs):
-        out = []
-        for ids in completion_ids:
-            s = split_ids(ids, open_id, close_id, start)
-            if not s.closed:
-                out.append(-1.0)
-                continue
-            n = len(s.thinking)
-            r = 0.3 if n < 10 else 0.7 if n < 30 else 1.0
-            if n and SELF_QUESTION.search(tok.decode(s.thinking, skip_special_tokens=True)):
-                r += 0.1
-            out.append(r)
-        return out
-
-    def answer_present(prompts=None, completions=None, completion_ids=None, **kwargs):
-        eos = {tok.eos_token_id, tok.pad_token_id}
-        out = []
-        for ids in completion_ids:
-            s = split_ids(ids, open_id, close_id, start) if close_id is not None else None
-            ans = [t for t in (s.answer if s and s.closed else []) if t not in eos]
-            out.append(1.0 if tok.decode(ans, skip_special_tokens=True).strip() else 0.0)
-        return out
-
-    def correctness(prompts=None, completions=None, answer=None, **kwargs):
-        out = []
-        for c, a in zip(completions, answer):
-            p = parse(text_of(c), start=start)
-            out.append(1.0 if p.closed and matches(extract(p.answer), a) else 0.0)
-        return out
-
-    if close_id is None and "think_format" in names:
-        sys.exit("the tokenizer has no </think> token; the think_format reward needs one")
-    funcs = {"think_format": think_format, "answer_present": answer_present, "correctness": correctness}
-    return [funcs[n] for n in names]
+    try:
+        return [rule_reward(n, tok, answer_format, enable_thinking) for n in names]
+    except ValueError as exc:
+        sys.exit(str(exc))
 
 
 def load_policy(c, dtype):
@@ -174,9 +123,11 @@ def train_rloo(c, trl_args):
     from datasets import Dataset
     from trl import RLOOConfig, RLOOTrainer
 
-    unsupported = [r for r in c["rewards"] if r not in RULE_REWARDS]
+    from rule_rewards import RULES
+
+    unsupported = [r for r in c["rewards"] if r not in RULES]
     if unsupported:
-        sys.exit(f"this script repeats the rule rewards ({', '.join(RULE_REWARDS)}) only; the run also used "
+        sys.exit(f"this script repeats the rule rewards ({', '.join(RULES)}) only; the run also used "
                  f"{', '.join(unsupported)}")
     rows = read_jsonl(HERE / "prompts.jsonl")  # the run's prompt set, as it was
     device, dtype = device_args()
