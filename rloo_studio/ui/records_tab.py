@@ -4,15 +4,15 @@ row; and fresh RLOO completions sent to the Label queue. Core: label/records.py 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from functools import partial
 
 import gradio as gr
 
-from rloo_studio.label import store as L
-from rloo_studio.label import records as R
+from rloo_studio.label import records, store
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.studio import Studio
-from rloo_studio.ui import rloo_send
+from rloo_studio.ui import inputs, rloo_send
 from rloo_studio.runs.catalog import trained_adapters
 
 HEADERS = ["pair", "prompt", "response A", "response B", "source", "labels", "flag"]
@@ -30,11 +30,26 @@ def _plain(e: Exception) -> str:
 
 # -- callbacks ---------------------------------------------------------------------------------------------
 
-def search(ws, text, source, annotator, label, flagged, sort, page, per_page, reward_run=None):
+@dataclass(frozen=True)
+class Search:
+    """The table's search and filters, as set on the page."""
+    text: str
+    source: str | None
+    annotator: str | None
+    label: str  # records.LABELS
+    flagged: str  # records.FLAGGED
+    sort: str  # records.SORTS
+    page: int | None
+    per_page: int | None
+    reward_run: str | None  # only the pairs this reward model disagrees with ('' or None: all)
+
+
+def search(ws, form: Search):
     """(table rows, count line, page shown)."""
     try:
-        ids = R.disagreements(ws, reward_run) if reward_run else None
-        p = R.query(ws, text, source or "", annotator or "", label, flagged, sort, page, per_page, pair_ids=ids)
+        ids = records.disagreements(ws, form.reward_run) if form.reward_run else None
+        p = records.query(ws, form.text, form.source or "", form.annotator or "", form.label, form.flagged,
+                          form.sort, form.page, form.per_page, pair_ids=ids)
     except (StudioError, ValueError, TypeError) as e:
         return gr.update(), _plain(e), gr.update()
     rows = [[r["pair_id"], _cut(r["prompt"]), _cut(r["a"]), _cut(r["b"]), r["source"], r["labels"] or "",
@@ -47,17 +62,17 @@ def _reward_runs(ws) -> list[tuple[str, str]]:
 
 
 def filter_choices(ws, source, annotator, reward_run):
-    sources, people, rms = [""] + L.sources(ws), [""] + R.annotators(ws), _reward_runs(ws)
+    sources, people, rms = [""] + store.sources(ws), [""] + records.annotators(ws), _reward_runs(ws)
     return (gr.update(choices=sources, value=source if source in sources else ""),
             gr.update(choices=people, value=annotator if annotator in people else ""),
             gr.update(choices=rms, value=reward_run if reward_run in [v for _, v in rms] else ""))
 
 
 def pair_html(ws, pid) -> str:
-    r = R.pair(ws, int(pid))
+    r = records.pair(ws, int(pid))
     if r is None:
         return ""
-    now = R.current_labels(ws, int(pid))
+    now = records.current_labels(ws, int(pid))
     lab = ", ".join(f"{html.escape(k)}: {html.escape(CHOICE_NAMES[v])}" for k, v in now.items()) or "none yet"
     flag = f" · flagged: {html.escape(r['flag'])}" if r["flag"] else ""
 
@@ -91,7 +106,7 @@ def show(ws, pid):
 def give(ws, choice, pid, name, comment):
     """Store the label; (message, pair view)."""
     try:
-        R.relabel(ws, pid, name, choice, comment or "")
+        records.relabel(ws, pid, name, choice, comment or "")
     except (StudioError, ValueError, TypeError) as e:
         return _plain(e), gr.update()
     return (f"Saved: {html.escape(name.strip())} labeled pair {int(pid)} “{CHOICE_NAMES[choice]}”.",
@@ -110,19 +125,19 @@ def rloo_groups(ws, run_id):
 def send(ws, run_id, group, how):
     """(message, source filter value)."""
     msg, source, _ = rloo_send.send(ws, run_id, group, how)
-    return msg, (gr.update(choices=[""] + L.sources(ws), value=source) if source else gr.update())
+    return msg, (gr.update(choices=[""] + store.sources(ws), value=source) if source else gr.update())
 
 
 def build(studio: Studio):
     ws = studio.ws
     with gr.Row():
         text = gr.Textbox(label="Search prompts and responses", scale=3, elem_id="records-search")
-        source = gr.Dropdown([""] + L.sources(ws), value="", label="Source", scale=2, elem_id="records-source")
-        annotator = gr.Dropdown([""] + R.annotators(ws), value="", label="Annotator", scale=1,
+        source = gr.Dropdown([""] + store.sources(ws), value="", label="Source", scale=2, elem_id="records-source")
+        annotator = gr.Dropdown([""] + records.annotators(ws), value="", label="Annotator", scale=1,
                                 elem_id="records-annotator")
-        label = gr.Dropdown(list(R.LABELS), value="any", label="Label", scale=1, elem_id="records-label")
-        flagged = gr.Dropdown(list(R.FLAGGED), value="any", label="Flagged", scale=1, elem_id="records-flagged")
-        sort = gr.Dropdown(list(R.SORTS), value="newest", label="Order", scale=1, elem_id="records-sort")
+        label = gr.Dropdown(list(records.LABELS), value="any", label="Label", scale=1, elem_id="records-label")
+        flagged = gr.Dropdown(list(records.FLAGGED), value="any", label="Flagged", scale=1, elem_id="records-flagged")
+        sort = gr.Dropdown(list(records.SORTS), value="newest", label="Order", scale=1, elem_id="records-sort")
         disagree = gr.Dropdown(_reward_runs(ws), value="", label="Reward model disagrees", scale=1,
                                elem_id="records-disagree")
     with gr.Row(equal_height=True):
@@ -138,7 +153,7 @@ def build(studio: Studio):
         name = gr.Textbox(label="Your name", max_lines=1, scale=1, elem_id="records-name")
         comment = gr.Textbox(label="Comment (optional)", max_lines=1, scale=2, elem_id="records-comment")
     with gr.Row():
-        buttons = {c: gr.Button(CHOICE_NAMES[c], elem_id=f"records-{c}") for c in L.CHOICES}
+        buttons = {c: gr.Button(CHOICE_NAMES[c], elem_id=f"records-{c}") for c in store.CHOICES}
     msg = gr.Markdown(elem_id="records-msg")
     with gr.Accordion("Send RLOO completions to labeling", open=False):
         gr.Markdown("A prompt's group of completions from an RLOO run becomes a pair in the Label queue "
@@ -150,21 +165,23 @@ def build(studio: Studio):
         b_send = gr.Button("Send to Label", elem_id="records-rloo-send")
         send_msg = gr.Markdown(elem_id="records-rloo-msg")
 
-    filters = [text, source, annotator, label, flagged, sort, page, per_page, disagree]
-    do_search = partial(search, ws)
-    refresh = dict(fn=do_search, inputs=filters, outputs=[table, count, page], show_progress="minimal")
+    refresh = dict(**inputs.bind(partial(search, ws), Search, text=text, source=source, annotator=annotator,
+                                 label=label, flagged=flagged, sort=sort, page=page, per_page=per_page,
+                                 reward_run=disagree),
+                   outputs=[table, count, page], show_progress="minimal")
     go.click(**refresh)
     text.submit(**refresh)
-    for f in (source, annotator, label, flagged, sort, disagree):
-        f.input(lambda: 1, None, page, queue=False).then(**refresh)
+    for widget in (source, annotator, label, flagged, sort, disagree):  # a new filter starts at page 1
+        widget.input(lambda: 1, None, page, queue=False).then(**refresh)
+
     def on_pick(evt: gr.SelectData):  # Gradio passes the event only to a plain function, not a partial
         return pick(ws, evt)
 
     table.select(on_pick, None, [pid, detail])
     for typed in (pid.submit, pid.blur):  # Enter, or leaving the box, shows the typed pair
         typed(partial(show, ws), pid, detail)
-    for c, b in buttons.items():
-        b.click(partial(give, ws, c), [pid, name, comment], [msg, detail]).then(**refresh).then(
+    for choice, button in buttons.items():
+        button.click(partial(give, ws, choice), [pid, name, comment], [msg, detail]).then(**refresh).then(
             partial(filter_choices, ws), [source, annotator, disagree], [source, annotator, disagree])
     run.change(partial(rloo_groups, ws), run, [group, send_msg])
     b_send.click(partial(send, ws), [run, group, how], [send_msg, source]).then(**refresh)
