@@ -7,7 +7,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from rloo_studio.studio import Studio
-from rloo_studio.ui import inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
+from rloo_studio.ui import api, inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
 from rloo_studio.ui import playground_tab, records_tab, run_panel
 from rloo_studio.ui.uploads import IncomingGuard, use_workspace_temp
 
@@ -56,6 +56,7 @@ def build_ui(studio: Studio) -> gr.Blocks:
     # Files this app made in its temp folder (copies of exports handed out, uploads never imported)
     # go after a day; Gradio also empties it when the app starts.
     with gr.Blocks(title="RLOO Studio", delete_cache=(3600, 86400)) as demo:
+        endpoints = api.register(demo, studio)  # the scripting API, first: its names are taken before any tab's
         gr.HTML(header_html(studio))
         tabs = []
         with gr.Tabs():
@@ -67,6 +68,7 @@ def build_ui(studio: Studio) -> gr.Blocks:
                 if callable(hooks):
                     hooks(demo, tab)
         poll_only_the_open_tab(demo, tabs)
+    api.hide_the_rest(demo, endpoints)  # the tabs' own events serve the page, not scripts
     return demo
 
 
