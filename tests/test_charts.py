@@ -1,9 +1,13 @@
-"""Chart data in words (rloo_studio.runs.series) and the figures drawn from it (ui/charts.py), without a browser;
-the Inspect tab's score view (one y scale for a pair, the answer coloured, what the numbers mean)."""
+"""Chart data in words (rloo_studio.runs.series, and each stage's charts: rloo.charts, reward.charts) and the
+figures drawn from it (ui/charts.py), without a browser; the RLOO completions table (rloo.view); the Inspect
+tab's score view (one y scale for a pair, the answer coloured, what the numbers mean)."""
 import json
 
 import pytest
 
+from rloo_studio.reward.charts import reward_charts
+from rloo_studio.rloo.charts import rloo_charts
+from rloo_studio.rloo.view import completion_groups
 from rloo_studio.runs import series as S
 
 
@@ -23,7 +27,7 @@ def test_titles_in_words_and_values_for_their_size():
 
 def test_rloo_charts_name_every_line_and_show_constants_with_their_value():
     recs = [_rec(s) for s in range(1, 5)] + [{"step": 4, "train_runtime": 9.0}]
-    charts = S.rloo_charts(recs, "rloo-a")
+    charts = rloo_charts(recs, "rloo-a")
     by = {c.title: c for c in charts}
     reward = by["reward: total and each reward"]
     assert [ln.name for ln in reward.lines] == ["reward (weighted total)", "reward: correctness"]
@@ -39,17 +43,17 @@ def test_one_reward_of_weight_one_is_one_line_that_says_it_is_the_total():
     # The weighted total of one reward (weight 1) equals that reward at every step: two lines would lie one
     # exactly on the other and one would be hidden. A reader needs one line that says it is both.
     recs = [_rec(s, reward=0.25 * s, **{"rewards/correctness/mean": 0.25 * s}) for s in range(1, 5)]
-    reward = S.rloo_charts(recs, "rloo-a")[1]
+    reward = rloo_charts(recs, "rloo-a")[1]
     assert [(ln.name, ln.key) for ln in reward.lines] == [("total = correctness",
                                                           "reward = rewards/correctness/mean")]
     assert reward.legend(reward.lines[0]) == "total = correctness · 1"
     # two rewards (or a weight other than 1): the total and each reward, each its own line
     two = [_rec(s, reward=0.75 * s, **{"rewards/correctness/mean": 0.5 * s, "rewards/think_format/mean": 0.25 * s})
            for s in range(1, 5)]
-    names = [ln.name for ln in S.rloo_charts(two, "rloo-b")[1].lines]
+    names = [ln.name for ln in rloo_charts(two, "rloo-b")[1].lines]
     assert names == ["reward (weighted total)", "reward: correctness", "reward: think_format"]
     # an overlay: each run's reward chart follows the same rule under its own heading
-    both = S.rloo_charts(two, "rloo-b", recs, "rloo-a")[1]
+    both = rloo_charts(two, "rloo-b", recs, "rloo-a")[1]
     assert [(ln.group, ln.name) for ln in both.lines][-1] == ("rloo-a (dashed)", "total = correctness")
     assert all(len(ln.name) <= S.LEGEND_CHARS for ln in both.lines)  # every name fits whole in its legend row
 
@@ -58,7 +62,7 @@ def test_a_line_under_an_equal_later_line_is_drawn_wider():
     pytest.importorskip("plotly")
     from rloo_studio.ui.charts import WIDTH, widths
 
-    bands = next(c for c in S.rloo_charts([{**_rec(s), "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0,
+    bands = next(c for c in rloo_charts([{**_rec(s), "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0,
                                             "clip_ratio/region_mean": 0.0} for s in range(1, 5)], "r")
                  if c.title.startswith("clip ratio"))
     assert len(bands.lines) == 3
@@ -81,7 +85,7 @@ def test_a_line_under_an_equal_later_line_is_drawn_wider():
 def test_overlays_name_the_runs_in_their_own_colours():
     a = [_rec(s) for s in range(1, 4)]
     b = [_rec(s, kl=0.02 * s) for s in range(1, 6)]
-    charts = S.rloo_charts(b, "rloo-b", a, "rloo-a")
+    charts = rloo_charts(b, "rloo-b", a, "rloo-a")
     kl = next(c for c in charts if c.title == "KL to the reference")
     assert [(ln.name, ln.dash) for ln in kl.lines] == [("rloo-b", "solid"), ("rloo-a", "dash")]
     colors = S.run_colors(["rloo-b", "rloo-a"])
@@ -109,7 +113,7 @@ def test_smoothing_and_log_scale():
 
 def test_reward_charts_train_and_held_out():
     recs = [{"step": 0, "eval_loss": 0.7}, {"step": 1, "loss": 0.69}, {"step": 2, "loss": 0.6, "eval_loss": 0.5}]
-    loss = S.reward_charts(recs)[0]
+    loss = reward_charts(recs)[0]
     assert [(ln.name, ln.steps) for ln in loss.lines] == [("training batches", [1, 2]), ("held-out pairs", [0, 2])]
 
 
@@ -117,7 +121,7 @@ def test_figure_has_a_legend_entry_hover_and_integer_steps_per_line():
     pytest.importorskip("plotly")
     from rloo_studio.ui.charts import figure
 
-    c = S.rloo_charts([_rec(s) for s in range(1, 30)], "rloo-a")[1]
+    c = rloo_charts([_rec(s) for s in range(1, 30)], "rloo-a")[1]
     fig = json.loads(figure(c).to_json())
     assert [t["name"] for t in fig["data"]] == [c.legend(ln) for ln in c.lines]
     assert "TRL key: rewards/correctness/mean" in fig["data"][1]["hovertemplate"]
@@ -133,7 +137,7 @@ def test_a_single_point_is_drawn_whole_and_larger():
     pytest.importorskip("plotly")
     from rloo_studio.ui.charts import figure
 
-    loss = S.reward_charts([{"step": 0, "eval_loss": 0.7}, {"step": 1, "loss": 0.69}, {"step": 2, "loss": 0.6}])[0]
+    loss = reward_charts([{"step": 0, "eval_loss": 0.7}, {"step": 1, "loss": 0.69}, {"step": 2, "loss": 0.6}])[0]
     fig = json.loads(figure(loss).to_json())
     held = next(t for t in fig["data"] if t["name"].startswith("held-out pairs"))
     assert held["x"] == [0] and "markers" in held["mode"] and held["marker"]["size"] >= 9
@@ -150,14 +154,18 @@ def test_completion_groups_keep_a_prompts_completions_together():
                 samples.append({"step": step, "prompt": prompt, "completion": "<think>\n1+2=3\n</think>\n\n3",
                                 "rewards": {"correctness": total}, "total": total, "advantage": adv,
                                 "length": 9, "truncated": False})
-    cols, rows = S.completion_groups(samples)
+    cols, rows = completion_groups(samples)
     assert cols[:6] == ["group", "step", "prompt", "#", "thinking", "answer"] and "advantage" in cols
     assert [r[1] for r in rows] == [2, 2, 2, 2, 1, 1, 1, 1]  # newest step first
     assert [r[0] for r in rows[:4]] == ["1 · k=2", "1 · k=2", "2 · k=2", "2 · k=2"]
     assert rows[0][cols.index("advantage")] == 0.5 and rows[1][cols.index("advantage")] == -0.5
     assert rows[0][4] == "1+2=3" and rows[0][5] == "3"
-    _, as_made = S.completion_groups(samples, "as generated")
+    _, as_made = completion_groups(samples, "as generated")
     assert as_made[0][cols.index("advantage")] == -0.5
+    cut = {"step": 3, "prompt": "Add 5 and 6.", "completion": "<think>\n5+6=", "rewards": {"correctness": 0.0},
+           "total": 0.0, "advantage": 0.0, "length": 64, "truncated": True}
+    row = completion_groups(samples + [cut])[1][0]  # newest first
+    assert row[4:6] == ["5+6=", "(cut before </think>)"] and row[cols.index("cut")] == "yes"
 
 
 def test_inspect_pair_shares_one_y_scale_and_colours_the_answer():
@@ -186,5 +194,5 @@ def test_every_rule_reward_as_the_only_reward_is_named_whole_in_the_legend():
 
     for r in (*RULE_REWARDS, "reward_model"):
         recs = [{"step": k, "loss": 0.0, "reward": 0.5 * k, f"rewards/{r}/mean": 0.5 * k} for k in (1, 2, 3)]
-        (line,) = next(c for c in S.rloo_charts(recs) if c.title.startswith("reward")).lines
+        (line,) = next(c for c in rloo_charts(recs) if c.title.startswith("reward")).lines
         assert line.name == f"total = {r}" and len(line.name) <= S.LEGEND_CHARS, line.name

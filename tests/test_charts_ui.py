@@ -17,7 +17,8 @@ from playwright.sync_api import expect
 
 from browser import ARTIFACTS, fill, open_page, running_app
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.rloo.view import PLOTS
+from rloo_studio.reward.charts import reward_charts
+from rloo_studio.rloo.charts import PLOTS, rloo_charts
 from rloo_studio.runs import series as S
 from rloo_studio.runs.runner import read_metrics
 
@@ -278,7 +279,7 @@ def expected_lines(chart) -> tuple[list[str], list[str]]:
 def rloo_expected(records, run_id="", earlier=None, earlier_id=""):
     """{chart elem_id: (legend names, run headings)} as the tab names them."""
     return {"rloo-plot-" + slug(plot_title): expected_lines(chart)
-            for (plot_title, _), chart in zip(PLOTS, S.rloo_charts(records, run_id, earlier, earlier_id))}
+            for (plot_title, _), chart in zip(PLOTS, rloo_charts(records, run_id, earlier, earlier_id))}
 
 
 def check_rloo_tab(page, expected, min_charts=7):
@@ -289,7 +290,7 @@ def check_rloo_tab(page, expected, min_charts=7):
 
 
 def check_reward_tab(page, records):
-    for t, chart in zip(("loss", "accuracy", "margin", "mean-reward"), S.reward_charts(records)):
+    for t, chart in zip(("loss", "accuracy", "margin", "mean-reward"), reward_charts(records)):
         names, _ = expected_lines(chart)
         assert names, f"reward-plot-{t}: no line in the run's metrics"
         check_chart(page, f"reward-plot-{t}", names)

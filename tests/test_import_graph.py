@@ -1,24 +1,25 @@
 """The package's import graph, read from the source (top-level and in-function imports alike): no import
-circles, and the core imports nothing of the stages above it."""
+circles, and every package imports only packages below it (core < runs < label < reward < rloo < studio < ui
+< cli), so that no circle hides at package level either."""
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "rloo_studio"
-CORE_EXCEPTIONS: set[tuple[str, str]] = set()
-"""Core modules allowed to import a stage above the core: none."""
+LAYERS = ["core", "runs", "label", "reward", "rloo", "studio", "ui", "cli"]
+"""Bottom to top. rloo_studio.studio is a module between rloo and ui; __main__ is the CLI's."""
 
 
-def modules() -> dict[str, Path]:
+def modules(pkg: Path = PKG) -> dict[str, Path]:
     out = {}
-    for f in PKG.rglob("*.py"):
-        parts = list(f.relative_to(ROOT).with_suffix("").parts)
+    for f in pkg.rglob("*.py"):
+        parts = list(f.relative_to(pkg.parent).with_suffix("").parts)
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
     return out
 
 
-def graph() -> dict[str, set[str]]:
-    mods = modules()
+def graph(pkg: Path = PKG) -> dict[str, set[str]]:
+    mods = modules(pkg)
 
     def resolve(name: str) -> str | None:
         while name and name not in mods:
@@ -30,12 +31,34 @@ def graph() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [f"{_absolute(m, f, node)}.{a.name}" for a in node.names]
             else:
                 continue
             g[m] |= {r for r in map(resolve, (n for n in names if n.startswith("rloo_studio"))) if r and r != m}
     return g
+
+
+def _absolute(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The absolute module name of `from [.]*module import ...` written in `module` (a file at `path`)."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    base = package[:len(package) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def layer(module: str) -> int:
+    """The module's place in LAYERS: its package (rloo_studio.<package>...) or its own name; len(LAYERS) for
+    the package root and for a package LAYERS does not place (test_every_module_has_a_layer)."""
+    name = (module.split(".") + [""])[1]
+    name = "cli" if name == "__main__" else name
+    return LAYERS.index(name) if name in LAYERS else len(LAYERS)
+
+
+def upward(g: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) where a module imports a module of a package above its own."""
+    return sorted((a, b) for a, deps in g.items() for b in deps if layer(b) > layer(a))
 
 
 def cycles(g: dict[str, set[str]]) -> list[list[str]]:
@@ -77,7 +100,25 @@ def test_the_scan_finds_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_core_imports_only_the_core():
-    up = {(a, b) for a, deps in graph().items() if a.startswith("rloo_studio.core")
-          for b in deps if not b.startswith("rloo_studio.core")}
-    assert up <= CORE_EXCEPTIONS, sorted(up - CORE_EXCEPTIONS)
+def test_packages_import_only_packages_below_them():
+    assert upward(graph()) == []
+
+
+def test_every_module_has_a_layer():
+    """A new package is placed in LAYERS, so the layer test knows what it may import."""
+    assert [m for m in modules() if layer(m) == len(LAYERS) and m != "rloo_studio"] == []
+
+
+def test_the_scan_finds_an_upward_import_also_in_a_function(tmp_path):
+    pkg = tmp_path / "rloo_studio"
+    for sub in ("runs", "rloo", "core"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "rloo" / "view.py").write_text("PLOTS = []\n")
+    (pkg / "core" / "a.py").write_text("from . import b\n")
+    (pkg / "core" / "b.py").write_text("")
+    (pkg / "runs" / "series.py").write_text("def f():\n    from rloo_studio.rloo import view\n    return view\n")
+    g = graph(pkg)
+    assert g["rloo_studio.core.a"] == {"rloo_studio.core.b"}  # a relative import is read too
+    assert upward(g) == [("rloo_studio.runs.series", "rloo_studio.rloo.view")]

@@ -76,8 +76,7 @@ def _reward_run(ws, rid="reward-seeded"):
 
 
 def test_filter_pairs_the_reward_model_disagrees_with(workspace):
-    from rloo_studio.label.records import disagreements
-    from rloo_studio.reward.dataset_view import dataset_view
+    from rloo_studio.reward.dataset_view import dataset_view, disagreements
     from rloo_studio.reward.scoring import load_scorer
 
     ws = workspace

@@ -170,22 +170,6 @@ def _rec(step, **kw):
     return {**base, **kw}
 
 
-def test_series_smoothing_log_and_overlay():
-    from rloo_studio.rloo import view as rv
-
-    recs = [_rec(s, reward=float(s)) for s in range(1, 5)] + [{"step": 4, "train_runtime": 9.0}]
-    pts = rv.series(recs, ["reward", "rewards/*/mean"])
-    assert {p["series"] for p in pts} == {"reward", "reward: correctness"}
-    assert [p["value"] for p in pts if p["series"] == "reward"] == [1.0, 2.0, 3.0, 4.0]
-    sm = [p["value"] for p in rv.series(recs, ["reward"], smoothing=0.9)]
-    assert sm[0] == pytest.approx(1.0) and sm[-1] < 4.0 and sm == sorted(sm)  # debiased EMA lags behind
-    lg = rv.series([_rec(1, kl=100.0), _rec(2, kl=0.0)], ["kl"], log=True)
-    assert [p["value"] for p in lg] == [2.0]  # log10; non-positive values dropped
-    both = rv.plot_points(recs, earlier=recs)[1]
-    assert {p["series"] for p in both} >= {"reward", "earlier: reward"}
-    assert len(rv.plot_points(recs)) == len(rv.PLOTS)
-
-
 def test_warnings_truncation_zero_variance_and_reward_hacking():
     from rloo_studio.rloo import view as rv
 
@@ -204,21 +188,6 @@ def test_warnings_truncation_zero_variance_and_reward_hacking():
     assert "rises together with completion length" in w and "reward hacking" in w
     kl = [_rec(s, reward=0.1 * s, kl=0.01 * s) for s in range(1, 13)]
     assert "together with KL" in rv.warnings(kl)[0]
-
-
-def test_completion_rows_split_thinking_and_answer():
-    from rloo_studio.rloo import view as rv
-
-    samples = [
-        {"step": 1, "prompt": "p", "completion": "<think>\n1+1=2\n</think>\n\nThe answer is 2.",
-         "rewards": {"correctness": 1.0}, "total": 1.0, "advantage": 0.5, "length": 12, "truncated": False},
-        {"step": 2, "prompt": "q", "completion": "<think>\n1+1=", "rewards": {"correctness": 0.0}, "total": 0.0,
-         "advantage": -0.5, "length": 64, "truncated": True},
-    ]
-    cols, rows = rv.completion_rows(samples)
-    assert cols == ["step", "prompt", "thinking", "answer", "correctness", "total", "advantage", "length", "truncated"]
-    assert rows[0][:4] == [2, "q", "1+1=", "(cut before </think>)"] and rows[0][-1] == "yes"  # newest first
-    assert rows[1][2:4] == ["1+1=2", "The answer is 2."] and rows[1][4:8] == [1.0, 1.0, 0.5, 12]
 
 
 def test_form_round_trip_and_plain_errors():

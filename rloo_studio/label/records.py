@@ -3,8 +3,8 @@ sorted and paged in one query; relabel a pair from its row.
 
 Filters: text in the prompt (or either response), source, annotator (pairs that person labeled),
 label (a current label of that kind by anyone, or by the chosen annotator; 'unlabeled': none), flagged,
-and disagreement with a trained reward model (pairs whose preferred response it scores lower: the same
-scores as the Inspect tab's dataset view).
+and a list of pair ids (e.g. the pairs a trained reward model disagrees with: reward.dataset_view.disagreements,
+the same scores as the Inspect tab's dataset view).
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from rloo_studio.label import store as L
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.runs.catalog import adapter_dir, find_run
 
 LABELS = ("any", "unlabeled", "a", "b", "tie", "skip")
 FLAGGED = ("any", "flagged", "not flagged")
@@ -46,7 +45,7 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
           flagged: str = "any", sort: str = "newest", page: int = 1, per_page: int = 20,
           pair_ids: list[int] | None = None) -> Page:
     """One page of pairs that match every filter (empty filters match all), in the chosen order.
-    pair_ids: only these pairs (e.g. disagreements(ws, reward_run))."""
+    pair_ids: only these pairs (e.g. reward.dataset_view.disagreements(ws, reward_run))."""
     label = _choice(label, LABELS, "label filter")
     flagged = _choice(flagged, FLAGGED, "flagged filter")
     sort = (sort or "").strip() or "newest"
@@ -97,28 +96,6 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
         + base + f" ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
         {**args, "lim": per_page, "off": (page - 1) * per_page})
     return Page([dict(r) for r in rows], total, page, pages)
-
-
-_DISAGREE: dict = {}  # (reward run, its adapter's mtime, the labels' state) -> pair ids; one entry
-
-
-def disagreements(ws: Workspace, reward_run: str) -> list[int]:
-    """Pairs whose labeled preference the reward run's model scores the other way (margin < 0), most
-    negative first. Scored once per reward model and state of the labels, then kept."""
-    from rloo_studio.reward.dataset_view import dataset_view
-    from rloo_studio.reward.scoring import load_scorer
-
-    rid = find_run(ws, reward_run, "reward")["id"]
-    ad = adapter_dir(ws, rid) / "adapter_model.safetensors"
-    if not ad.exists():
-        raise DataError(f"Reward run {rid} saved no model: pick a finished reward run.")
-    state = tuple(ws.query("SELECT COUNT(*), MAX(id) FROM labels")[0])
-    key = (str(ws.root), rid, ad.stat().st_mtime, state)
-    if key not in _DISAGREE:
-        view = dataset_view(load_scorer(ws, reward_run=rid), ws, top=1 << 30)
-        _DISAGREE.clear()
-        _DISAGREE[key] = [p.pair_id for p in view.disagreements]
-    return list(_DISAGREE[key])
 
 
 def annotators(ws: Workspace) -> list[str]:

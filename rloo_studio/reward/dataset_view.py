@@ -10,7 +10,8 @@ from rloo_studio.core.stats import correlation
 from rloo_studio.core.thinking import Template
 from rloo_studio.label.store import preference_pairs
 from rloo_studio.reward.blind import pair_kind
-from rloo_studio.reward.scoring import Scorer, parse_response, score_texts
+from rloo_studio.reward.scoring import Scorer, load_scorer, parse_response, score_texts
+from rloo_studio.runs.catalog import adapter_dir, find_run
 
 LENGTH_BIAS_WARN = 0.5
 """|Pearson r| of score vs length at or above which the dataset view warns."""
@@ -108,3 +109,22 @@ def dataset_view(scorer: Scorer, ws, batch_size: int = 16, top: int = 10) -> Dat
     pairs = [PairScore(r["pair_id"], r["prompt"], r["chosen"], r["rejected"], s[2 * k], s[2 * k + 1],
                        r.get("source") or "") for k, r in enumerate(rows)]
     return summarize(pairs, top=top, template=scorer.template)
+
+
+_DISAGREE: dict = {}  # (reward run, its adapter's mtime, the labels' state) -> pair ids; one entry
+
+
+def disagreements(ws, reward_run: str) -> list[int]:
+    """Pairs whose labeled preference the reward run's model scores the other way (margin < 0), most
+    negative first (the Records tab's filter). Scored once per reward model and state of the labels, then kept."""
+    rid = find_run(ws, reward_run, "reward")["id"]
+    ad = adapter_dir(ws, rid) / "adapter_model.safetensors"
+    if not ad.exists():
+        raise DataError(f"Reward run {rid} saved no model: pick a finished reward run.")
+    state = tuple(ws.query("SELECT COUNT(*), MAX(id) FROM labels")[0])
+    key = (str(ws.root), rid, ad.stat().st_mtime, state)
+    if key not in _DISAGREE:
+        view = dataset_view(load_scorer(ws, reward_run=rid), ws, top=1 << 30)
+        _DISAGREE.clear()
+        _DISAGREE[key] = [p.pair_id for p in view.disagreements]
+    return list(_DISAGREE[key])

@@ -1,5 +1,5 @@
 """What the Reward model tab shows, computed without gradio: the form's fields, the check before Train,
-plot series, the runs list, a run's config as YAML and as a CLI command. (The Label tab's active labeling
+the runs list, a run's config as YAML and as a CLI command. (The Label tab's active labeling
 by the reward model's uncertainty is reward.uncertainty.)"""
 from __future__ import annotations
 
@@ -20,13 +20,6 @@ from rloo_studio.core.workspace import Workspace
 from rloo_studio.reward.job import preflight
 from rloo_studio.runs.catalog import without_traceback
 
-# plot title -> (series label, metric key); held-out values come at each evaluation
-PLOTS = {
-    "loss": [("train", "loss"), ("held-out", "eval_loss")],
-    "accuracy": [("train", "accuracy"), ("held-out", "eval_accuracy")],
-    "margin": [("train", "margin"), ("held-out", "eval_margin")],
-    "mean reward": [("train", "mean_reward"), ("held-out", "eval_mean_reward")],
-}
 CHOICES = {"over_length": OVER_LENGTH, "optim": OPTIMIZERS}  # fields the form offers as a list
 
 
@@ -97,19 +90,7 @@ def cli_command(cfg: RewardJobConfig | dict, workspace: str) -> str:
     return " \\\n  ".join(parts)
 
 
-# -- plots, progress, runs list --------------------------------------------------------------------
-
-def plot_frames(records: list[dict]):
-    """{plot title: DataFrame(step, value, series)} for line plots; empty frames keep their columns."""
-    import pandas as pd
-
-    out = {}
-    for title, series in PLOTS.items():
-        rows = [(r["step"], float(r[key]), label) for label, key in series for r in records
-                if key in r and isinstance(r[key], (int, float)) and "step" in r]
-        out[title] = pd.DataFrame(rows, columns=["step", "value", "series"]).drop_duplicates(["step", "series"], keep="last")
-    return out
-
+# -- progress, runs list --------------------------------------------------------------------------
 
 def final_eval(records: list[dict]) -> dict:
     """The last held-out accuracy and margin a run logged ({} before its first evaluation)."""

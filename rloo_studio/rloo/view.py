@@ -1,4 +1,4 @@
-"""What the RLOO tab shows, computed from a run's files: plot series, warnings, completions rows.
+"""What the RLOO tab shows, computed from a run's files: warnings, the completions table, the form.
 
 No gradio here: the tab formats these; tests call them directly. All inputs are TRL's own
 metric records (metrics.jsonl) and the job's samples.jsonl.
@@ -21,18 +21,6 @@ from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, r
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.catalog import adapter_dir
 
-# (plot title, metric keys); a key ending in '/*/mean' expands to every reward function's mean.
-PLOTS: list[tuple[str, list[str]]] = [
-    ("loss", ["loss"]),
-    ("reward", ["reward", "rewards/*/mean"]),
-    ("KL", ["kl"]),
-    ("reward spread", ["reward_std", "frac_reward_zero_std"]),
-    ("entropy", ["entropy"]),
-    ("completion length", ["completions/mean_length", "completions/min_length", "completions/max_length"]),
-    ("truncated (clipped_ratio)", ["completions/clipped_ratio"]),
-    ("clip-ratio bands", ["clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"]),
-    ("step time (s)", ["step_time"]),
-]
 WINDOW = 5  # steps the warnings look at
 
 
@@ -46,6 +34,7 @@ def step_records(records: list[dict]) -> list[dict]:
 
 
 def expand(keys: list[str], records: list[dict]) -> list[str]:
+    """Metric keys with each '<pre>*<post>' (rloo.charts.PLOTS) replaced by the keys the records hold."""
     out = []
     for k in keys:
         if "*" in k:
@@ -54,56 +43,6 @@ def expand(keys: list[str], records: list[dict]) -> list[str]:
             out.extend(found)
         else:
             out.append(k)
-    return out
-
-
-def smooth(values: list[float], weight: float) -> list[float]:
-    """Exponential moving average, debiased like TensorBoard's (weight 0: raw, 0.99: very smooth)."""
-    if not weight:
-        return list(values)
-    out, avg, n = [], 0.0, 0
-    for v in values:
-        n += 1
-        avg = weight * avg + (1 - weight) * v
-        out.append(avg / (1 - weight ** n))
-    return out
-
-
-def label(key: str) -> str:
-    if key.startswith("rewards/") and key.endswith("/mean"):
-        return "reward: " + key[len("rewards/"):-len("/mean")]
-    return key.replace("completions/", "").replace("clip_ratio/", "")
-
-
-def series(records: list[dict], keys: list[str], smoothing: float = 0.0, log: bool = False,
-           prefix: str = "") -> list[dict]:
-    """Long-format points {step, value, series} for one plot; log plots show log10 of positive values."""
-    recs = step_records(records)
-    points = []
-    for key in expand(keys, recs):
-        pts = [(r["step"], r[key]) for r in recs if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
-        if not pts:
-            continue
-        steps, vals = zip(*pts)
-        vals = smooth(list(vals), smoothing)
-        for s, v in zip(steps, vals):
-            if log:
-                if v <= 0:
-                    continue
-                v = math.log10(v)
-            points.append({"step": s, "value": v, "series": prefix + label(key)})
-    return points
-
-
-def plot_points(records: list[dict], earlier: list[dict] | None = None, smoothing: float = 0.0,
-                log: bool = False) -> list[list[dict]]:
-    """One list of points per entry of PLOTS, with an earlier run's curves overlaid (named 'earlier: ...')."""
-    out = []
-    for _, keys in PLOTS:
-        pts = series(records, keys, smoothing, log)
-        if earlier:
-            pts += series(earlier, keys, smoothing, log, prefix="earlier: ")
-        out.append(pts)
     return out
 
 
@@ -166,22 +105,39 @@ def completion_columns(samples: list[dict]) -> list[str]:
     return ["step", "prompt", "thinking", "answer", *names, "total", "advantage", "length", "truncated"]
 
 
-def completion_rows(samples: list[dict], limit: int = 64) -> tuple[list[str], list[list]]:
-    """(headers, rows) newest first: thinking and answer shown apart, each reward, total, advantage."""
-    cols = completion_columns(samples)
-    names = cols[4:-4]
+ORDERS = ("advantage (best first)", "reward (best first)", "as generated")
+
+
+def completion_groups(samples: list[dict], order: str = ORDERS[0], limit: int = 64) -> tuple[list[str], list[list]]:
+    """(headers, rows): the newest groups first, each prompt's completions together (the rollout view of
+    verl / miles), with each reward, the weighted total and the leave-one-out advantage; thinking and
+    answer apart. Within a group the rows follow `order`."""
+    names = completion_columns(samples)[4:-4]
+    recent = samples[-limit:]
+    groups: dict[tuple, list[dict]] = {}
+    for s in recent:
+        groups.setdefault((s.get("step"), s.get("prompt")), []).append(s)
+    keys = sorted(groups, key=lambda k: -(k[0] or 0))  # newest step first, prompts in generation order
+    headers = ["group", "step", "prompt", "#", "thinking", "answer", *names, "total", "advantage", "tokens", "cut"]
     rows = []
-    for s in reversed(samples[-limit:]):
-        p = parse(s.get("response") or s.get("completion", ""))  # response: the <think> of the template written out
-        think = p.thinking if (p.has_close or p.has_open) else ""
-        answer = p.answer if not p.truncated else "(cut before </think>)"
-        rows.append([s["step"], s["prompt"], think, answer, *[_r(s["rewards"].get(n)) for n in names],
-                     _r(s.get("total")), _r(s.get("advantage")), s.get("length"), "yes" if s.get("truncated") else ""])
-    return cols, rows
+    for g, key in enumerate(keys, 1):
+        members = list(enumerate(groups[key], 1))
+        if order.startswith("advantage"):
+            members.sort(key=lambda m: -(m[1].get("advantage") or 0))
+        elif order.startswith("reward"):
+            members.sort(key=lambda m: -(m[1].get("total") or 0))
+        for i, s in members:
+            p = parse(s.get("response") or s.get("completion", ""))  # response: the template's <think> written out
+            think = p.thinking if (p.has_close or p.has_open) else ""
+            answer = p.answer if not p.truncated else "(cut before </think>)"
+            rows.append([f"{g} · k={len(members)}", s.get("step"), s.get("prompt"), i, think, answer,
+                         *[_round(s.get("rewards", {}).get(n)) for n in names], _round(s.get("total")),
+                         _round(s.get("advantage")), s.get("length"), "yes" if s.get("truncated") else ""])
+    return headers, rows
 
 
-def _r(v):
-    return None if v is None else round(v, 3)
+def _round(v):
+    return None if not isinstance(v, (int, float)) else round(float(v), 3)
 
 
 # -- one completion, as the models read it ------------------------------------------------------
@@ -200,7 +156,7 @@ def completion_picks(samples: list[dict], limit: int = 64) -> list[tuple[str, st
     """(label, key) for each completion of the completions table, in its order: 'step 12 · group 3 · #2'
     names the row (group and # as the table numbers them), the key finds the sample again."""
     groups: dict[tuple, list[tuple[int, dict]]] = {}
-    for k, s in _indexed(samples)[-limit:]:  # the table's window and grouping (runs.series.completion_groups)
+    for k, s in _indexed(samples)[-limit:]:  # the table's window and grouping (completion_groups)
         groups.setdefault((s.get("step"), s.get("prompt")), []).append((k, s))
     out = []
     for g, key in enumerate(sorted(groups, key=lambda k: -(k[0] or 0)), 1):
