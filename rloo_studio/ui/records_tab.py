@@ -10,6 +10,7 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.label import records, store
+from rloo_studio.reward.dataset_view import disagreements
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, rloo_send
@@ -47,7 +48,7 @@ class Search:
 def search(ws, form: Search):
     """(table rows, count line, page shown)."""
     try:
-        ids = records.disagreements(ws, form.reward_run) if form.reward_run else None
+        ids = disagreements(ws, form.reward_run) if form.reward_run else None
         p = records.query(ws, form.text, form.source or "", form.annotator or "", form.label, form.flagged,
                           form.sort, form.page, form.per_page, pair_ids=ids)
     except (StudioError, ValueError, TypeError) as e:
