@@ -4,7 +4,7 @@
     boxed         the last \\boxed{...} (LaTeX, nested braces allowed)        (MATH-style datasets)
     hash          the number after the last "#### "                            (GSM8K-style datasets)
 
-Used by the correctness reward (rewards.make_correctness_reward); no torch, no gradio.
+Used by the correctness reward (rule_rewards.make_correctness_reward); no torch, no gradio.
 """
 from __future__ import annotations
 
