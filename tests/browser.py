@@ -25,8 +25,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# What this process started, printed at the end of a test run (tests/conftest.py): the counts a faster suite controls.
+STARTED = {"app": 0, "chromium": 0}
+
+
 class App:
     def __init__(self, workspace: Path, *extra: str, env: dict | None = None):
+        STARTED["app"] += 1
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = open(workspace.parent / f"app-{self.port}.log", "w")
@@ -58,7 +63,35 @@ class App:
 
 
 def launch_browser(p):
+    STARTED["chromium"] += 1
     return p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+class SharedChromium:
+    """One headless Chromium for a whole test run, launched on first use (again only if it crashed).
+    Playwright's sync API serves the thread that started it: pages of this browser belong to the main thread."""
+
+    def __init__(self):
+        self._playwright = self._browser = None
+
+    def get(self):
+        if self._browser is None or not self._browser.is_connected():
+            if self._playwright is None:
+                from playwright.sync_api import sync_playwright
+
+                self._playwright = sync_playwright().start()
+            self._browser = launch_browser(self._playwright)
+        return self._browser
+
+    def close(self) -> None:
+        if self._browser is not None and self._browser.is_connected():
+            self._browser.close()
+        if self._playwright is not None:
+            self._playwright.stop()
+        self._playwright = self._browser = None
+
+
+SHARED: SharedChromium | None = None  # set for the test run by tests/conftest.py
 
 
 def screenshot(page, name: str) -> Path:
@@ -114,14 +147,25 @@ def _listed_as(shown: str, value) -> bool:
 
 @contextmanager
 def open_page(url: str, height: int = 1000):
-    """A fresh headless Chromium on the app's page; closed on the way out."""
-    from playwright.sync_api import sync_playwright
+    """The app's page in a fresh browser context (its own cookies and localStorage), closed on the way out:
+    a context of the test run's one Chromium (tests/conftest.py), or of a Chromium of its own outside pytest."""
+    if SHARED is None:
+        from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        try:
-            page = b.new_page(viewport={"width": 1400, "height": height})
-            page.goto(url)
-            yield page
-        finally:
-            b.close()
+        with sync_playwright() as p:
+            b = launch_browser(p)
+            try:
+                yield _goto(b.new_page(viewport={"width": 1400, "height": height}), url)
+            finally:
+                b.close()
+        return
+    context = SHARED.get().new_context(viewport={"width": 1400, "height": height})
+    try:
+        yield _goto(context.new_page(), url)
+    finally:
+        context.close()
+
+
+def _goto(page, url: str):
+    page.goto(url)
+    return page

@@ -113,3 +113,83 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if module in TRAIN_MODULES or f"{module}.py::{item.originalname}" in TRAIN_TESTS:
             item.add_marker(pytest.mark.train)
+
+
+# -- one Chromium and one app per set of launch flags for the whole run (tests/browser.py) ---------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def chromium():
+    """The test run's one headless Chromium, launched on the first browser.open_page (each page gets a fresh context:
+    its own cookies and localStorage) and closed at the end."""
+    import browser
+
+    browser.SHARED = browser.SharedChromium()
+    yield browser.SHARED
+    browser.SHARED.close()
+    browser.SHARED = None
+
+
+# Apps shared by the test modules that need the same launch flags and workspace. Their tests share the workspace:
+# each labels under its own annotator name and counts what it adds rather than what is there.
+SHARED_APPS: dict = {}  # fixture name -> the running app
+LAST_USER: dict = {}  # fixture name -> nodeid of the last test that uses it: the app stops after that test
+
+
+@pytest.fixture(scope="session")
+def demo_app(tmp_path_factory):
+    """No flags, a demo workspace."""
+    from browser import running_app
+
+    with running_app(tmp_path_factory.mktemp("demo-app") / "ws") as a:
+        SHARED_APPS["demo_app"] = a
+        yield a
+
+
+@pytest.fixture(scope="session")
+def upload_limit_app(tmp_path_factory):
+    """`--max-upload-mb 1`, a new empty workspace."""
+    from browser import running_app
+
+    with running_app(tmp_path_factory.mktemp("upload-limit-app") / "ws", "--max-upload-mb", "1", seed=False) as a:
+        SHARED_APPS["upload_limit_app"] = a
+        yield a
+
+
+@pytest.fixture(scope="session")
+def trained_app(tmp_path_factory):
+    """No flags, a copy of the demo workspace with the session's short RLOO run (tests/rloo_run_fixture.py);
+    `.run_id` is that run."""
+    from browser import running_app
+    from rloo_run_fixture import trained_run
+
+    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
+    mine = tmp_path_factory.mktemp("trained-app") / "ws"
+    shutil.copytree(ws_dir, mine)
+    with running_app(mine, seed=False) as a:
+        a.run_id = rid
+        SHARED_APPS["trained_app"] = a
+        yield a
+
+
+def pytest_collection_finish(session):
+    for item in session.items:
+        for name in ("demo_app", "upload_limit_app", "trained_app"):
+            if name in getattr(item, "fixturenames", ()):
+                LAST_USER[name] = item.nodeid
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A shared app stops once its last test is done, not at the end of the run: its memory is free for the rest."""
+    for name, nodeid in LAST_USER.items():
+        if nodeid == item.nodeid and name in SHARED_APPS:
+            SHARED_APPS.pop(name).stop()
+
+
+def pytest_terminal_summary(terminalreporter):
+    import browser
+
+    if any(browser.STARTED.values()):
+        terminalreporter.write_line(f"this run started the app {browser.STARTED['app']} times and Chromium "
+                                    f"{browser.STARTED['chromium']} times (tests/browser.py)")

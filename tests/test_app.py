@@ -7,20 +7,17 @@ from playwright.sync_api import expect
 
 from browser import App, open_page, screenshot
 from rloo_studio.runs.runner import JobRunner
-from rloo_studio.label.demo_data import open_workspace
+from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    ws_dir = tmp_path_factory.mktemp("app") / "ws"
-    r = JobRunner(open_workspace(ws_dir, demo=True))
+def app(demo_app):
+    """The shared demo app, with a finished run of this module's own in its workspace."""
+    r = JobRunner(Workspace(demo_app.ws_dir))
     rid = r.submit("reward", {"steps": 1}, lambda cfg, ctx: "a finished test run")
-    r.wait(rid, 30)
-    a = App(ws_dir)
-    a.wait_ready()
-    a.run_id = rid
-    yield a
-    a.stop()
+    assert r.wait(rid, 30) == "completed"
+    demo_app.run_id = rid
+    return demo_app
 
 
 def test_serves_on_loopback_only(app):
@@ -39,7 +36,8 @@ def test_shell_shows_device_backend_workspace_and_runs(app):
         for tab in ("Label", "Reward model", "Inspect", "RLOO", "Runs"):
             expect(page.get_by_role("tab", name=tab)).to_be_visible()
         page.get_by_role("tab", name="Runs").click()
-        expect(page.get_by_text(app.run_id).filter(visible=True).first).to_be_visible()
+        # the run was made after the app started: the table shows it from its next refresh (a 2 s timer)
+        expect(page.get_by_text(app.run_id).filter(visible=True).first).to_be_visible(timeout=30_000)
         expect(page.get_by_text("a finished test run").filter(visible=True).first).to_be_visible()
         screenshot(page, "shell-runs")
 

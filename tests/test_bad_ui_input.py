@@ -2,14 +2,17 @@
 import pytest
 from playwright.sync_api import expect
 
-from browser import fill, open_page, running_app
+from browser import fill, open_page
 from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("badui") / "ws") as a:
-        yield a
+def app(demo_app):
+    return demo_app
+
+
+def run_ids(app) -> set[str]:
+    return {r["id"] for r in Workspace(app.ws_dir).runs()}
 
 
 CASES = [
@@ -21,6 +24,7 @@ CASES = [
 
 
 def test_rloo_tab_refuses_nonsense_and_keeps_serving(app):
+    before = run_ids(app)
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         expect(page.locator("#rloo-status")).to_contain_text("No RLOO run yet", timeout=120000)
@@ -39,7 +43,7 @@ def test_rloo_tab_refuses_nonsense_and_keeps_serving(app):
         fill(page, "reward-max-length", 0)
         page.locator("#reward-train").click()
         expect(page.locator("#reward-notice")).to_contain_text("max_length must be", timeout=60000)
-    assert Workspace(app.ws_dir).runs() == []
+    assert run_ids(app) == before  # no run started
 
 
 def test_model_code_runs_only_after_the_trust_box_is_ticked(app):
@@ -47,6 +51,7 @@ def test_model_code_runs_only_after_the_trust_box_is_ticked(app):
 
     folder = app.ws_dir / "models" / "custom"
     marker = make_custom_code_model(folder)
+    before = run_ids(app)
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         trust = page.locator("#rloo-trust-remote-code input[type=checkbox]")
@@ -66,4 +71,4 @@ def test_model_code_runs_only_after_the_trust_box_is_ticked(app):
         rtrust.check()
         expect(page.locator("#reward-preflight")).to_contain_text("trust_remote_code is on", timeout=60000)
     assert not marker.exists()  # checking settings never ran the model's code
-    assert Workspace(app.ws_dir).runs() == []
+    assert run_ids(app) == before

@@ -2,27 +2,18 @@
 is a folder that plain transformers loads and that generates the same greedy tokens as the run's adapter on top
 of its base; a busy folder, or one outside the folders the app may use, is refused in plain words and nothing
 is written."""
-import shutil
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from browser import App, fill, open_page, screenshot
-from rloo_run_fixture import trained_run
+from browser import fill, open_page, screenshot
 from test_export_model import _same_as_adapter_on_base
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
-    mine = tmp_path_factory.mktemp("export-ui") / "ws"
-    shutil.copytree(ws_dir, mine)
-    a = App(mine)
-    a.wait_ready()
-    a.ws_dir, a.run_id = mine, rid
-    yield a
-    a.stop()
+def app(trained_app):
+    return trained_app
 
 
 def _pick_run(page, rid):

@@ -1,24 +1,24 @@
-"""A new demo workspace in the real app, driven in Chromium: labeling guidelines typed on the Label tab are shown
-above the pair and still shown after a reload; the annotator's progress (today and in all, and per annotator)
-moves after a label. The Playground without an RLOO run says to train one first, and unloads its model."""
+"""The shared demo app (tests/conftest.py), driven in Chromium: labeling guidelines typed on the Label tab are
+shown above the pair and still shown after a reload; the annotator's progress (today and in all, and per
+annotator) moves after a label. The Playground without an RLOO run says to train one first, and unloads its model."""
 import re
 
 import pytest
 from playwright.sync_api import expect
 
-from browser import fill, open_page, running_app, screenshot
+from browser import fill, open_page, screenshot
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import guidelines as G
 from rloo_studio.label import store as labels
 
+NAME = "guidelines-reader"  # an annotator of this test's own: the workspace is shared (tests/conftest.py)
 TEXT = "# Prefer the right sum\n\n- check every digit line\n- a tie only when both answers are right"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("guidelines") / "ws") as a:
-        yield a
+def app(demo_app):
+    return demo_app  # no test on it sets guidelines or starts an RLOO run
 
 
 def test_guidelines_stay_after_a_reload_and_progress_moves_after_a_label(app):
@@ -36,17 +36,17 @@ def test_guidelines_stay_after_a_reload_and_progress_moves_after_a_label(app):
         expect(page.locator("#lbl-guidelines li")).to_have_text(["check every digit line",
                                                                  "a tie only when both answers are right"])
 
-        page.get_by_label("Your name").fill("ann")
+        page.get_by_label("Your name").fill(NAME)
         page.get_by_label("Your name").press("Enter")
         progress = page.locator("#lbl-progress")
         expect(progress).to_contain_text("you: 0 labeled, 0 skipped · 0 today", timeout=30_000)
         expect(page.locator("#lbl-prompt [data-pair]")).to_have_count(1)
         page.keyboard.press("1")  # the keys label as before
         expect(progress).to_contain_text("you: 1 labeled, 0 skipped · 1 today", timeout=30_000)
-        assert labels.progress(ws, "ann")["mine_today"] == 1
+        assert labels.progress(ws, NAME)["mine_today"] == 1
         page.get_by_role("button", name=re.compile("^Annotators and agreement")).click()
-        row = page.locator("#lbl-annotators table").first.locator("tbody tr")  # one annotator so far
-        expect(row.locator("td")).to_have_text(["ann", "1", "1", "0"], timeout=30_000)  # today, in all, skips
+        row = page.locator("#lbl-annotators table").first.locator("tbody tr", has_text=NAME)  # this annotator's
+        expect(row.locator("td")).to_have_text([NAME, "1", "1", "0"], timeout=30_000)  # today, in all, skips
         expect(page.locator("#lbl-guidelines h1")).to_have_text("Prefer the right sum")  # still above the pair
         screenshot(page, "label-guidelines")
 

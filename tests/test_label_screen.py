@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from browser import open_page, running_app, screenshot
+from browser import open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.prompts import load_prompt_set
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
+def app(upload_limit_app):
     # a new, empty workspace; uploads over 1 MB are blocked (the case of a key press after a blocked upload)
-    with running_app(tmp_path_factory.mktemp("label-screen") / "ws", "--max-upload-mb", "1", seed=False) as a:
-        yield a
+    return upload_limit_app
 
 
 def count(ws_dir, table="labels") -> int:

@@ -4,15 +4,14 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser import App, open_page, running_app, screenshot
+from browser import App, open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("label") / "ws") as a:
-        yield a
+def app(demo_app):
+    return demo_app  # shared: each test labels under a name of its own
 
 
 def pair_id(page) -> str:
@@ -66,6 +65,7 @@ def test_every_bad_file_through_the_ui_is_refused_with_a_message(app, tmp_path):
 
     ws = Workspace(app.ws_dir)
     before = {t: ws.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in ("pairs", "labels", "prompts", "responses")}
+    kept = set((app.ws_dir / "uploads").rglob("*.*"))
     with open_page(app.url) as page:
         page.get_by_text("Import pairs or prompts").click()
         for name, make, message in BAD:
@@ -81,10 +81,12 @@ def test_every_bad_file_through_the_ui_is_refused_with_a_message(app, tmp_path):
         screenshot(page, "label-import-refused")
     after = {t: ws.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in before}
     assert after == before
-    assert not any((app.ws_dir / "uploads").rglob("*.*"))  # refused files are not kept
+    assert set((app.ws_dir / "uploads").rglob("*.*")) == kept  # refused files are not kept
 
 
 def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
+    """On an app of its own: the reward run exists before the app starts (the tab lists runs as they were
+    at start until it is opened again)."""
     from rloo_studio.reward.config import RewardJobConfig
     from rloo_studio.reward.job import train_reward
     from rloo_studio.runs.runner import JobRunner

@@ -1,24 +1,15 @@
 """Playground tab in the real app, driven in Chromium: after an RLOO run, a typed prompt is answered by the
 base model and by base + adapter, side by side, with different text, reasoning apart, rewards shown."""
-import shutil
 
 import pytest
 from playwright.sync_api import expect
 
-from browser import App, open_page, screenshot
-from rloo_run_fixture import trained_run
+from browser import open_page, screenshot
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
-    mine = tmp_path_factory.mktemp("playground") / "ws"
-    shutil.copytree(ws_dir, mine)
-    a = App(mine)
-    a.wait_ready()
-    a.run_id = rid
-    yield a
-    a.stop()
+def app(trained_app):
+    return trained_app
 
 
 def test_base_and_adapter_answer_side_by_side_with_different_text(app):

@@ -1,51 +1,44 @@
 """Closing the browser never stops a job; reopening the page re-attaches to it."""
 import re
+import time
 
 from playwright.sync_api import expect
 
-from browser import App, fill, open_page
+from browser import fill, open_page
 from rloo_studio.runs.runner import read_metrics
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.label.demo_data import open_workspace
 
 LONG = 600_000
 
 
-def test_close_browser_mid_run_then_reopen(tmp_path):
-    ws_dir = tmp_path / "ws"
-    open_workspace(ws_dir, demo=True)
-    app = App(ws_dir)
-    app.wait_ready(600)
-    try:
-        with open_page(app.url) as page:
-            page.get_by_role("tab", name="Reward model").click()
-            expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
-            fill(page, "reward-max-steps", 400)
-            page.locator("#reward-train").click()
-            expect(page.locator("#reward-status")).to_contain_text("running", timeout=LONG)
-        # here the tab and the browser are gone
-        ws = Workspace(ws_dir)
-        (run,) = ws.runs("reward")
-        d = ws.run_dir(run["id"])
-        n = len(read_metrics(d))
-        import time
-
-        end = time.time() + LONG / 1000
-        while len(read_metrics(d)) <= n + 2 and time.time() < end:
-            time.sleep(0.5)
-        assert len(read_metrics(d)) > n + 2  # still training with no browser attached
-        with open_page(app.url) as page:
-            page.get_by_role("tab", name="Reward model").click()
-            status = page.locator("#reward-status")
-            expect(status).to_contain_text(run["id"], timeout=LONG)
-            expect(status).to_contain_text("running", timeout=LONG)
-            step = lambda: int(re.search(r"step (\d+)/", status.inner_text()).group(1))  # noqa: E731
-            expect(status).to_contain_text(re.compile(r"step \d+/400"), timeout=LONG)
-            first = step()
-            page.wait_for_function(
-                "s => { const m = (document.querySelector('#reward-status')?.innerText || '').match(/step (\\d+)\\//);"
-                " return m && +m[1] > s; }", arg=first, timeout=LONG)
-            page.locator("#reward-stop").click()
-            expect(status).to_contain_text("stopped", timeout=LONG)
-    finally:
-        app.stop()
+def test_close_browser_mid_run_then_reopen(demo_app):
+    app, ws_dir = demo_app, demo_app.ws_dir  # shared: this test's run is the one it starts
+    before = {r["id"] for r in Workspace(ws_dir).runs("reward")}
+    with open_page(app.url) as page:
+        page.get_by_role("tab", name="Reward model").click()
+        expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
+        fill(page, "reward-max-steps", 400)
+        page.locator("#reward-train").click()
+        expect(page.locator("#reward-status")).to_contain_text("running", timeout=LONG)
+    # here the page and its browser context are gone: nothing of the browser is attached to the job
+    ws = Workspace(ws_dir)
+    (run,) = [r for r in ws.runs("reward") if r["id"] not in before]
+    d = ws.run_dir(run["id"])
+    n = len(read_metrics(d))
+    end = time.time() + LONG / 1000
+    while len(read_metrics(d)) <= n + 2 and time.time() < end:
+        time.sleep(0.5)
+    assert len(read_metrics(d)) > n + 2  # still training with no browser attached
+    with open_page(app.url) as page:
+        page.get_by_role("tab", name="Reward model").click()
+        status = page.locator("#reward-status")
+        expect(status).to_contain_text(run["id"], timeout=LONG)
+        expect(status).to_contain_text("running", timeout=LONG)
+        step = lambda: int(re.search(r"step (\d+)/", status.inner_text()).group(1))  # noqa: E731
+        expect(status).to_contain_text(re.compile(r"step \d+/400"), timeout=LONG)
+        first = step()
+        page.wait_for_function(
+            "s => { const m = (document.querySelector('#reward-status')?.innerText || '').match(/step (\\d+)\\//);"
+            " return m && +m[1] > s; }", arg=first, timeout=LONG)
+        page.locator("#reward-stop").click()
+        expect(status).to_contain_text("stopped", timeout=LONG)

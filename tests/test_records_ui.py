@@ -1,27 +1,19 @@
 """Records tab in the real app, driven in Chromium: a search finds a pair and relabeling it from its row
 changes its label in the store; an RLOO run's group sent to labeling appears as a new pair with its source."""
-import shutil
 
 import pytest
 from playwright.sync_api import expect
 
-from browser import App, fill, open_page, screenshot
-from rloo_run_fixture import trained_run
+from browser import fill, open_page, screenshot
 from rloo_studio.label import store as labels
 from rloo_studio.label.records import current_labels, query
 from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
-    mine = tmp_path_factory.mktemp("records") / "ws"
-    shutil.copytree(ws_dir, mine)
-    a = App(mine)
-    a.wait_ready()
-    a.ws, a.run_id = Workspace(mine), rid
-    yield a
-    a.stop()
+def app(trained_app):
+    trained_app.ws = Workspace(trained_app.ws_dir)
+    return trained_app  # shared with the export and playground tests
 
 
 def _rows(page):
