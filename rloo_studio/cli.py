@@ -128,10 +128,11 @@ def _train(a, kind: str) -> int:
 
 
 def cmd_eval_demo(a) -> int:
-    from rloo_studio.rloo.evaluate import evaluate_policy
+    from rloo_studio.rloo.evaluate import evaluate_policy, figures_line
 
-    print(json.dumps(evaluate_policy(a.model, a.adapter, n=a.n, seed=a.seed, backend=a.backend,
-                                     trust_remote_code=a.trust_remote_code)))
+    m = evaluate_policy(a.model, a.adapter, n=a.n, seed=a.seed, backend=a.backend, trust_remote_code=a.trust_remote_code)
+    print(json.dumps(m))
+    print(f"{figures_line(m)} ({m['n']} held-out prompts)", file=sys.stderr)  # the JSON line stays alone on stdout
     return 0
 
 
@@ -186,12 +187,15 @@ def cmd_runs(a) -> int:
             raise StudioError(f"no run {rid} in {ws.root}")
     if a.action == "show":
         from rloo_studio.reward.blind import run_figures  # held-out accuracy by kind; reward model vs rule rewards
+        from rloo_studio.rloo.evaluate import learned, read_eval_file  # an RLOO run's before / after (eval.json)
 
         for rid in a.run_ids:
             d = ws.run_dir(rid)
+            ev = read_eval_file(d)
+            before_after = {"before_after": {**ev, "learned": learned(ev)}} if ev else {}
             print(json.dumps({**read_status(d), "folder": str(d),
                               "config": (d / "config.yaml").read_text() if (d / "config.yaml").exists() else None,
-                              "last": R.last_values(R.read_metrics(d)), **run_figures(d)}, indent=1))
+                              "last": R.last_values(R.read_metrics(d)), **run_figures(d), **before_after}, indent=1))
         return 0
     keys = a.metric or ["loss"]
     print("run".ljust(34) + "".join(k[:18].rjust(20) for k in keys))
@@ -237,7 +241,8 @@ def _add_training(sub) -> None:
                        help="override a config key (the keys are listed below)")
         p.add_argument("--resume", metavar="RUN_ID", help="continue this run from its last checkpoint")
         p.set_defaults(fn=lambda a, k=kind: _train(a, k), loads_model=True)
-    p = sub.add_parser("eval-demo", help="format rate and accuracy of a policy on the demo held-out prompts")
+    p = sub.add_parser("eval-demo", help="format rate and accuracy of a policy on the demo held-out prompts, "
+                                         "overall and among answers that reason and that do not")
     p.add_argument("--model", default=None, help="base model (default: the bundled demo model)")
     p.add_argument("--adapter", default=None, help="a trained LoRA adapter folder (e.g. runs/<id>/adapter)")
     p.add_argument("--backend", default="transformers")

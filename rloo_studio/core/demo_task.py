@@ -19,7 +19,13 @@ TEMPLATES = [
     "{name} has {a} {item} and gets {b} more. How many {item} now?",
     "A box holds {a} {item}. {b} {item} are added. How many {item} are in the box?",
 ]
-NO_THINK_FRACTION = 0.15  # share of training targets that skip the reasoning
+NO_THINK_FRACTION = 0.15  # share of training targets that skip the reasoning (from scratch)
+HALF_NO_THINK_FRACTION = 0.5  # the fine-tune after it: half skip, so the policy reasons about half the time
+# What the demo policy must leave for the loop to teach (scripts/build_demo.py stops on it): it reasons on
+# about half of its answers, and is right when it reasons; the answers without reasoning are the room that a
+# reward model which learned "reason first" can fill (docs/DEMO_MODEL.md).
+REASONING_SHARE = (0.4, 0.6)
+ACCURACY_WHEN_REASONING = 0.85
 
 
 def make_problem(rng: random.Random) -> dict:

@@ -8,10 +8,10 @@ import json
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo.config import RlooJobConfig, run_config
-from rloo_studio.runs.runner import RunContext
+from rloo_studio.runs.runner import RunContext, read_metrics
 from rloo_studio.core.models import load_policy
 from rloo_studio.core.sampling import sample
-from rloo_studio.rloo.evaluate import score_samples
+from rloo_studio.rloo.evaluate import EVAL_FILE, figures_line, read_eval, reward_trend, score_samples  # noqa: F401
 from rloo_studio.runs.catalog import adapter_dir
 
 
@@ -32,12 +32,14 @@ def answer_prompts(model, tok, problems: list[dict], cfg: RlooJobConfig, should_
 
 
 def summary(m: dict) -> str:
-    return f"accuracy {m['accuracy']:.1%}, format {m['format_rate']:.1%} on {m['n']} held-out prompts"
+    return f"{figures_line(m)}; format {m['format_rate']:.1%} on {m['n']} held-out prompts"
 
 
 def evaluate_into(ctx: RunContext, cfg: RlooJobConfig, model, tok, when: str) -> dict:
-    """Score the policy on held-out prompts; record it under `when` in eval.json (kept across resume)."""
-    path = ctx.dir / "eval.json"
+    """Score the policy on held-out prompts; record it under `when` in eval.json (kept across resume), and
+    after training the reward's trend over the run (evaluate.reward_trend), so eval.json says alone whether the
+    reward rose while the accuracy moved."""
+    path = ctx.dir / EVAL_FILE
     data = read_eval(ctx.ws, ctx.run_id)
     if when == "before" and "before" in data:  # a resumed run keeps its first measurement
         return data["before"]
@@ -47,6 +49,8 @@ def evaluate_into(ctx: RunContext, cfg: RlooJobConfig, model, tok, when: str) ->
     m = score_samples(outs, problems, cfg.answer_format)
     m["summary"] = summary(m)
     data[when] = m
+    if when == "after":
+        data["reward"] = reward_trend(read_metrics(ctx.dir))
     path.write_text(json.dumps(data, indent=1))
     ctx.log(f"{when}: {m['summary']}")
     return m
@@ -72,12 +76,3 @@ def compare(ws, run_id: str, n: int = 50) -> dict:
             for p, b, t in zip(problems, before, trained)]
     return {"base": score_samples(before, problems, cfg.answer_format),
             "trained": score_samples(trained, problems, cfg.answer_format), "rows": rows}
-
-
-
-
-def read_eval(ws, run_id: str) -> dict:
-    try:
-        return json.loads((ws.run_dir(run_id) / "eval.json").read_text())
-    except (OSError, ValueError):
-        return {}

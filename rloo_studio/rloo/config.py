@@ -8,7 +8,7 @@ from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.model_options import LoraSpec
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.label.prompts import LABELED_PAIRS
-from rloo_studio.runs.catalog import run_config as saved_config
+from rloo_studio.runs.catalog import run_config as saved_config, trained_adapters
 from rloo_studio.core.answers import ANSWER_FORMATS
 from rloo_studio.core.thinking import template_kwargs
 
@@ -19,6 +19,7 @@ RULE_REWARDS = ("correctness", "think_format", "answer_present", *TRL_REWARDS)
 SOLUTION_REWARDS = ("accuracy", "reasoning_accuracy")
 REWARD_MODEL = "reward_model"
 CUSTOM_PREFIX = "custom:"
+LATEST = "latest"  # reward_model_run: the newest reward run with a saved adapter, resolved at launch
 
 
 @dataclass
@@ -48,10 +49,18 @@ class RlooJobConfig:
         "One weight per reward function, in the order of rewards; the reward is their weighted sum "
         "(RLOOConfig.reward_weights).")})
     reward_model_run: str = field(default="", metadata={"help": (
-        "Run id of a trained reward-model run (see: runs list); needed when rewards includes reward_model.")})
+        "Run id of a trained reward-model run (see: runs list); needed when rewards includes reward_model. "
+        "'latest': the newest reward run with a saved adapter, looked up at launch; the run's config.yaml then "
+        "names that run.")})
     reward_model_normalize: bool = field(default=True, metadata={"help": (
-        "Standardize the reward model's scores over each generation batch (mean 0, std 1), since their raw "
-        "scale is arbitrary; turn off only to use the raw scores.")})
+        "Standardize the reward model's scores over each generation batch (mean 0, std 1, the std no smaller "
+        "than reward_model_std_floor), since their offset is arbitrary; turn off only to use the raw scores.")})
+    reward_model_std_floor: float = field(default=1.0, metadata={"help": (
+        "The smallest standard deviation the normalization divides by, in the reward model's own units (its "
+        "scores are Bradley-Terry logits: a difference of 1 means it prefers one response 73% to 27%). A batch "
+        "whose scores differ by much less than that differs by noise, and dividing by its tiny std would blow "
+        "the noise up to full-size rewards. 0: divide by the batch's std, however small (the earlier "
+        "behaviour).")})
     reward_model_clip: list[float] | None = field(default_factory=lambda: [-3.0, 3.0], metadata={"help": (
         "[low, high] to clip the reward model's reward to after normalizing (limits outliers), or null for "
         "no clipping.")})
@@ -161,7 +170,10 @@ class RlooJobConfig:
         if len(self.reward_weights) != len(self.rewards):
             raise ConfigError(f"give one weight per reward: {len(self.rewards)} rewards, {len(self.reward_weights)} weights")
         if REWARD_MODEL in self.rewards and not self.reward_model_run.strip():
-            raise ConfigError("the reward_model reward needs reward_model_run: the id of a trained reward-model run")
+            raise ConfigError("the reward_model reward needs reward_model_run: the id of a trained reward-model run, "
+                              f"or {LATEST} for the newest")
+        if self.reward_model_std_floor < 0:
+            raise ConfigError(f"reward_model_std_floor must be 0 or more, got {self.reward_model_std_floor}")
         for name, rng in (("reward_clip_range", self.reward_clip_range), ("reward_model_clip", self.reward_model_clip)):
             if rng is not None and (len(rng) != 2 or rng[0] >= rng[1]):
                 raise ConfigError(f"{name} must be [low, high] with low < high, got {rng}")
@@ -200,17 +212,39 @@ def _seed_recipe(**kw) -> RlooJobConfig:
     return RlooJobConfig(**{**base, **kw})
 
 
+def _demo_cpu(**kw) -> RlooJobConfig:
+    """The bundled demo model on a CPU: k = 8, 32 completions per step, lr 5e-4, 40 steps, before/after on 200."""
+    base = dict(lora=LoraSpec(r=16, alpha=32), rewards=["correctness"], reward_weights=[1.0], num_generations=8,
+                beta=0.02, learning_rate=5e-4, max_completion_length=64, per_device_train_batch_size=32,
+                max_steps=40, save_steps=20, eval_prompts=200)
+    return RlooJobConfig(**{**base, **kw})
+
+
 PRESETS = {
-    # Measured on a 2-core CPU (docs/RLOO.md): raises held-out accuracy of the demo model in minutes.
-    "demo-cpu": lambda: RlooJobConfig(
-        lora=LoraSpec(r=16, alpha=32), rewards=["correctness"], reward_weights=[1.0], num_generations=8,
-        beta=0.02, learning_rate=5e-4, max_completion_length=64, per_device_train_batch_size=32,
-        max_steps=40, save_steps=20, eval_prompts=200),
+    # Measured on a 2-core CPU (docs/RLOO.md): each raises held-out accuracy of the demo model in minutes.
+    "demo-cpu": _demo_cpu,
+    # The mission's loop: rewarded only by the newest reward model trained in the studio. beta 0.1 holds the
+    # arithmetic while the policy learns to reason (at 0.02 accuracy among reasoning answers fell 87% -> 69%).
+    "demo-cpu-reward-model": lambda: _demo_cpu(rewards=[REWARD_MODEL], reward_weights=[1.0], reward_model_run=LATEST,
+                                               beta=0.1),
     "gpu-16gb": lambda: _seed_recipe(load_in_4bit=True, max_completion_length=1536, per_device_train_batch_size=4,
                                      gradient_accumulation_steps=8),
     "gpu-24gb": lambda: _seed_recipe(load_in_4bit=False, max_completion_length=2048, per_device_train_batch_size=8,
                                      gradient_accumulation_steps=4),
 }
+
+
+def resolve_latest(ws, cfg: RlooJobConfig) -> RlooJobConfig:
+    """reward_model_run 'latest' becomes the id of the newest reward run with a saved adapter, in `cfg` itself, so
+    that the run's config.yaml, its resume and reproduce.py name the reward model it was trained with. Called at
+    launch by the pre-flight (rloo.view.launch_check), which the tab and the CLI both go through."""
+    if REWARD_MODEL in cfg.rewards and cfg.reward_model_run.strip() == LATEST:
+        found = trained_adapters(ws, "reward")
+        if not found:
+            raise ConfigError(f"reward_model_run {LATEST!r}: this workspace has no reward run with a saved adapter "
+                              "yet; train one on the Reward model tab (or with train-reward) first")
+        cfg.reward_model_run = found[0][1]
+    return cfg
 
 
 def preset(name: str) -> RlooJobConfig:

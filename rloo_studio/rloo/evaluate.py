@@ -1,10 +1,12 @@
-"""Measure a policy on held-out prompts with an `answer` column: format rate and accuracy."""
+"""Measure a policy on held-out prompts with an `answer` column: format rate and accuracy, overall and
+split by whether the answer reasons (a reward model that learned only "reason first" moves the share that
+reasons; only a check of the answer moves the accuracy among those that do)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Callable
 
-from rloo_studio.core import bootstrap  # noqa: F401
 from rloo_studio.core.answers import EXTRACTORS, matches
 from rloo_studio.core.paths import DEMO_DATA, DEMO_MODEL
 from rloo_studio.core.thinking import parse
@@ -27,13 +29,28 @@ def grade(response: str, answer, stopped: bool = True, answer_format: str = "las
 def score_samples(samples, problems: list[dict], answer_format: str = "last_number") -> dict:
     grades = [grade(s.response or s.text, p.get("answer"), s.stopped, answer_format)
               for s, p in zip(samples, problems)]
+    return split_figures(grades)
+
+
+def split_figures(grades: list[dict]) -> dict:
+    """n, format_rate, accuracy, thinking_rate (the share of answers that reason), and the accuracy among the
+    answers that reason and among those that do not (None where there are none), with their counts."""
+    reasoning = [g for g in grades if g["thinking"]]
+    direct = [g for g in grades if not g["thinking"]]
     n = max(len(grades), 1)
     return {
         "n": len(grades),
         "format_rate": sum(g["formatted"] for g in grades) / n,
         "accuracy": sum(g["correct"] for g in grades) / n,
-        "thinking_rate": sum(g["thinking"] for g in grades) / n,
+        "thinking_rate": len(reasoning) / n,
+        "n_reasoning": len(reasoning),
+        "accuracy_reasoning": _rate(reasoning),
+        "accuracy_not_reasoning": _rate(direct),
     }
+
+
+def _rate(grades: list[dict]) -> float | None:
+    return sum(g["correct"] for g in grades) / len(grades) if grades else None
 
 
 def evaluate_policy(model: str | None = None, adapter: str | None = None, problems: list[dict] | None = None,
@@ -41,7 +58,8 @@ def evaluate_policy(model: str | None = None, adapter: str | None = None, proble
                     backend: str = "transformers", progress: Callable | None = None,
                     trust_remote_code: bool = False) -> dict:
     """Sample once per prompt at `temperature`; grade format (closed </think> + EOS) and the answer."""
-    from rloo_studio.core.models import load_policy
+    from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers; here, so that the
+    from rloo_studio.core.models import load_policy  # figures and words above load no torch: `runs show`)
     from rloo_studio.core.sampling import sample
 
     problems = problems or heldout_prompts(n)
@@ -49,3 +67,69 @@ def evaluate_policy(model: str | None = None, adapter: str | None = None, proble
     outs = sample(m, tok, [p["prompt"] for p in problems], max_new_tokens=max_new_tokens, temperature=temperature,
                   seed=seed, progress=progress)
     return score_samples(outs, problems)
+
+
+# -- before / after: eval.json of an RLOO run, and what it says was learned ----------------------
+
+EVAL_FILE = "eval.json"  # {"before": figures, "after": figures, "reward": reward_trend(...)}
+DROP = 0.05  # a fall in accuracy among reasoning answers worth saying in words (a 200-prompt rate moves ~3 points)
+
+
+def read_eval(ws, run_id: str) -> dict:
+    return read_eval_file(ws.run_dir(run_id))
+
+
+def read_eval_file(run_dir) -> dict:
+    try:
+        return json.loads((Path(run_dir) / EVAL_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def reward_trend(records: list[dict], window: int = 5) -> dict | None:
+    """The training reward over the first and the last `window` logged steps: a reward model's raw score where
+    the job logged one (rewards/<name>/raw_mean; its normalized reward averages 0 over every batch by
+    construction), else TRL's weighted total reward. None before two logged steps."""
+    steps = [r for r in records if isinstance(r.get("reward"), (int, float))]
+    raw = sorted({k for r in steps for k in r if k.startswith("rewards/") and k.endswith("/raw_mean")})
+    key = raw[0] if raw else "reward"
+    values = [r[key] for r in steps if isinstance(r.get(key), (int, float))]
+    if len(values) < 2:
+        return None
+    w = max(1, min(window, len(values) // 2))
+    return {"key": key, "first": sum(values[:w]) / w, "last": sum(values[-w:]) / w, "steps": len(values)}
+
+
+def _pct(v) -> str:
+    return "–" if v is None else f"{v:.1%}"
+
+
+def figures_line(m: dict) -> str:
+    """'accuracy 48.0% · reasons 55.0% · right 87.3% of the time when it reasons, 0.0% when it does not'."""
+    return (f"accuracy {_pct(m['accuracy'])} · reasons {_pct(m.get('thinking_rate'))} · right "
+            f"{_pct(m.get('accuracy_reasoning'))} of the time when it reasons, {_pct(m.get('accuracy_not_reasoning'))} "
+            "when it does not")
+
+
+def learned(ev: dict) -> str:
+    """In words, what the run's before/after (eval.json) says the policy learned; '' without both."""
+    b, a, trend = ev.get("before"), ev.get("after"), ev.get("reward")
+    if not (b and a):
+        return ""
+    gain = (a["accuracy"] - b["accuracy"]) * 100
+    rb, ra = b.get("accuracy_reasoning"), a.get("accuracy_reasoning")
+    to_reason = a.get("thinking_rate", 0) - b.get("thinking_rate", 0) >= DROP
+    rose = trend is not None and trend["last"] > trend["first"]
+    worse = rb is not None and ra is not None and rb - ra >= DROP
+    words = [f"Held-out accuracy {b['accuracy']:.1%} → {a['accuracy']:.1%} ({gain:+.1f} points)."]
+    if worse and (rose or to_reason):
+        what = (f"The policy learned to reason ({b['thinking_rate']:.0%} → {a['thinking_rate']:.0%} of its answers)"
+                if to_reason else "The reward rose")
+        words.append(f"{what}, but its arithmetic got worse: {rb:.0%} → {ra:.0%} among reasoning answers.")
+    elif to_reason:
+        kept = "" if rb is None or ra is None else f"; right {rb:.0%} → {ra:.0%} of the time when it reasons"
+        words.append(f"The policy learned to reason: {b['thinking_rate']:.0%} → {a['thinking_rate']:.0%} of its "
+                     f"answers{kept}.")
+    elif rb is not None and ra is not None and ra - rb >= DROP:
+        words.append(f"Its arithmetic improved: {rb:.0%} → {ra:.0%} right among reasoning answers.")
+    return " ".join(words)

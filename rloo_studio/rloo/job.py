@@ -73,7 +73,7 @@ def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
             if device is not None:
                 rm.to(device)
             fn = R.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size, enable_thinking=think)
-            out.append(R.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip))
+            out.append(R.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip, cfg.reward_model_std_floor))
         else:
             out.append(R.load_custom_reward(ws.root, r[len(CUSTOM_PREFIX):]))
     return out

@@ -172,8 +172,15 @@ def make_reward_model_reward(model, rm_tok, policy_tok, batch_size: int = 16, us
     return reward_model
 
 
-def shaped(fn: Callable, normalize: bool = False, clip: Sequence[float] | None = None) -> Callable:
-    """Wrap a reward: standardize over the generation batch (mean 0, std 1), then clip to [low, high]."""
+def shaped(fn: Callable, normalize: bool = False, clip: Sequence[float] | None = None,
+           std_floor: float = 0.0) -> Callable:
+    """Wrap a reward: standardize over the generation batch (mean 0, dividing by the batch's std but never by
+    less than `std_floor`), then clip to [low, high].
+
+    The floor is in the reward's own units. A reward model's scores are Bradley-Terry logits, so scores that
+    differ by much less than 1 are ones the model hardly tells apart: once nearly every completion of a batch
+    looks alike to it (all reason, say), the batch's std is that noise, and dividing by it would turn the
+    noise into full-size rewards that erode what the policy already does right."""
     if not normalize and not clip:
         return fn
 
@@ -183,7 +190,11 @@ def shaped(fn: Callable, normalize: bool = False, clip: Sequence[float] | None =
         if normalize and len(values) > 1:
             mean = sum(values) / len(values)
             std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-            values = [(v - mean) / (std + 1e-6) for v in values]
+            values = [(v - mean) / max(std + 1e-6, std_floor) for v in values]
+            log = kwargs.get("log_metric")  # TRL's: the raw figures beside rewards/<name>/mean (which is 0 here)
+            if log is not None:
+                log(f"rewards/{getattr(fn, '__name__', 'reward')}/raw_mean", mean)
+                log(f"rewards/{getattr(fn, '__name__', 'reward')}/raw_std", std)
         if clip:
             values = [min(max(v, clip[0]), clip[1]) for v in values]
         return values
