@@ -9,7 +9,7 @@ if os.environ.get("RLOO_STUDIO_TEST_NO_BOOTSTRAP") != "1":
 
 import pytest  # noqa: E402
 
-from rloo_studio.core.paths import DEMO_DATA  # noqa: E402
+from rloo_studio.core.paths import DEMO_DATA, DEMO_MODEL  # noqa: E402
 
 
 @pytest.fixture
@@ -157,17 +157,20 @@ def upload_limit_app(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def trained_app(tmp_path_factory):
-    """No flags, a copy of the demo workspace with the session's short RLOO run (tests/rloo_run_fixture.py);
-    `.run_id` is that run."""
+def trained_app(tmp_path_factory, qwen3_model):
+    """`--allow-path <qwen3_model>` and a fake Hugging Face cache holding `test_model_choices.HUB_ID`, a copy of the
+    demo workspace with the session's short RLOO run (tests/rloo_run_fixture.py); `.run_id` is that run."""
     from browser import running_app
     from rloo_run_fixture import trained_run
+    from test_model_choices import HUB_ID, cache_model
 
     ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
-    mine = tmp_path_factory.mktemp("trained-app") / "ws"
-    shutil.copytree(ws_dir, mine)
-    with running_app(mine, seed=False) as a:
-        a.run_id = rid
+    root = tmp_path_factory.mktemp("trained-app")
+    shutil.copytree(ws_dir, root / "ws")
+    cache_model(root / "hub", HUB_ID, DEMO_MODEL)
+    with running_app(root / "ws", "--allow-path", str(qwen3_model), seed=False,
+                     env={"HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1"}) as a:
+        a.run_id, a.qwen3 = rid, qwen3_model
         SHARED_APPS["trained_app"] = a
         yield a
 

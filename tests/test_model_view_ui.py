@@ -3,31 +3,20 @@ the demo model first and a model of the Hugging Face cache (a fake cache given t
 whose model is not cached says so at once; Inspect and the RLOO completions show the exact templated text
 with each token's id on hover."""
 import re
-import shutil
 
 import pytest
 from playwright.sync_api import expect
 
-from browser import App, fill, open_page, screenshot
-from rloo_run_fixture import trained_run
-from rloo_studio.core.paths import DEMO_MODEL
-from test_model_choices import HUB_ID, cache_model
+from browser import fill, open_page, screenshot
+from test_model_choices import HUB_ID
 
 LONG = 120_000
 HUB_RE = HUB_ID.replace("/", r"\/")  # Playwright hands a regex to the page as /source/: escape the slash
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, qwen3_model):
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
-    root = tmp_path_factory.mktemp("model-view")
-    shutil.copytree(ws_dir, root / "ws")
-    cache_model(root / "hub", HUB_ID, DEMO_MODEL)
-    a = App(root / "ws", "--allow-path", str(qwen3_model), env={"HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1"})
-    a.wait_ready()
-    a.run_id, a.qwen3 = rid, qwen3_model
-    yield a
-    a.stop()
+def app(trained_app):
+    return trained_app  # its flags: --allow-path to a tiny Qwen3, a fake HF cache (tests/conftest.py)
 
 
 def test_model_dropdowns_list_the_demo_first_and_the_cache(app):
