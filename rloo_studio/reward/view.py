@@ -19,6 +19,7 @@ from rloo_studio.runs.runner import read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.reward.job import preflight
 from rloo_studio.runs.catalog import without_traceback
+from rloo_studio.runs.lifecycle import follow
 
 CHOICES = {"over_length": OVER_LENGTH, "optim": OPTIMIZERS}  # fields the form offers as a list
 
@@ -100,15 +101,6 @@ def final_eval(records: list[dict]) -> dict:
     return {}
 
 
-def progress_text(status: dict) -> str:
-    p = status.get("progress") or {}
-    if not p.get("total"):
-        return ""
-    eta = p.get("eta_s")
-    eta_txt = f" · ETA {eta:.0f} s" if eta is not None and status.get("status") == "running" else ""
-    return f"step {p['done']}/{p['total']}{eta_txt}"
-
-
 def last_step_text(records: list[dict]) -> str:
     """'step N' from the metrics, for a run this process did not start (no live progress)."""
     steps = [r["step"] for r in records if "step" in r]
@@ -158,8 +150,8 @@ def breakdown(ws: Workspace, run_id: str) -> str:
 
 
 def latest_run(ws: Workspace) -> str | None:
-    runs = ws.runs("reward")
-    return runs[0]["id"] if runs else None
+    """The active reward-model run, else the newest one."""
+    return follow(ws, "reward")
 
 
 def run_state(ws: Workspace, run_id: str) -> dict:

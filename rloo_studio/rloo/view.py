@@ -20,6 +20,7 @@ from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
 from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, run_config
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.catalog import adapter_dir
+from rloo_studio.runs.lifecycle import follow, progress_text as whole_progress
 
 WINDOW = 5  # steps the warnings look at
 
@@ -221,7 +222,7 @@ def config_from_form(values: list) -> RlooJobConfig:
     return form.parse(RlooJobConfig, values, CHOICES)
 
 
-def launch_check(cfg: RlooJobConfig, ws) -> None:
+def launch_check(ws, cfg: RlooJobConfig) -> None:
     """Everything Launch can know before a run exists: the job's pre-flight, plus the settings the job
     would only trip over after loading the model (LoRA layers, optimizer name, the held-out prompt set).
     Raises ConfigError in plain words."""
@@ -273,26 +274,18 @@ def prompt_set_choices(ws) -> list[str]:
 
 def latest_run(ws) -> str | None:
     """The active RLOO run, else the newest one."""
-    runs = ws.runs("rloo")
-    active = [r for r in runs if r["status"] in ("running", "queued")]
-    return (active or runs or [{"id": None}])[0]["id"]
+    return follow(ws, "rloo")
 
 
 def progress_text(status: dict, records: list[dict]) -> str:
-    p = status.get("progress") or {}
+    """The whole run's progress (lifecycle.progress_text), else its last logged step; then the last figures."""
     recs = step_records(records)
-    parts = []
-    if p.get("total"):
-        parts.append(f"step {p.get('done', 0)}/{p['total']}")
-    elif recs:
-        parts.append(f"step {recs[-1]['step']}")
-    if p.get("eta_s") and status.get("status") == "running":
-        parts.append(f"about {p['eta_s'] / 60:.1f} min left" if p["eta_s"] > 90 else f"about {p['eta_s']:.0f} s left")
+    parts = [whole_progress(status) or (f"step {recs[-1]['step']}" if recs else "")]
     if recs:
         r = recs[-1]
         vals = [f"{k} {r[k]:.3g}" for k in ("loss", "reward", "kl") if isinstance(r.get(k), (int, float))]
         parts.append("last: " + ", ".join(vals))
-    return " · ".join(parts)
+    return " · ".join(p for p in parts if p)
 
 
 def eval_text(ev: dict) -> str:

@@ -15,15 +15,15 @@ import shutil
 from pathlib import Path
 
 from rloo_studio.core import answers, rule_rewards, thinking
+from rloo_studio.runs.jobs import KINDS
 
 TEMPLATE = Path(__file__).with_name("reproduce_template.py")
 SPEC = "reproduce.json"
-KINDS = ("reward", "rloo")
 
 
 def write_script(run_dir: Path, kind: str, config: dict) -> None:
     """Copy the script in and record the config; a resumed run keeps the TRL arguments it recorded."""
-    if kind not in KINDS:
+    if kind not in KINDS or not KINDS[kind].reproducible:
         return
     run_dir = Path(run_dir)
     spec_file = run_dir / SPEC
