@@ -24,8 +24,9 @@ _versions = itertools.count(1)  # one counter for all tails: a version is never 
 class Tail:
     """The records of one JSON-lines file. `read()` catches up and returns (records, version): all the
     records (a line still being written waits for its newline; a line a crash cut short is skipped, as
-    runner.read_jsonl does) and a number that changes whenever they do. With `last_steps`, only the records of the latest N
-    distinct "step" values are kept (samples.jsonl: the completions table and warnings look at a few steps)."""
+    runner.read_jsonl does) and a number that changes whenever they do. With `last_steps`, only the
+    records of the latest N distinct "step" values are kept (samples.jsonl: the completions table and the
+    warnings look at a few steps)."""
 
     def __init__(self, path: Path | str, last_steps: int | None = None):
         self.path, self.last_steps = Path(path), last_steps
