@@ -147,8 +147,8 @@ def test_launch_counts_are_whole_numbers():
 def test_rloo_launch_check_catches_what_the_job_would_fail_on(workspace, key, value, message):
     keys = [f.key for f in rloo_view.form_fields()]
     vals = rloo_view.form_values(preset("demo-cpu"))
-    rloo_view.launch_check(rloo_view.config_from_form(vals), workspace)  # the preset itself passes
+    rloo_view.launch_check(workspace, rloo_view.config_from_form(vals))  # the preset itself passes
     vals[keys.index(key)] = value
     with pytest.raises(StudioError, match=message):
-        rloo_view.launch_check(rloo_view.config_from_form(vals), workspace)
+        rloo_view.launch_check(workspace, rloo_view.config_from_form(vals))
     assert workspace.runs() == []

@@ -254,7 +254,7 @@ def test_label_records_and_playground_tabs(app):
     labels_before = ws.query("SELECT COUNT(*) FROM labels")[0][0]
     with open_page(app.url) as page:
         page.get_by_text("Export for other tools").first.click()
-        for bad, says in ((LONG, "use at most 200"), ("../pairs.jsonl", "plain file name"), (" ", "plain file name")):
+        for bad, says in ((LONG, "may have at most 200 characters"), ("../pairs.jsonl", "plain file name"), (" ", "plain file name")):
             fill(page, "lbl-export-name", bad)
             page.locator("#lbl-export-go").click()
             expect(page.locator("#lbl-export-msg")).to_contain_text(says, timeout=T)
