@@ -26,7 +26,7 @@ from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace, wants_demo
 from rloo_studio.label.exporting import export
 from rloo_studio.label.importing import import_file
-from rloo_studio.runs import catalog as R, lifecycle
+from rloo_studio.runs import catalog as R, lifecycle, run_warnings
 from rloo_studio.runs.export_model import export_model
 from rloo_studio.runs.jobs import KINDS, JobKind
 from rloo_studio.runs.runner import RunContext, execute, prepare_run, read_status
@@ -195,7 +195,8 @@ def cmd_runs(a) -> int:
             before_after = {"before_after": {**ev, "learned": learned(ev)}} if ev else {}
             print(json.dumps({**read_status(d), "folder": str(d),
                               "config": (d / "config.yaml").read_text() if (d / "config.yaml").exists() else None,
-                              "last": R.last_values(R.read_metrics(d)), **run_figures(d), **before_after}, indent=1))
+                              "last": R.last_values(R.read_metrics(d)), **run_figures(d), **before_after,
+                              "warnings": run_warnings.read(d)}, indent=1))
         return 0
     keys = a.metric or ["loss"]
     print("run".ljust(34) + "".join(k[:18].rjust(20) for k in keys))

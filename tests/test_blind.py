@@ -5,7 +5,7 @@ import random
 
 from rloo_studio.reward import blind
 from rloo_studio.reward import view as rv
-from rloo_studio.rloo import view as rloo_view
+from rloo_studio.rloo import health
 from rloo_studio.cli import main
 from rloo_studio.reward import breakdown as reward_breakdown
 from rloo_studio.reward.config import RewardJobConfig
@@ -93,7 +93,7 @@ def test_blind_warning_stays_silent_when_the_reward_model_tracks_correctness():
 def test_rloo_warnings_and_runs_show_carry_the_blind_warning(tmp_path):
     format_only = _samples(lambda thinks, correct, rng: (1.0 if thinks else -1.0) + rng.gauss(0, 0.1))
     records = [{"step": s, "reward": 0.5, "frac_reward_zero_std": 0.0} for s in (1, 2, 3)]
-    (w,) = rloo_view.warnings(records, 64, format_only)
+    (w,) = health.warnings(records, 64, format_only)
     assert w == blind.blind_warnings(format_only)[0]
     (tmp_path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in format_only))
     fig = blind.run_figures(tmp_path)

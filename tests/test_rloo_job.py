@@ -171,23 +171,23 @@ def _rec(step, **kw):
 
 
 def test_warnings_truncation_zero_variance_and_reward_hacking():
-    from rloo_studio.rloo import view as rv
+    from rloo_studio.rloo import health
 
     calm = [_rec(s) for s in range(1, 11)]
-    assert rv.warnings(calm) == []
+    assert health.warnings(calm) == []
     cut = [_rec(s, **{"completions/clipped_ratio": 0.8}) for s in range(1, 6)]
-    (w,) = rv.warnings(cut, max_completion_length=64)
+    (w,) = health.warnings(cut, max_completion_length=64)
     assert "80% of recent completions are cut" in w and "(64 tokens)" in w and "Raise max completion length" in w
     samples = [{"step": 5, "truncated": True, "completion": "<think>1+1"}] * 3 + [
         {"step": 5, "truncated": True, "completion": "<think>x</think>ok"}]
-    assert "75% of recent" in rv.warnings(cut, 64, samples)[0]
+    assert "75% of recent" in health.warnings(cut, 64, samples)[0]
     flat = [_rec(s, frac_reward_zero_std=0.9) for s in range(1, 6)]
-    assert "every completion got the same reward" in rv.warnings(flat)[0]
+    assert "every completion got the same reward" in health.warnings(flat)[0]
     hack = [_rec(s, reward=0.1 * s, **{"completions/mean_length": 20.0 + 5 * s}) for s in range(1, 13)]
-    (w,) = rv.warnings(hack)
+    (w,) = health.warnings(hack)
     assert "rises together with completion length" in w and "reward hacking" in w
     kl = [_rec(s, reward=0.1 * s, kl=0.01 * s) for s in range(1, 13)]
-    assert "together with KL" in rv.warnings(kl)[0]
+    assert "together with KL" in health.warnings(kl)[0]
 
 
 def test_form_round_trip_and_plain_errors():

@@ -9,6 +9,8 @@ import json
 from transformers import TrainerCallback
 
 from rloo_studio.core.thinking import full_response
+from rloo_studio.rloo.health import WINDOW, warnings
+from rloo_studio.runs import run_warnings, tail
 from rloo_studio.runs.runner import RunContext, read_jsonl
 from rloo_studio.core.thinking import template_info
 
@@ -48,6 +50,21 @@ class SamplesCallback(TrainerCallback):
                     "total": min(max(total, lo), hi), "advantage": _num(L["advantages"][i]),
                     "length": _at(extra.get("length"), i), "truncated": _at(extra.get("truncated"), i),
                 }) + "\n")
+
+
+class WarningsCallback(TrainerCallback):
+    """After each logged step, the warnings the tab shows (rloo.health) kept with the run (runs/run_warnings.py),
+    so they outlive the steps that raised them and a headless run has them too. Added after SamplesCallback:
+    the step's completions are on disk when it looks."""
+
+    def __init__(self, ctx: RunContext, max_completion_length: int | None):
+        self.ctx, self.max_len = ctx, max_completion_length
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if not self.ctx.main or "reward" not in (logs or {}):
+            return
+        samples, _ = tail.records(self.ctx.dir, "samples.jsonl", last_steps=WINDOW)
+        run_warnings.record(self.ctx.dir, state.global_step, warnings(self.ctx.feed, self.max_len, samples))
 
 
 def _num(v):

@@ -5,7 +5,6 @@ metric records (metrics.jsonl) and the job's samples.jsonl.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from rloo_studio.core import form
@@ -14,25 +13,13 @@ from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.core.thinking import parse
 from rloo_studio.core import model_view as MV
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.core.stats import correlation
 from rloo_studio.core.models import run_setting, run_trusts_code
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
 from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, run_config
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.catalog import adapter_dir
 from rloo_studio.runs.lifecycle import follow, progress_text as whole_progress
-
-WINDOW = 5  # steps the warnings look at
-
-
-def step_records(records: list[dict]) -> list[dict]:
-    """Training-step records only (TRL's final summary line has no 'reward'); the last one per step wins."""
-    by_step = {}
-    for r in records:
-        if "reward" in r and "step" in r:
-            by_step[r["step"]] = r
-    return [by_step[s] for s in sorted(by_step)]
-
+from rloo_studio.rloo.health import step_records
 
 def expand(keys: list[str], records: list[dict]) -> list[str]:
     """Metric keys with each '<pre>*<post>' (rloo.charts.PLOTS) replaced by the keys the records hold."""
@@ -44,54 +31,6 @@ def expand(keys: list[str], records: list[dict]) -> list[str]:
             out.extend(found)
         else:
             out.append(k)
-    return out
-
-
-# -- warnings ----------------------------------------------------------------------------------
-
-def _mean(xs):
-    xs = [x for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
-    return sum(xs) / len(xs) if xs else None
-
-
-def warnings(records: list[dict], max_completion_length: int | None = None, samples: list[dict] | None = None,
-             window: int = WINDOW) -> list[str]:
-    """Plain warnings about the latest steps: truncation, zero-variance groups, reward rising with length or KL,
-    a reward model blind to what a rule reward beside it separates (on `samples`, the latest steps' completions)."""
-    recs = step_records(records)
-    if not recs:
-        return []
-    last = recs[-window:]
-    out = []
-    cut = _mean([r.get("completions/clipped_ratio") for r in last])
-    if samples:  # more precise: cut before </think> means no answer can be rewarded
-        recent = [s for s in samples if s.get("step", 0) >= last[0]["step"]]
-        if recent:
-            cut = sum(bool(s.get("truncated")) and "</think>" not in s["completion"] for s in recent) / len(recent)
-    if cut is not None and cut > 0.5:
-        limit = f" ({max_completion_length} tokens)" if max_completion_length else ""
-        out.append(f"{cut:.0%} of recent completions are cut at max completion length{limit} before </think>: their "
-                   "answers never count. Raise max completion length.")
-    zero = _mean([r.get("frac_reward_zero_std") for r in last])
-    if zero is not None and zero > 0.5:
-        out.append(f"In {zero:.0%} of recent groups every completion got the same reward, so the leave-one-out "
-                   "advantage is zero and those prompts teach nothing. Raise num_generations or temperature, or use "
-                   "a reward that tells completions apart.")
-    if len(recs) >= 2 * window:
-        rew = [r.get("reward", 0.0) for r in recs]
-        rising = _mean(rew[-window:]) - _mean(rew[:window]) > 0.05 * max(1e-9, max(rew) - min(rew) or 1)
-        for key, what in (("completions/mean_length", "completion length"), ("kl", "KL")):
-            vals = [r.get(key) for r in recs]
-            if rising and all(isinstance(v, (int, float)) for v in vals):
-                c = correlation(rew, vals) or 0.0  # a flat reward or length says nothing here
-                grew = _mean(vals[-window:]) > 1.25 * max(_mean(vals[:window]), 1e-9) + (0.02 if key == "kl" else 0)
-                if c > 0.8 and grew:
-                    out.append(f"The reward rises together with {what} (correlation {c:.2f}): possible reward "
-                               "hacking. Read the completions below; raise beta or fix the reward if they got worse.")
-    if samples:  # a reward model beside rule rewards: does it separate what the rules separate? (blind.py)
-        from rloo_studio.reward.blind import blind_warnings
-
-        out += blind_warnings(samples)
     return out
 
 

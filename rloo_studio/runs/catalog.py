@@ -10,6 +10,7 @@ from rloo_studio.core.errors import DataError
 from rloo_studio.runs.runner import ACTIVE, last_good_checkpoint, read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.core.config import from_dict
+from rloo_studio.runs import run_warnings
 from rloo_studio.runs.jobs import KINDS, title
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -147,7 +148,8 @@ def summaries(ws: Workspace) -> list[dict]:
         rows.append({"id": r["id"], "kind": r["kind"], "status": r["status"],
                      "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(start)),
                      "duration_s": round(whole_duration(st, r)), "figures": figures, "step": last.get("step"),
-                     "message": r["message"], "folder": str(ws.run_dir(r["id"]))})
+                     "message": r["message"], "warnings": run_warnings.read(ws.run_dir(r["id"])),
+                     "folder": str(ws.run_dir(r["id"]))})
     return rows
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import html
 
-from rloo_studio.rloo import compare as rloo_eval, view as rloo_view
+from rloo_studio.rloo import compare as rloo_eval, health, view as rloo_view
+from rloo_studio.runs import run_warnings
 
 CSS = """
 #rloo-check .bad {color:var(--error-text-color, #c00); font-weight:600}
@@ -26,7 +27,7 @@ def check(ok: bool, text: str) -> str:
 
 def figures(records: list[dict]) -> str:
     """'last: loss 0.01, reward 0.5, kl 0.002' for the status line ('' before the first step)."""
-    recs = rloo_view.step_records(records)
+    recs = health.step_records(records)
     if not recs:
         return ""
     r = recs[-1]
@@ -47,5 +48,7 @@ def widths(cols: list[str]) -> list[str]:
     return [fixed.get(c, f"{max(70, 9 * len(c) + 20)}px") for c in cols]
 
 
-def warnings(items: list[str]) -> str:
-    return "".join(f"<div class='warn'>⚠ {html.escape(w)}</div>" for w in items)
+def warnings(items: list) -> str:
+    """Warnings as the page shows them: a run's kept ones (dicts) with the steps they were seen at."""
+    return "".join(f"<div class='warn'>⚠ {html.escape(w['text'] + f' (seen at {run_warnings.seen(w)})')}</div>"
+                   if isinstance(w, dict) else f"<div class='warn'>⚠ {html.escape(w)}</div>" for w in items)

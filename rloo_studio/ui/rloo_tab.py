@@ -12,7 +12,7 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.rloo import view as rloo_view
+from rloo_studio.rloo import health, view as rloo_view
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.label.importing import import_upload
 from rloo_studio.ui.uploads import discard_upload
@@ -21,7 +21,7 @@ from rloo_studio.rloo import compare as rloo_eval
 from rloo_studio.core import memory, model_choices
 from rloo_studio.rloo.charts import CHART_TITLES, PLOTS, rloo_charts
 from rloo_studio.core.models import TRUST_WARNING
-from rloo_studio.runs import lifecycle, tail
+from rloo_studio.runs import lifecycle, run_warnings, tail
 from rloo_studio.runs.catalog import find_run, trained_adapters
 from rloo_studio.studio import Studio
 from rloo_studio.ui import launch_panel, messages, rloo_send, run_panel
@@ -185,14 +185,15 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
     records, version = panel.records(rid)
     other = panel.find(shown.overlay)[0] if str(shown.overlay or "").strip() else None  # a deleted run: none
     earlier, earlier_version = panel.records(other) if other and other != rid else (None, None)
-    samples, samples_version = tail.records(ws.run_dir(rid), "samples.jsonl", last_steps=rloo_view.WINDOW)
+    samples, samples_version = tail.records(ws.run_dir(rid), "samples.jsonl", last_steps=health.WINDOW)
     weight, log = float(shown.smoothing or 0), bool(shown.log_scale)
     out = {panel.memo: memo, **panel.show(memo, rid, records, rloo_render.figures(records),
                                           rloo_render.eval_line(ws, rid))}
     out |= panel.charts(memo, [rid, version, other if earlier else None, earlier_version, weight, log],
                         lambda: rloo_charts(records, rid, earlier, other or "", weight, log))
     if run_panel.changed(memo, "warnings", [rid, version, samples_version]):
-        out[live.warnings] = rloo_render.warnings(rloo_view.warnings(records, _max_length(ws, rid), samples))
+        kept = run_warnings.read(ws.run_dir(rid))  # the job keeps them, so they outlive their steps
+        out[live.warnings] = rloo_render.warnings(kept or health.warnings(records, _max_length(ws, rid), samples))
     # the table only when its completions or order changed: the user's scroll position stays
     if run_panel.changed(memo, "table", [rid, samples_version, shown.order]):
         cols, rows = rloo_view.completion_groups(samples, shown.order or rloo_view.ORDERS[0])

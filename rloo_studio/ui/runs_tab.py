@@ -7,7 +7,7 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.runs import catalog, series
+from rloo_studio.runs import catalog, run_warnings, series
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
 from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
@@ -19,8 +19,14 @@ WIDTHS = ["17%", "7%", "9%", "11%", "10%", "25%", "21%"]  # every column on a 14
 
 
 def _table(ws) -> list[list]:
-    return [[s["id"], s["kind"], s["status"], s["started"], s["duration_s"], s["figures"], s["message"]]
+    return [[s["id"], s["kind"], s["status"], s["started"], s["duration_s"], s["figures"], _message(s)]
             for s in catalog.summaries(ws)]
+
+
+def _message(summary: dict) -> str:
+    """The run's message, then the warnings it kept (the RLOO job records them with the steps they were seen)."""
+    kept = [f"⚠ {w['text']} (seen at {run_warnings.seen(w)})" for w in summary["warnings"]]
+    return "\n".join([summary["message"] or "", *kept]).strip()
 
 
 def _known(ws, selected) -> list[str]:
