@@ -4,7 +4,7 @@
     python -m rloo_studio train-rloo   --workspace DIR [--config FILE.yaml] [--set key=value ...]
     python -m rloo_studio train-reward --workspace DIR [--config FILE.yaml] [--set key=value ...]
     python -m rloo_studio eval-demo   [--model PATH] [--adapter DIR] [--n 500]
-    python -m rloo_studio runs [list | show RUN.. | compare RUN.. --metric KEY] --workspace DIR
+    python -m rloo_studio runs [list | show RUN.. [--step N [--prompt K]] | compare RUN.. --metric KEY] --workspace DIR
     python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --prompt T --response T [--json]
     python -m rloo_studio import FILE  --workspace DIR [--name NAME] [--keep-duplicates]
     python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
@@ -154,7 +154,7 @@ def cmd_export_model(a) -> int:
 
 
 def cmd_score(a) -> int:
-    from rloo_studio.reward.scoring import score_json
+    from rloo_studio.inspect.scoring import score_json
 
     ws = Workspace(a.workspace) if a.reward_run else None
     response = sys.stdin.read() if a.response == "-" else a.response
@@ -185,9 +185,18 @@ def cmd_runs(a) -> int:
     for rid in a.run_ids:
         if ws.run(rid) is None:
             raise StudioError(f"no run {rid} in {ws.root}")
+    if a.action == "show" and a.step is not None:  # the token view of one step (rloo/tokens.py)
+        from rloo_studio.rloo import tokens
+
+        for rid in a.run_ids:
+            rows = tokens.read_tokens(ws.run_dir(rid), step=a.step, prompt=a.prompt)
+            groups = sorted({r["prompt"] for r in rows}) or [a.prompt if a.prompt is not None else 0]
+            print("\n\n".join(tokens.describe([r for r in rows if r["prompt"] == k]) for k in groups))
+        return 0
     if a.action == "show":
         from rloo_studio.reward.blind import run_figures  # held-out accuracy by kind; reward model vs rule rewards
         from rloo_studio.rloo.evaluate import learned, read_eval_file  # an RLOO run's before / after (eval.json)
+        from rloo_studio.rloo.tokens import recorded as tokens_recorded  # steps with a token view (tokens.jsonl)
 
         for rid in a.run_ids:
             d = ws.run_dir(rid)
@@ -196,7 +205,8 @@ def cmd_runs(a) -> int:
             print(json.dumps({**read_status(d), "folder": str(d),
                               "config": (d / "config.yaml").read_text() if (d / "config.yaml").exists() else None,
                               "last": R.last_values(R.read_metrics(d)), **run_figures(d), **before_after,
-                              "warnings": run_warnings.read(d)}, indent=1))
+                              "warnings": run_warnings.read(d),
+                              "token_view_steps": sorted(tokens_recorded(d))}, indent=1))
         return 0
     keys = a.metric or ["loss"]
     print("run".ljust(34) + "".join(k[:18].rjust(20) for k in keys))
@@ -303,6 +313,10 @@ def _add_runs(sub) -> None:
     p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare"])
     p.add_argument("run_ids", nargs="*")
     p.add_argument("--metric", action="append", help="metric to compare (repeatable; default loss)")
+    p.add_argument("--step", type=int, default=None,
+                   help="show: an RLOO step's token view (tokens.jsonl): each completion's advantage, Δ log-prob "
+                        "and KL, per <think> step")
+    p.add_argument("--prompt", type=int, default=None, help="show --step: only this prompt's group (0, 1, ...)")
     _workspace_arg(p)
     p.set_defaults(fn=cmd_runs)
 

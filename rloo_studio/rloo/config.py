@@ -106,6 +106,11 @@ class RlooJobConfig:
         "Write a checkpoint every this many steps (Stop also writes one): what Resume continues from.")})
     logging_steps: int = field(default=1, metadata={"help": (
         "Log loss, reward and KL every this many steps (a point on each chart and in metrics.jsonl).")})
+    token_view_max_tokens: int = field(default=8192, metadata={"help": (
+        "The token view (tokens.jsonl, the RLOO tab's token view): at each logged step, every completion's "
+        "per-token log-prob when sampled, under the reference and after the update (one extra forward pass, "
+        "no gradients). Recorded while a step's completions x max_completion_length is at most this many "
+        "tokens (the demo's 32 x 64 = 2048); 0 turns it off. Larger steps cost more time and disk.")})
     eval_prompts: int = field(default=0, metadata={"help": (
         "Before/after: answer this many prompts of eval_prompt_set before and after training and report the "
         "accuracy (0: skip; costs two rounds of generation).")})

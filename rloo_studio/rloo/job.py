@@ -13,7 +13,7 @@ from rloo_studio.core.errors import ConfigError  # noqa: E402
 from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo.compare import evaluate_into
 from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, trl_args
-from rloo_studio.rloo.samples import SamplesCallback, WarningsCallback
+from rloo_studio.rloo.samples import SamplesCallback, TokensCallback, WarningsCallback
 from rloo_studio.runs.runner import RunContext, resume_point
 from rloo_studio.core.memory import for_rloo
 from rloo_studio.core.rule_rewards import RULES
@@ -133,6 +133,8 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     last = resume_point(ctx)
     trainer.add_callback(SamplesCallback(ctx, trainer, cfg))
     trainer.add_callback(WarningsCallback(ctx, cfg.max_completion_length))  # kept with the run
+    if TokensCallback.wanted(cfg):  # tokens.jsonl: what each logged step taught, token by token
+        trainer.add_callback(TokensCallback(ctx, trainer, cfg))
     if last:
         restore_policy_adapter(trainer.model, last)
     trainer.train(resume_from_checkpoint=last)

@@ -67,6 +67,36 @@ class WarningsCallback(TrainerCallback):
         run_warnings.record(self.ctx.dir, state.global_step, warnings(self.ctx.feed, self.max_len, samples))
 
 
+class TokensCallback(TrainerCallback):
+    """tokens.jsonl (rloo/tokens.py): for each step that samples.jsonl records, every completion's per-token
+    log-probs when sampled, under the reference, and after the update. on_step_end runs after the optimizer
+    step (the updated weights) and before on_log, so the step's rows are on disk when its samples are."""
+
+    def __init__(self, ctx: RunContext, trainer, cfg):
+        from rloo_studio.rloo import tokens
+
+        self.ctx, self.trainer, self.cfg, self.tokens = ctx, trainer, cfg, tokens
+        self.capture = tokens.Capture(trainer)
+        self.start = template_info(trainer.processing_class, getattr(cfg, "enable_thinking", True)).start
+
+    @staticmethod
+    def wanted(cfg) -> bool:
+        """cfg.token_view_max_tokens covers a step: its completions x max_completion_length."""
+        size = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * cfg.max_completion_length
+        return 0 < size <= cfg.token_view_max_tokens
+
+    def on_step_end(self, args, state, control, **kw):
+        batch = self.capture.take()
+        if batch is None or not control.should_log or not self.ctx.main:
+            return
+        t = self.tokens
+        new = t.updated_logps(self.trainer, batch)
+        rows = t.rows(batch, new, self.trainer.processing_class, self.start, state.global_step,
+                      self.cfg.num_generations)
+        with open(self.ctx.dir / t.FILE, "a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
 def _num(v):
     v = float(v)
     return None if v != v else round(v, 5)  # NaN (unscorable) -> null
