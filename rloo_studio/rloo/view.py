@@ -15,7 +15,8 @@ from rloo_studio.core import model_view as MV
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.models import run_setting, run_trusts_code
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
-from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, run_config
+from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, resolve_latest, run_config
+from rloo_studio.rloo.evaluate import figures_line, learned
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.catalog import adapter_dir
 from rloo_studio.runs.lifecycle import follow, progress_text as whole_progress
@@ -164,9 +165,10 @@ def config_from_form(values: list) -> RlooJobConfig:
 def launch_check(ws, cfg: RlooJobConfig) -> None:
     """Everything Launch can know before a run exists: the job's pre-flight, plus the settings the job
     would only trip over after loading the model (LoRA layers, optimizer name, the held-out prompt set).
-    Raises ConfigError in plain words."""
+    Raises ConfigError in plain words. Resolves reward_model_run 'latest' in `cfg` (config.resolve_latest)."""
     from rloo_studio.rloo.job import preflight
 
+    resolve_latest(ws, cfg)
     preflight(cfg, ws)
     for name in ("seed", "eval_seed"):
         if not 0 <= getattr(cfg, name) < 2 ** 32:  # numpy's seeds are 32-bit; set_seed would fail in the job
@@ -227,13 +229,38 @@ def progress_text(status: dict, records: list[dict]) -> str:
     return " · ".join(p for p in parts if p)
 
 
+EVAL_COLUMNS = (("accuracy", "accuracy"), ("reasons", "thinking_rate"),
+                ("right when it reasons", "accuracy_reasoning"), ("right when it does not", "accuracy_not_reasoning"))
+
+
+def eval_rows(ev: dict) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the job's own held-out measurement (eval.json): before, after and the change, each
+    as accuracy overall, the share of answers that reason, and the accuracy among those that do and do not."""
+    b, a = ev.get("before"), ev.get("after")
+    if not b:
+        return [], []
+    headers = [f"held-out, n={b['n']}", *[title for title, _ in EVAL_COLUMNS]]
+    rows = [["before training", *[_pct(b.get(k)) for _, k in EVAL_COLUMNS]]]
+    if a:
+        rows.append(["after", *[_pct(a.get(k)) for _, k in EVAL_COLUMNS]])
+        rows.append(["change", *[_points(b.get(k), a.get(k)) for _, k in EVAL_COLUMNS]])
+    return headers, rows
+
+
 def eval_text(ev: dict) -> str:
-    """'before → after' of the job's own held-out measurement (eval.json)."""
+    """The same in words: each measurement's figures, then what the policy learned (evaluate.learned)."""
     b, a = ev.get("before"), ev.get("after")
     if not b:
         return ""
-    line = f"held-out before training: accuracy {b['accuracy']:.1%}, format {b['format_rate']:.1%} (n={b['n']})"
+    lines = [f"held-out before training (n={b['n']}): {figures_line(b)}"]
     if a:
-        line += (f"; after: accuracy {a['accuracy']:.1%}, format {a['format_rate']:.1%} "
-                 f"({(a['accuracy'] - b['accuracy']) * 100:+.1f} points)")
-    return line
+        lines += [f"after: {figures_line(a)}", learned(ev)]
+    return "\n".join(lines)
+
+
+def _pct(v) -> str:
+    return "–" if v is None else f"{v:.1%}"
+
+
+def _points(before, after) -> str:
+    return "–" if before is None or after is None else f"{(after - before) * 100:+.1f} points"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 
 from rloo_studio.rloo import compare as rloo_eval, health, view as rloo_view
+from rloo_studio.rloo.evaluate import learned
 from rloo_studio.runs import run_warnings
 
 CSS = """
@@ -16,6 +17,10 @@ CSS = """
 #rloo-completions th, #rloo-completions th * {white-space: nowrap; word-break: keep-all; overflow-wrap: normal}
 #rloo-completions td {font-size: .88em; vertical-align: top}
 #rloo-table-note {font-size: .88em; color: var(--body-text-color)}
+#rloo-before-after table {font-size: .9em; margin: .4em 0 .2em; border-collapse: collapse}
+#rloo-before-after th, #rloo-before-after td {padding: .15em .8em; text-align: right; border-bottom: 1px solid #e5e7eb}
+#rloo-before-after th:first-child, #rloo-before-after td:first-child {text-align: left}
+#rloo-before-after .learned {font-weight: 600}
 #rloo-warnings .warn {background:#fef3c7; color:#78350f; border-left:4px solid #f59e0b; padding:.4em .8em;
                       margin:.3em 0; border-radius:4px}
 """
@@ -36,9 +41,17 @@ def figures(records: list[dict]) -> str:
 
 
 def eval_line(ws, rid: str) -> str:
-    """The job's own held-out before / after measurement (eval.json), as a line under the status."""
-    ev = rloo_view.eval_text(rloo_eval.read_eval(ws, rid))
-    return f"<div class='eval'>{html.escape(ev)}</div>" if ev else ""
+    """The job's own held-out before / after (eval.json) under the status: a small table (accuracy overall, the
+    share of answers that reason, the accuracy among those that do and do not), then what was learned in words."""
+    ev = rloo_eval.read_eval(ws, rid)
+    headers, rows = rloo_view.eval_rows(ev)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    words = learned(ev)
+    return (f"<div class='eval' id='rloo-before-after'><table><tr>{head}</tr>{body}</table>"
+            + (f"<div class='learned'>{html.escape(words)}</div>" if words else "") + "</div>")
 
 
 def widths(cols: list[str]) -> list[str]:
