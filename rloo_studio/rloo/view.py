@@ -11,7 +11,7 @@ from rloo_studio.core import form
 from rloo_studio.core.answers import ANSWER_FORMATS
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.core.thinking import parse
-from rloo_studio.core import model_view as MV
+from rloo_studio.inspect import model_input
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.models import run_setting, run_trusts_code
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
@@ -124,19 +124,19 @@ def picked_sample(samples: list[dict], key: str) -> dict | None:
 
 def model_views(ws, run_id: str, sample: dict) -> list:
     """What the policy and (when the run used one) the reward model read for this completion:
-    core.model_view Views, built with the run's own tokenizers and enable_thinking."""
+    inspect.model_input Views, built with the run's own tokenizers and enable_thinking."""
     cfg = run_config(ws, run_id)
     response = sample.get("response") or sample.get("completion", "")
-    tok = MV.tokenizer(cfg.model, cfg.trust_remote_code)
-    views = [MV.policy_view(tok, sample.get("prompt", ""), response, cfg.enable_thinking,
+    tok = model_input.tokenizer(cfg.model, cfg.trust_remote_code)
+    views = [model_input.policy_view(tok, sample.get("prompt", ""), response, cfg.enable_thinking,
                             ended=not sample.get("truncated"), model=cfg.model)]
     if REWARD_MODEL in cfg.rewards and cfg.reward_model_run:
         ad = adapter_dir(ws, cfg.reward_model_run)
         base = run_setting(ad, "model") or cfg.model
-        rm_tok = MV.tokenizer(base, run_trusts_code(ad))
+        rm_tok = model_input.tokenizer(base, run_trusts_code(ad))
         from rloo_studio.rloo.rewards import shares_tokenizer
 
-        views.append(MV.reward_view(rm_tok, sample.get("prompt", ""), response, cfg.enable_thinking,
+        views.append(model_input.reward_view(rm_tok, sample.get("prompt", ""), response, cfg.enable_thinking,
                                     model=f"reward run {cfg.reward_model_run} ({base})",
                                     whole=not shares_tokenizer(rm_tok, tok)))  # as the RLOO reward builds it
     return views
