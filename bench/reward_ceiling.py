@@ -11,7 +11,7 @@ Data: the demo policy's own samples (8 per prompt at temperature 1, prompts from
 never the RLOO prompt sets), graded by the known answer. "Slip" pairs: a right response against a wrong
 one, both reasoning and well formed (demo_task.answer_key_pairs; `pairs --all-pairs` takes every right x
 wrong combination of a prompt). Held out by prompt. Each mode prints JSON lines; docs/REWARD.md has the
-figures. Reads the score head at positions the way reward/scoring.py does (one forward pass).
+figures. Reads the score head at positions the way inspect/scoring.py does (one forward pass).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from rloo_studio.core.paths import DEMO_MODEL  # noqa: E402
 from rloo_studio.core.reward_input import format_text  # noqa: E402
 from rloo_studio.core.sampling import sample  # noqa: E402
 from rloo_studio.core.thinking import chat_prompt, template_info, token_span  # noqa: E402
-from rloo_studio.reward.scoring import parse_response  # noqa: E402
+from rloo_studio.inspect.scoring import parse_response  # noqa: E402
 
 CACHE = ROOT / "test-artifacts" / "reward_ceiling" / "samples.jsonl"
 LINE = re.compile(r"^(\d)\+(\d)\+(\d)=(\d+)$")

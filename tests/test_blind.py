@@ -3,6 +3,7 @@ reward-model reward does not move with a rule reward on the live completions."""
 import json
 import random
 
+from rloo_studio.core.thinking import pair_kind
 from rloo_studio.reward import blind
 from rloo_studio.reward import view as rv
 from rloo_studio.rloo import health
@@ -34,10 +35,10 @@ def _samples(rm, seed=0, steps=3, prompts=8, k=4):
 
 
 def test_pair_kind_reads_the_think_blocks():
-    assert blind.pair_kind(THINK.format(a=1), PLAIN.format(a=2)) == "only chosen reasons"
-    assert blind.pair_kind("12</think>\n\nThe answer is 3.", THINK) == "both reason"  # only the closing tag
-    assert blind.pair_kind(PLAIN, THINK) == "only rejected reasons"
-    assert blind.pair_kind(PLAIN, "3") == "neither reasons"
+    assert pair_kind(THINK.format(a=1), PLAIN.format(a=2)) == "only chosen reasons"
+    assert pair_kind("12</think>\n\nThe answer is 3.", THINK) == "both reason"  # only the closing tag
+    assert pair_kind(PLAIN, THINK) == "only rejected reasons"
+    assert pair_kind(PLAIN, "3") == "neither reasons"
 
 
 def test_pair_kind_reads_a_response_as_the_qwen3_thinking_template_leaves_it(qwen3_tokenizer):
@@ -54,13 +55,13 @@ def test_pair_kind_reads_a_response_as_the_qwen3_thinking_template_leaves_it(qwe
     for text in (tagless, cut, cut_opened, THINK.format(a=1)):
         assert blind.reasons(text, start), text
     assert not blind.reasons(cut) and blind.reasons(cut_opened)  # without the template: a cut tagless text is answer
-    assert blind.pair_kind(cut, tagless, start) == "both reason"
-    assert blind.pair_kind(cut, tagless) == "only rejected reasons"
+    assert pair_kind(cut, tagless, start) == "both reason"
+    assert pair_kind(cut, tagless) == "only rejected reasons"
     # the job's rows drop the <think> the template opened; the split still counts both sides as reasoning
     rows = pair_rows(qwen3_tokenizer, [{"prompt": "Add.", "chosen": THINK.format(a=k), "rejected": cut_opened,
                                         "pair_id": k} for k in range(10)])
     assert rows[0]["rejected"] == continuation(template_info(qwen3_tokenizer), cut_opened) and "<think>" not in rows[0]["rejected"]
-    assert {blind.pair_kind(r["chosen"], r["rejected"], start) for r in rows} == {"both reason"}
+    assert {pair_kind(r["chosen"], r["rejected"], start) for r in rows} == {"both reason"}
     held, train = split_rows(rows, 0.3, 0, start=start)
     assert len(held) == 3 and len(train) == 7
 

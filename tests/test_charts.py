@@ -169,7 +169,7 @@ def test_completion_groups_keep_a_prompts_completions_together():
 
 
 def test_inspect_pair_shares_one_y_scale_and_colours_the_answer():
-    from rloo_studio.reward.scoring import Scored, StepScore
+    from rloo_studio.inspect.scoring import Scored, StepScore
     from rloo_studio.ui import inspect_render as I
 
     text = "<think>\n1+2=3\n</think>\n\nThe answer is 3."

@@ -6,7 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "rloo_studio"
-LAYERS = ["core", "runs", "label", "reward", "rloo", "studio", "ui", "cli"]
+LAYERS = ["core", "runs", "label", "inspect", "reward", "rloo", "studio", "ui", "cli"]
 """Bottom to top. rloo_studio.studio is a module between rloo and ui; __main__ is the CLI's."""
 
 

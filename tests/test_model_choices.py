@@ -74,7 +74,7 @@ def test_discovery_lists_demo_first_then_folders_then_the_cache(hub, tmp_path):
 
 def test_a_cached_entry_is_usable_and_an_uncached_one_is_said(hub):
     from rloo_studio.core.model_choices import availability
-    from rloo_studio.core.model_view import tokenizer
+    from rloo_studio.inspect.model_input import tokenizer
 
     assert availability(HUB_ID) is None
     assert tokenizer(HUB_ID).convert_tokens_to_ids("</think>") == 321  # loads from the cache, no download

@@ -1,8 +1,8 @@
-"""What the model sees (core/model_view.py) on the real Qwen3 tokenizer and the demo tokenizer: the exact
+"""What the model sees (inspect/model_input.py) on the real Qwen3 tokenizer and the demo tokenizer: the exact
 templated text, token by token, with ids; the RLOO completion picker (rloo/view.py)."""
 import pytest
 
-from rloo_studio.core.model_view import pieces, policy_view, reward_text, reward_view
+from rloo_studio.inspect.model_input import pieces, policy_view, reward_text, reward_view
 from rloo_studio.core.thinking import chat_prompt, continuation, template_info
 
 OPEN_ID, CLOSE_ID, IM_START, EOS = 151667, 151668, 151644, 151645
@@ -13,7 +13,7 @@ QWEN3_STYLE = "7+5=12, carry 1\n\n1+2+1=4\n</think>\n\nThe answer is 42."  # as 
 
 @pytest.mark.parametrize("response", [REASONED, QWEN3_STYLE])
 def test_reward_view_of_a_thinking_response_on_qwen3(qwen3_tokenizer, response):
-    from rloo_studio.reward.scoring import format_text
+    from rloo_studio.inspect.scoring import format_text
 
     tok = qwen3_tokenizer
     v = reward_view(tok, PROMPT, response)
@@ -78,7 +78,7 @@ def test_pieces_rebuild_the_text_with_multibyte_characters(qwen3_tokenizer):
 
 
 def test_demo_tokenizer_view():
-    from rloo_studio.core.model_view import tokenizer
+    from rloo_studio.inspect.model_input import tokenizer
     from rloo_studio.core.paths import DEMO_MODEL
 
     tok = tokenizer(str(DEMO_MODEL))

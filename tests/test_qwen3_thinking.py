@@ -64,7 +64,7 @@ def test_reward_model_trains_on_one_think_and_the_responses_own_reasoning(qwen3_
 
 
 def test_scores_read_the_same_steps_with_and_without_the_opening_tag(qwen3_model):
-    from rloo_studio.reward.scoring import format_text, load_scorer, score_responses, score_texts
+    from rloo_studio.inspect.scoring import format_text, load_scorer, score_responses, score_texts
 
     scorer = load_scorer(reward_model=str(qwen3_model))
     with_tag, without, cut = score_responses(scorer, [(PROMPT, REASONED), (PROMPT, QWEN3_STYLE), (PROMPT, CUT)])
@@ -154,7 +154,7 @@ def test_enable_thinking_false_generates_after_the_empty_think_block(workspace, 
 
 def test_enable_thinking_false_in_reward_training_and_scoring(qwen3_hybrid_tokenizer, qwen3_hybrid_model):
     from rloo_studio.reward.job import pair_rows
-    from rloo_studio.reward.scoring import load_scorer, score_responses
+    from rloo_studio.inspect.scoring import load_scorer, score_responses
 
     tok = qwen3_hybrid_tokenizer
     pairs = [{"prompt": PROMPT, "chosen": EMPTY_BLOCK + "The answer is 42.", "rejected": "The answer is 41."}]

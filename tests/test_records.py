@@ -76,8 +76,8 @@ def _reward_run(ws, rid="reward-seeded"):
 
 
 def test_filter_pairs_the_reward_model_disagrees_with(workspace):
-    from rloo_studio.reward.dataset_view import dataset_view, disagreements
-    from rloo_studio.reward.scoring import load_scorer
+    from rloo_studio.inspect.dataset import dataset_view, disagreements
+    from rloo_studio.inspect.scoring import load_scorer
 
     ws = workspace
     rid = _reward_run(ws)

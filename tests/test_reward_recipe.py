@@ -6,7 +6,7 @@ import random
 from rloo_studio.core import demo_task
 from rloo_studio.core.paths import DEMO_DATA
 from rloo_studio.label.demo_data import LABEL_COMMENT, demo_summary
-from rloo_studio.reward import blind
+from rloo_studio.core.thinking import pair_kind
 from rloo_studio.reward.job import split_rows, step_rows
 
 RIGHT = "<think>\n7+5+0=12\n\n3+4+1=8\n\n1+1+0=2\n</think>\n\nThe answer is 2812."
@@ -51,13 +51,13 @@ def test_demo_labels_say_who_labeled_them(workspace):
 
 def test_held_out_split_keeps_the_share_of_each_kind_on_every_seed():
     rows = [{"chosen": RIGHT, "rejected": SLIP if i % 3 else BARE, "i": i} for i in range(101)]
-    n_slip = sum(blind.pair_kind(r["chosen"], r["rejected"]) == "both reason" for r in rows)
+    n_slip = sum(pair_kind(r["chosen"], r["rejected"]) == "both reason" for r in rows)
     seen = set()
     for seed in range(5):
         held, train = split_rows(rows, 0.2, seed)
         assert len(held) == int(101 * 0.2) and len(held) + len(train) == 101
         assert sorted(r["i"] for r in held + train) == list(range(101))
-        slips = sum(blind.pair_kind(r["chosen"], r["rejected"]) == "both reason" for r in held)
+        slips = sum(pair_kind(r["chosen"], r["rejected"]) == "both reason" for r in held)
         assert abs(slips - n_slip * 0.2) < 1, (seed, slips)
         seen.add(tuple(sorted(r["i"] for r in held)))
     assert len(seen) == 5  # each seed draws its own pairs

@@ -2,7 +2,8 @@
 callbacks call: a plain message for every bad value, no path built from a typed run id, nothing saved."""
 import pytest
 
-from rloo_studio.reward import view as reward_view, scoring
+from rloo_studio.inspect import scoring
+from rloo_studio.reward import view as reward_view
 from rloo_studio.rloo import view as rloo_view
 from rloo_studio.runs import catalog as runs
 from rloo_studio.core.errors import DataError, StudioError

@@ -277,3 +277,20 @@ def full_response(tpl: Template, completion: str) -> str:
 def answer_alone(tpl: Template, answer: str) -> str:
     """The answer without reasoning, as the template renders an assistant turn that has none."""
     return tpl.answer_prefix + answer
+
+
+def reasons(text: str, start: str = "answer") -> bool:
+    """The response holds non-empty <think> reasoning (both tags, or only the closing tag). `start`: where
+    the chat template's generation prompt leaves it (thinking.Template.start); after Qwen3-Thinking's
+    prompt ("think") a response without tags, or cut before </think>, is reasoning too."""
+    return parse(text, start=start).has_thinking
+
+
+def pair_kind(chosen: str, rejected: str, start: str = "answer") -> str:
+    """'both reason', 'only chosen reasons', 'only rejected reasons' or 'neither reasons' (`start` as in reasons)."""
+    c, r = reasons(chosen, start), reasons(rejected, start)
+    if c and r:
+        return "both reason"
+    if c or r:
+        return "only chosen reasons" if c else "only rejected reasons"
+    return "neither reasons"

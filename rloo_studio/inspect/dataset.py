@@ -9,8 +9,8 @@ from rloo_studio.core.errors import DataError
 from rloo_studio.core.stats import correlation
 from rloo_studio.core.thinking import Template
 from rloo_studio.label.store import preference_pairs
-from rloo_studio.reward.blind import pair_kind
-from rloo_studio.reward.scoring import Scorer, load_scorer, parse_response, score_texts
+from rloo_studio.core.thinking import pair_kind
+from rloo_studio.inspect.scoring import Scorer, load_scorer, parse_response, score_texts
 from rloo_studio.runs.catalog import adapter_dir, find_run
 
 LENGTH_BIAS_WARN = 0.5
@@ -43,7 +43,7 @@ class DatasetView:
     thinking_r: float | None  # ... vs thinking length (characters)
     warnings: list[str] = field(default_factory=list)
     groups: list[dict] = field(default_factory=list)
-    """Accuracy per kind of pair (reward.blind.pair_kind: both reason / only one does / neither) and per
+    """Accuracy per kind of pair (core.thinking.pair_kind: both reason / only one does / neither) and per
     source: [{"by": "kind" | "source", "name", "pairs", "accuracy"}], the held-out breakdown of a reward run
     for the whole labeled set, so a model right on the format pairs and at chance on the rest shows it."""
 

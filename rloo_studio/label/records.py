@@ -3,7 +3,7 @@ sorted and paged in one query; relabel a pair from its row.
 
 Filters: text in the prompt (or either response), source, annotator (pairs that person labeled),
 label (a current label of that kind by anyone, or by the chosen annotator; 'unlabeled': none), flagged,
-and a list of pair ids (e.g. the pairs a trained reward model disagrees with: reward.dataset_view.disagreements,
+and a list of pair ids (e.g. the pairs a trained reward model disagrees with: inspect.dataset.disagreements,
 the same scores as the Inspect tab's dataset view).
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
           flagged: str = "any", sort: str = "newest", page: int = 1, per_page: int = 20,
           pair_ids: list[int] | None = None) -> Page:
     """One page of pairs that match every filter (empty filters match all), in the chosen order.
-    pair_ids: only these pairs (e.g. reward.dataset_view.disagreements(ws, reward_run))."""
+    pair_ids: only these pairs (e.g. inspect.dataset.disagreements(ws, reward_run))."""
     label = _choice(label, LABELS, "label filter")
     flagged = _choice(flagged, FLAGGED, "flagged filter")
     sort = (sort or "").strip() or "newest"

@@ -1,6 +1,6 @@
 """Is a reward model blind to what a rule reward sees? Two views, no gradio, no torch.
 
-1. Held-out pairs by kind: `pair_kind` tells from a pair's texts whether both sides reason in
+1. Held-out pairs by kind: `core.thinking.pair_kind` tells from a pair's texts whether both sides reason in
    <think>, only one does, or neither, so a reward run can report its held-out accuracy per kind
    and per source of pairs (`breakdown`). On the demo, "only chosen reasons" pairs are told apart
    by the format alone, "both reason" pairs only by checking the arithmetic.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from rloo_studio.core.stats import correlation
-from rloo_studio.core.thinking import parse
+from rloo_studio.core.thinking import reasons
 
 REWARD_MODEL = "reward_model"  # the reward-model reward's name in samples.jsonl (rloo.config.REWARD_MODEL)
 BLIND_R = 0.2
@@ -33,23 +33,6 @@ WHAT = {
 SLICES = ("among completions that think", "within each prompt's group", "over all recent completions")
 
 # -- held-out pairs by kind and source -----------------------------------------------------------
-
-
-def reasons(text: str, start: str = "answer") -> bool:
-    """The response holds non-empty <think> reasoning (both tags, or only the closing tag). `start`: where
-    the chat template's generation prompt leaves it (thinking.Template.start); after Qwen3-Thinking's
-    prompt ("think") a response without tags, or cut before </think>, is reasoning too."""
-    return parse(text, start=start).has_thinking
-
-
-def pair_kind(chosen: str, rejected: str, start: str = "answer") -> str:
-    """'both reason', 'only chosen reasons', 'only rejected reasons' or 'neither reasons' (`start` as in reasons)."""
-    c, r = reasons(chosen, start), reasons(rejected, start)
-    if c and r:
-        return "both reason"
-    if c or r:
-        return "only chosen reasons" if c else "only rejected reasons"
-    return "neither reasons"
 
 
 def breakdown(rows: list[dict]) -> dict:

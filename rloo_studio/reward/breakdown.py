@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rloo_studio.core.reward_input import reward_ids
 from rloo_studio.reward import blind
+from rloo_studio.core.thinking import pair_kind
 
 FILE = "held_out_breakdown.json"
 
@@ -29,7 +30,7 @@ def held_out_breakdown(ws, model, tok, held: list[dict], max_length: int, batch_
     """blind.breakdown of the held-out rows (pairs.jsonl shape: prompt already chat-formatted). `start`:
     where the chat template's generation prompt leaves a response (thinking.Template.start), so that a
     response the template opened <think> for counts as reasoning even without a tag."""
-    from rloo_studio.reward.scoring import Scorer, final_scores
+    from rloo_studio.inspect.scoring import Scorer, final_scores
 
     rows, ids = [], []
     for r in held:
@@ -46,7 +47,7 @@ def held_out_breakdown(ws, model, tok, held: list[dict], max_length: int, batch_
         model.train(was_training)
     src = _sources(ws, [r.get("pair_id") for r in rows])
     return blind.breakdown([
-        {"pair_id": r.get("pair_id"), "kind": blind.pair_kind(r["chosen"], r["rejected"], start),
+        {"pair_id": r.get("pair_id"), "kind": pair_kind(r["chosen"], r["rejected"], start),
          "source": src.get(r.get("pair_id"), "unknown"), "chosen_score": scores[2 * i],
          "rejected_score": scores[2 * i + 1]}
         for i, r in enumerate(rows)

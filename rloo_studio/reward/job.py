@@ -14,6 +14,7 @@ import numpy as np
 
 from rloo_studio.core import bootstrap, memory  # noqa: F401  (unsloth before trl)
 from rloo_studio.reward import blind
+from rloo_studio.core.thinking import pair_kind
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.reward_input import reward_ids
 from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig, trl_args
@@ -214,7 +215,7 @@ def split_rows(rows: list[dict], fraction: float, seed: int, by_kind: bool = Tru
                start: str = "answer") -> tuple[list[dict], list[dict]]:
     """(held_out, train): int(len(rows) * fraction) rows held out at random (seeded).
 
-    by_kind: the same share of each kind of pair (blind.pair_kind: both reason, only chosen reasons, …)
+    by_kind: the same share of each kind of pair (core.thinking.pair_kind: both reason, only chosen reasons, …)
     is held out, so the held-out accuracy does not depend on how many hard pairs a seed happens to
     draw; the rounding is settled by the largest remainders. `start`: where the chat template leaves a
     response (thinking.Template.start), so that the kinds read each response as the model sees it."""
@@ -226,7 +227,7 @@ def split_rows(rows: list[dict], fraction: float, seed: int, by_kind: bool = Tru
         return rows[:n_eval], rows[n_eval:]
     groups: dict[str, list[dict]] = {}
     for r in rows:
-        groups.setdefault(blind.pair_kind(r["chosen"], r["rejected"], start), []).append(r)
+        groups.setdefault(pair_kind(r["chosen"], r["rejected"], start), []).append(r)
     kinds = sorted(groups)
     quota = {k: int(len(groups[k]) * fraction) for k in kinds}
     by_remainder = sorted(kinds, key=lambda k: (-(len(groups[k]) * fraction - quota[k]), k))

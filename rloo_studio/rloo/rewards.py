@@ -133,7 +133,7 @@ def _strip_end(tok, completion_ids: Sequence[int]) -> list[int]:
 
 def score_ids(model, tok, id_lists: list[list[int]], batch_size: int = 16) -> list[float]:
     """Reward-model scores of token-id sequences (reward.scoring: the one scorer Inspect uses too)."""
-    from rloo_studio.reward.scoring import Scorer, final_scores  # torch: only when a reward model scores
+    from rloo_studio.inspect.scoring import Scorer, final_scores  # torch: only when a reward model scores
 
     return final_scores(Scorer(model, tok, "reward model", True), id_lists, batch_size)
 

@@ -46,7 +46,7 @@ def score(studio: Studio, prompt: str, response: str, reward_run: str,
         score, delta}]}: total is the score read at the end (what training compares); answer the answer alone;
         thinking the score after the reasoning; each step the score of the text up to its end and the change.
     """
-    from rloo_studio.reward.scoring import check_text, score_json  # loads torch: only when asked
+    from rloo_studio.inspect.scoring import check_text, score_json  # loads torch: only when asked
 
     run = catalog.find_run(studio.ws, reward_run, "reward")  # says so when the id names no reward run
     if split not in ("blank", "line", "sentence"):

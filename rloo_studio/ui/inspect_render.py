@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 
-from rloo_studio.reward import scoring
-from rloo_studio.reward.dataset_view import LENGTH_BIAS_WARN, DatasetView
+from rloo_studio.inspect import scoring
+from rloo_studio.inspect.dataset import LENGTH_BIAS_WARN, DatasetView
 
 CSS = """
 .rs-summary {display:flex; gap:1.2em; flex-wrap:wrap; align-items:baseline}

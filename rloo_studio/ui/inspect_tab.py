@@ -1,6 +1,6 @@
 """Inspect tab: score a response with a reward model, step by step; pairs; the whole labeled set.
 
-Thin: every callback reads widgets, calls rloo_studio.reward.scoring, and formats the result as HTML
+Thin: every callback reads widgets, calls rloo_studio.inspect.scoring, and formats the result as HTML
 (heat maps and plots are inline SVG/HTML, so they render without a plotting library).
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.runs import catalog
-from rloo_studio.reward import scoring
-from rloo_studio.reward.dataset_view import dataset_view
-from rloo_studio.core import model_view
+from rloo_studio.inspect import scoring
+from rloo_studio.inspect.dataset import dataset_view
+from rloo_studio.inspect import model_input
 from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.label.store import flag_for_relabel
 from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
@@ -182,14 +182,14 @@ def do_view(ws, form: InspectInputs):
         prompt = scoring.check_text(form.prompt, "prompt", required=False)
         response = scoring.check_text(form.response, "response")
         scorer = scorer_for(ws, form)
-        rm = model_view.reward_view(scorer.tok, prompt, response, scorer.enable_thinking, model=scorer.label)
+        rm = model_input.reward_view(scorer.tok, prompt, response, scorer.enable_thinking, model=scorer.label)
     except Exception:  # noqa: BLE001 — the same inputs failed to score: the score's box says why
         return ""
     policy = (form.base_model or "").strip() or run_base(ws, form.reward_model)
     if not policy:
         return render.model_views_html([rm])
     try:
-        pv = model_view.policy_view(model_view.tokenizer(policy, bool(form.trust_remote_code)), prompt, response,
+        pv = model_input.policy_view(model_input.tokenizer(policy, bool(form.trust_remote_code)), prompt, response,
                                     scorer.enable_thinking, model=policy)
     except Exception as exc:  # noqa: BLE001 — the reward model's view stands on its own
         return render.model_views_html([rm]) + _error(f"No policy view: {explain(exc)}")

@@ -10,7 +10,7 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.label import records, store
-from rloo_studio.reward.dataset_view import disagreements
+from rloo_studio.inspect.dataset import disagreements
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, rloo_send

@@ -32,7 +32,7 @@ def response_html(text: str, raw: bool = False, split: str = "blank") -> str:
 
 
 def model_view_html(v) -> str:
-    """A core.model_view.View: the exact text the model reads, token by token. Added tokens (<|im_start|>,
+    """A inspect.model_input.View: the exact text the model reads, token by token. Added tokens (<|im_start|>,
     <think>, EOS ...) are drawn apart; hovering a token shows its position, id and text."""
     counts = f"{v.count('prompt')} prompt + {v.count('response')} response" + (" + EOS" if v.count("end") else "")
     head = (f"<div class='mv-head'><b>{html.escape(v.who.capitalize())}</b> · {html.escape(v.model)} · "

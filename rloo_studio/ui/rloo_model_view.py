@@ -8,7 +8,7 @@ import gradio as gr
 
 from rloo_studio.core.errors import explain
 from rloo_studio.studio import Studio
-from rloo_studio.rloo import samples as rloo_samples, view as rv
+from rloo_studio.rloo import health, samples as rloo_samples, view as rv
 from rloo_studio.runs.catalog import find_run
 from rloo_studio.ui import render
 
@@ -21,7 +21,7 @@ def _run(ws, rid) -> str | None:
 
 
 def _window(studio: Studio, rid: str) -> list[dict]:
-    return rloo_samples.read_samples(studio.ws.run_dir(rid), last_steps=rv.WINDOW)  # what the table shows
+    return rloo_samples.read_samples(studio.ws.run_dir(rid), last_steps=health.WINDOW)  # what the table shows
 
 
 def _shown_run(studio: Studio, rid) -> str | None:
@@ -50,7 +50,7 @@ def on_pick(studio: Studio, rid, key):
         return ""
     sample = rv.picked_sample(_window(studio, rid), key)
     if sample is None:
-        return render.message_html(f"That completion is no longer among the last {rv.WINDOW} steps shown; pick another.")
+        return render.message_html(f"That completion is no longer among the last {health.WINDOW} steps shown; pick another.")
     try:
         return render.model_views_html(rv.model_views(studio.ws, rid, sample))
     except Exception as exc:  # noqa: BLE001 — a run whose model is gone: say so
