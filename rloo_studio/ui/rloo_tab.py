@@ -25,7 +25,7 @@ from rloo_studio.runs import lifecycle, run_warnings, tail
 from rloo_studio.runs.catalog import find_run, trained_adapters
 from rloo_studio.studio import Studio
 from rloo_studio.ui import launch_panel, messages, rloo_send, run_panel
-from rloo_studio.ui import rloo_model_view, rloo_render
+from rloo_studio.ui import rloo_model_view, rloo_render, token_view
 from rloo_studio.ui.fields import Pick, Range, Ticks, widget, widget_value
 from rloo_studio.ui.run_panel import RunPanel
 
@@ -336,6 +336,7 @@ def build(studio: Studio):
     order_dd, table = _completions()
     rloo_model_view.build(studio, run_dd, table)  # one completion as the models read it (ui/rloo_model_view.py)
     rloo_send.build(studio, run_dd)  # a group of these completions into the Label queue (ui/rloo_send.py)
+    token_view.build(studio, run_dd)  # what a step taught, token by token (ui/token_view.py)
     n_cmp, cmp_btn, cmp_md, cmp_table = _compare()
     launch_btn_write, launch_out = launch_panel.build(studio, "rloo", inputs, rloo_view.config_from_form, "rloo")
     ticked = gr.State(_as_widget(_field(fields, "rewards"), values["rewards"]))  # to keep weights aligned
