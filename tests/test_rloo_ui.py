@@ -45,7 +45,7 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         page.get_by_role("option", name="gpu-24gb").click()
         expect(page.locator("#rloo-model input")).to_have_value("Qwen/Qwen3-4B-Thinking-2507", timeout=LONG)
         page.locator("#rloo-preset input").click()
-        page.get_by_role("option", name="demo-cpu").click()
+        page.get_by_role("option", name="demo-cpu", exact=True).click()  # not demo-cpu-reward-model
         expect(page.locator("#rloo-model input")).to_have_value(re.compile(r"^demo model · "), timeout=LONG)
 
         # bad input: a plain message, and nothing is saved
