@@ -146,10 +146,43 @@ def poll_gen(studio: Studio, rid):
             gr.Timer(active=False))
 
 
+def generate_section(studio: Studio) -> None:
+    """The 'Generate candidates' accordion: sample k responses per prompt as a job, followed while it runs."""
+    sets = [s["name"] for s in prompt_sets(studio.ws)]
+    d = GenerateConfig()
+    with gr.Accordion("Generate candidates from a model", open=False):
+        with gr.Row():
+            prompt_set = gr.Dropdown(sets, value=d.prompt_set if d.prompt_set in sets else None, label="Prompt set")
+            limit = gr.Number(d.limit, label="Prompts", precision=0, minimum=1, elem_id="lbl-gen-limit")
+            k = gr.Slider(2, 8, d.k, step=1, label="Responses per prompt (k)")
+        typed = gr.Textbox(label="…or type prompts, one per line", lines=3)
+        with gr.Row():
+            model = fields.model_dropdown(d.model, "Model (local folder or cached hub id)", "lbl-gen-model",
+                                          studio.ws.root, scale=3)
+            trust = gr.Checkbox(d.trust_remote_code, label="trust_remote_code", info=TRUST_SHORT, scale=1,
+                                elem_id="lbl-gen-trust")
+            tokens = gr.Number(d.max_new_tokens, label="Max new tokens", precision=0, minimum=1)
+            temperature = gr.Number(d.temperature, label="Temperature", minimum=0.01)
+            thinking = gr.Checkbox(d.enable_thinking, label="enable_thinking", elem_id="lbl-gen-thinking",
+                                   info="Hybrid templates (Qwen3): off answers without reasoning; others ignore it")
+        with gr.Row():
+            b_gen = gr.Button("Generate", variant="primary")
+            b_stop = gr.Button("Stop")
+        run = gr.State("")
+        msg = gr.HTML()
+        timer = gr.Timer(1.0, active=False)
+    trust.input(lambda on: status_html(TRUST_WARNING, True) if on else status_html(""), trust, msg)
+    b_gen.click(**inputs.bind(partial(start_gen, studio), GenerateInputs, prompt_set=prompt_set, limit=limit, k=k,
+                              typed=typed, model=model, trust_remote_code=trust, max_new_tokens=tokens,
+                              temperature=temperature, enable_thinking=thinking),
+                outputs=[run, msg]).then(lambda rid: gr.Timer(active=bool(rid)), run, timer)
+    timer.tick(partial(poll_gen, studio), run, [msg, timer], show_progress="hidden")
+    b_stop.click(lambda rid: studio.runner.stop(rid) and None, run, None)
+
+
 def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty) -> None:
     """The data area, under the labeling view: `queue` names the widgets whose next pair an import shows
     (LabelInputs' fields), `outs` the view's outputs."""
-    ws = studio.ws
     with gr.Accordion("Import pairs or prompts", open=False):
         gr.Markdown("JSONL, CSV or Parquet: preference pairs (`prompt`, `chosen`, `rejected`; standard or "
                     "conversational; without `prompt` the shared prefix is the prompt), candidates "
@@ -161,29 +194,7 @@ def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty)
             b_import = gr.Button("Import")
             b_demo = gr.Button("Load the demo data", elem_id="lbl-demo")
         import_msg = gr.HTML(elem_id="lbl-import-msg")
-    with gr.Accordion("Generate candidates from a model", open=False):
-        sets = [s["name"] for s in prompt_sets(ws)]
-        d = GenerateConfig()
-        with gr.Row():
-            g_set = gr.Dropdown(sets, value=d.prompt_set if d.prompt_set in sets else None, label="Prompt set")
-            g_limit = gr.Number(d.limit, label="Prompts", precision=0, minimum=1, elem_id="lbl-gen-limit")
-            g_k = gr.Slider(2, 8, d.k, step=1, label="Responses per prompt (k)")
-        g_typed = gr.Textbox(label="…or type prompts, one per line", lines=3)
-        with gr.Row():
-            g_model = fields.model_dropdown(d.model, "Model (local folder or cached hub id)", "lbl-gen-model",
-                                            ws.root, scale=3)
-            g_trust = gr.Checkbox(d.trust_remote_code, label="trust_remote_code", info=TRUST_SHORT, scale=1,
-                                  elem_id="lbl-gen-trust")
-            g_tokens = gr.Number(d.max_new_tokens, label="Max new tokens", precision=0, minimum=1)
-            g_temp = gr.Number(d.temperature, label="Temperature", minimum=0.01)
-            g_think = gr.Checkbox(d.enable_thinking, label="enable_thinking", elem_id="lbl-gen-thinking",
-                                  info="Hybrid templates (Qwen3): off answers without reasoning; others ignore it")
-        with gr.Row():
-            b_gen = gr.Button("Generate", variant="primary")
-            b_gen_stop = gr.Button("Stop")
-        gen_run = gr.State("")
-        gen_msg = gr.HTML()
-        gen_timer = gr.Timer(1.0, active=False)
+    generate_section(studio)
     with gr.Accordion("Export for other tools", open=False):
         with gr.Row():
             e_fmt = gr.Radio(list(FORMATS), value="standard", label="Format")
@@ -200,13 +211,6 @@ def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty)
     for b in (b_demo, b_demo_empty):
         b.click(**inputs.bind(partial(load_demo, studio), LabelInputs, **queue),
                 outputs=[import_msg, *outs, src, empty_box])
-    g_trust.input(lambda on: status_html(TRUST_WARNING, True) if on else status_html(""), g_trust, gen_msg)
-    b_gen.click(**inputs.bind(partial(start_gen, studio), GenerateInputs, prompt_set=g_set, limit=g_limit, k=g_k,
-                              typed=g_typed, model=g_model, trust_remote_code=g_trust, max_new_tokens=g_tokens,
-                              temperature=g_temp, enable_thinking=g_think),
-                outputs=[gen_run, gen_msg]).then(lambda rid: gr.Timer(active=bool(rid)), gen_run, gen_timer)
-    gen_timer.tick(partial(poll_gen, studio), gen_run, [gen_msg, gen_timer], show_progress="hidden")
-    b_gen_stop.click(lambda rid: studio.runner.stop(rid) and None, gen_run, None)
     b_export.click(**inputs.bind(partial(do_export, studio), ExportInputs, format=e_fmt, file_name=e_name,
                                  test_fraction=e_split, ties_apart=e_ties, name=queue["name"]),
                    outputs=[export_msg, export_files, *outs])
