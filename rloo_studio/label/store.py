@@ -3,8 +3,10 @@
 Per-annotator counts and agreement between annotators are in label/agreement.py.
 
 A label is returned to the caller only after its transaction has committed. Pairs are handed
-out through claims: a pair shown to one browser session is not shown to another until it is
-labeled or the claim expires, unless the overlap setting asks for more annotators per pair.
+out through claims, each held by an annotator in one session: a browser (all its tabs, across
+reloads and app restarts: the Label tab keeps a browser id in localStorage) or a script
+(`api:<name>`). A claimed pair is not shown to another session until it is labeled or the claim
+expires, unless the overlap setting asks for more annotators per pair.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from rloo_studio.core.workspace import Workspace
 CHOICES = ("a", "b", "tie", "skip")
 FILTERS = ("unlabeled", "labeled", "skipped", "ties", "flagged", "all")
 IMPORT_ANNOTATOR = "import"
-CLAIM_SECONDS = 300  # a pair left open in a closed tab returns to the queue after this
+CLAIM_SECONDS = 300  # a pair left open in a browser that does not come back returns to the queue after this
 
 
 @dataclass(frozen=True)
@@ -113,24 +115,29 @@ def _candidate(con, filter: str, args: dict, prefer: bool, partial: bool):
 
 def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabeled", source: str = "",
               rng: random.Random | None = None, prefer: list[int] | None = None) -> Shown | None:
-    """Claim and return the next pair for this annotator and browser session (None: queue empty).
+    """Claim and return the next pair for this annotator and session (None: queue empty).
 
+    `session` is the browser's id (the same in all its tabs and across reloads and restarts) or a
+    script's. A session keeps its open claim: a reload or a second tab shows the same pair again, in
+    the same A/B order, and the claim's time starts again. One session shows one annotator's pair:
+    asking under another name gives back the claims the session held under the old one.
     `prefer` puts these pair ids first, in this order (active labeling: most uncertain first).
-    A session keeps its open claim (a page reload shows the same pair again). The A/B order is
-    drawn at random the first time this annotator is given the pair and kept (pair_order): coming
-    back to a pair, in any session, shows it in the same order.
+    The A/B order is drawn at random the first time this annotator is given the pair and kept
+    (pair_order): coming back to a pair, in any session, shows it in the same order.
     """
     if filter not in FILTERS:
         raise ValueError(f"unknown filter {filter!r}; choose one of {', '.join(FILTERS)}")
     now = time.time()
     with ws.transaction() as con:
         ann = annotator_id(con, annotator)
-        con.execute("DELETE FROM claims WHERE expires <= ?", (now,))
+        con.execute("DELETE FROM claims WHERE expires <= ? OR (session = ? AND annotator_id != ?)", (now, session, ann))
         row = con.execute(
             "SELECT pair_id, a_shown_left FROM claims WHERE session=? AND annotator_id=? ORDER BY expires DESC LIMIT 1",
             (session, ann),
         ).fetchone()
-        if row is None:
+        if row is not None:  # the session's own pair again (a reload, another tab): held for another CLAIM_SECONDS
+            con.execute("UPDATE claims SET expires=? WHERE pair_id=? AND session=?", (now + CLAIM_SECONDS, row[0], session))
+        else:
             n = int((con.execute("SELECT value FROM settings WHERE key='overlap'").fetchone() or ["1"])[0])
             relabel = filter != "unlabeled"
             args = {"session": session, "now": now, "ann": ann, "overlap": n, "source": source,

@@ -1,0 +1,48 @@
+"""Claims belong to the annotator and the browser: a reload, a second tab or an app restart shows the same
+pair in the same A/B order; another browser or person gets another pair; a claim comes back to its owner."""
+import time
+
+from rloo_studio.core.workspace import Workspace
+from rloo_studio.label import store as L
+
+
+def claims(ws, pair_id):
+    return ws.query("SELECT session, expires FROM claims WHERE pair_id=?", (pair_id,))
+
+
+def test_a_browser_gets_its_pair_back_in_the_same_order_across_reloads_and_a_restart(workspace):
+    first = L.next_pair(workspace, "ann", "browser-1")
+    for _ in range(3):  # reloads, other tabs of the same browser
+        again = L.next_pair(workspace, "ann", "browser-1")
+        assert (again.pair_id, again.left, again.right) == (first.pair_id, first.left, first.right)
+    restarted = Workspace(workspace.root)  # the app restarted: a new process opens the same workspace
+    back = L.next_pair(restarted, "ann", "browser-1")
+    assert (back.pair_id, back.a_shown_left) == (first.pair_id, first.a_shown_left)
+    # Not hidden from its owner, and held by one claim only: no other pair of the queue was taken on the way.
+    assert len(workspace.query("SELECT * FROM claims")) == 1
+
+
+def test_coming_back_restarts_the_claims_time(workspace, monkeypatch):
+    shown = L.next_pair(workspace, "ann", "browser-1")
+    (_, first_expiry), = claims(workspace, shown.pair_id)
+    later = time.time() + L.CLAIM_SECONDS - 1  # just before it would expire
+    monkeypatch.setattr(L.time, "time", lambda: later)
+    assert L.next_pair(workspace, "ann", "browser-1").pair_id == shown.pair_id
+    (_, expiry), = claims(workspace, shown.pair_id)
+    assert expiry > first_expiry + L.CLAIM_SECONDS - 2
+
+
+def test_other_browsers_and_people_get_other_pairs_until_the_claim_is_labeled(workspace):
+    mine = L.next_pair(workspace, "ann", "browser-1")
+    assert L.next_pair(workspace, "ann", "browser-2").pair_id != mine.pair_id  # ann's other browser
+    assert L.next_pair(workspace, "bob", "browser-3").pair_id != mine.pair_id
+    assert L.next_pair(workspace, "ann", "api:ann").pair_id != mine.pair_id  # ann's script
+    L.save_label(workspace, L.next_pair(workspace, "ann", "browser-1"), "ann", "browser-1", "left")
+    assert L.next_pair(workspace, "ann", "browser-1").pair_id != mine.pair_id  # labeled: the browser moves on
+
+
+def test_a_browser_shows_one_annotators_pair_a_new_name_frees_the_old_names_claim(workspace):
+    L.next_pair(workspace, "alice", "shared-browser")
+    L.next_pair(workspace, "bob", "shared-browser")  # the same browser, the name changed
+    held = workspace.query("SELECT a.name FROM claims c JOIN annotators a ON a.id = c.annotator_id")
+    assert [r[0] for r in held] == ["bob"]  # alice's pair is not held for a page that shows bob's
