@@ -15,8 +15,8 @@ One line per completion of a recorded step (the same steps and order as samples.
   steps       [start, end) token ranges of the <think> reasoning steps, one per line
 
 Δ log-prob = logp_new - logp_old; per-token KL = logp_old - logp_ref (TRL RLOO's first-order estimate, the one
-its KL penalty sums). The forward pass runs only while importing nothing heavy here: torch comes in with the
-trainer. This module's readers (read_tokens, summary, describe) are plain Python for the UI and the CLI.
+its KL penalty sums). torch is imported only inside the functions the trainer's callback calls
+(samples.TokensCallback); the readers (read_tokens, summary, describe) are plain Python for the UI and the CLI.
 """
 from __future__ import annotations
 
