@@ -1,8 +1,8 @@
 """The Label tab's data area: import a file, load the demo data, generate candidates, export.
 
-Every action here that redraws the labeling view also sets the current pair: an import that
-fails, and an export, leave no pair on the page and no current pair, so a key pressed next saves
-nothing (see label_tab.label).
+Every action here that redraws the labeling view also sets the current pair. An action that fails
+or is refused leaves the view and its pair as they were (label_view.unchanged); an export leaves no
+pair on the page and no current pair, so a key pressed next saves nothing (see label_tab.label).
 """
 from __future__ import annotations
 
@@ -76,15 +76,14 @@ class GenerateInputs:
 def do_import(studio: Studio, form: ImportInputs, progress=gr.Progress()):
     """Outputs: message, the view (prompt … current), sources, file box, empty notice."""
     if not form.path:
-        view = label_view.cleared(studio, form.name, "No file was chosen, so nothing was imported.", True)
-        return status_html("Choose a file first.", True), *view, gr.update(), None, empty_update(studio)
+        return (status_html("No file was chosen, so nothing was imported: choose a file first.", True),
+                *label_view.unchanged(), gr.update(), None, empty_update(studio))
     try:
         kw = {"keep_duplicates": True} if form.keep_duplicates else {}  # skipping rows already there is the default
         res = import_upload(studio.ws, form.path, progress=lambda frac, what: progress(frac, desc=what), **kw)
     except Exception as e:  # every failure is a message; the import wrote nothing
-        view = label_view.cleared(studio, form.name, "The import was refused; nothing was changed.", True)
-        return (status_html(f"Import refused, nothing was changed: {explain(e)}", True), *view, gr.update(), None,
-                empty_update(studio))
+        return (status_html(f"Import refused, nothing was changed: {explain(e)}", True), *label_view.unchanged(),
+                gr.update(), None, empty_update(studio))
     finally:
         discard_upload(studio.ws, form.path)  # the workspace keeps its own copy (uploads/); Gradio's goes
     view = label_view.show_next(studio, form)
@@ -102,16 +101,17 @@ def load_demo(studio: Studio, form: LabelInputs):
 
 
 def do_export(studio: Studio, form: ExportInputs):
-    """Outputs: message, files, the view (cleared: the next label key shows the next pair)."""
+    """Outputs: message, files, the view (cleared: the next label key shows the next pair; as it was on an error)."""
     fname = (form.file_name or "").strip()
-    view = label_view.cleared(studio, form.name, "Exported; press a label key to go on labeling.")
     if not fname or "/" in fname or "\\" in fname or fname.startswith("."):
-        return status_html("Give a plain file name (no folders); files go to the workspace's exports/.", True), None, *view
+        return (status_html("Give a plain file name (no folders); files go to the workspace's exports/.", True), None,
+                *label_view.unchanged())
     try:
         res = export(studio.ws, studio.ws.exports_dir / fname, form.format, ties_apart=form.ties_apart,
                      test_fraction=float(form.test_fraction))
     except Exception as e:
-        return status_html(explain(e), True), None, *view
+        return status_html(explain(e), True), None, *label_view.unchanged()
+    view = label_view.cleared(studio, form.name, "Exported; press a label key to go on labeling.")
     files = [str(p) for p in res.paths if p.is_file()]
     return status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *view
 

@@ -3,12 +3,16 @@
 Keys (outside text boxes): 1 / ← left better, 2 / → right better, 3 tie, 4 skip, f flag, u undo;
 Esc leaves the comment box. A label key saves a label only for the pair whose texts are on the
 page at that moment: the page sends the id it shows with every press, and the server saves
-nothing when that is not the session's current pair (say, after an action cleared the view).
+nothing when that is not the page's current pair (say, after an action cleared the view).
+A press made while the last one is being saved is refused on the page, in words.
+
+The page's claimed pair belongs to the annotator and this browser (an id kept in localStorage),
+not to the page: a reload, a second tab or an app restart shows the same pair in the same order.
 """
 from __future__ import annotations
 
 import html
-import uuid
+import secrets
 from dataclasses import replace
 from functools import partial
 
@@ -20,7 +24,8 @@ from rloo_studio.reward.uncertainty import uncertainty_queue
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, label_data, render
-from rloo_studio.ui.label_view import NOTHING_SAVED, LabelInputs, status_html, show_next, sources_update, view
+from rloo_studio.ui.label_view import (NO_NAME, NOTHING_SAVED, LabelInputs, progress_md, status_html, show_next,
+                                       sources_update, view)
 
 CSS = render.CSS + """
 #lbl-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill)}
@@ -29,6 +34,7 @@ CSS = render.CSS + """
 #lbl-progress {font-size: .95em}
 .lbl-msg-error {color: #b91c1c; font-weight: 600}
 .lbl-keys {font-size: .85em; color: var(--body-text-color-subdued)}
+#lbl-busy-text:empty {display: none}
 """
 
 HEAD = """
@@ -48,8 +54,27 @@ document.addEventListener('keydown', (e) => {
   e.preventDefault();
   btn.click();
 });
+// A label or undo press (key or click) while the last one is being saved is refused here, in words: the
+// label event's .then calls lblSaved(). After a minute without an answer, presses are taken again.
+window.lblSaving = 0;
+window.lblSaved = () => { window.lblSaving = 0; };
+document.addEventListener('click', (e) => {
+  const btn = e.target.closest && e.target.closest('#lbl-left, #lbl-right, #lbl-tie, #lbl-skip, #lbl-flag, #lbl-undo');
+  if (!btn) return;
+  const note = document.getElementById('lbl-busy-text');
+  if (window.lblSaving && Date.now() - window.lblSaving < 60000) {
+    e.stopImmediatePropagation();
+    e.preventDefault();
+    if (note) note.textContent = 'Still saving your last label: this press was not used. Press again.';
+    return;
+  }
+  if (note) note.textContent = '';
+  window.lblSaving = Date.now();
+}, true);
 </script>
 """
+
+SAVED_JS = "() => { window.lblSaved && window.lblSaved(); }"
 
 # Runs in the browser when a label button is pressed (or clicked): the last input becomes the id of
 # the pair whose texts are on the page right now ('' when none is).
@@ -59,9 +84,30 @@ ON_SCREEN_JS = """(...args) => {
   return args;
 }"""
 
-def start(stored, sess, typed):
-    # A name typed before the page finished loading wins over the remembered one.
-    return (typed or "").strip() or stored, sess or uuid.uuid4().hex
+# Runs in the browser as the page loads, with no round trip (so nothing typed meanwhile is overwritten): the name
+# typed so far wins over the remembered one; this browser's id is made once and kept in localStorage.
+START_JS = """(stored, typed, id) => [(typed || '').trim() ? typed : (stored || ''),
+  id || (Date.now().toString(36) + '-' + Math.random().toString(36).slice(2))]"""
+RESTARTED = "The app restarted; your name and your pair were kept."
+BOOT = secrets.token_hex(8)  # this start of the app
+
+
+def browser_secret(ws) -> str:
+    """The key of the page's localStorage values: one per workspace, so that they survive an app restart
+    (Gradio draws a new one at each start otherwise). It guards nothing secret: the page holds it too."""
+    key = ws.setting("browser_secret", "")
+    if not key:
+        key = secrets.token_hex(16)
+        ws.set_setting("browser_secret", key)
+    return key
+
+
+def first_view(studio: Studio, form: LabelInputs):
+    """The page load's view, then this start of the app (remembered by the browser). Nothing is drawn while no
+    name is typed (a name typed meanwhile draws its own); a page open across a restart says so."""
+    if not (form.name or "").strip():
+        return *(gr.skip(),) * 4, progress_md(studio, ""), gr.skip(), BOOT
+    return *show_next(studio, form, RESTARTED if form.boot not in ("", BOOT) else ""), BOOT
 
 
 def relabel(studio: Studio, form: LabelInputs):
@@ -75,18 +121,29 @@ def label(studio: Studio, side: str, form: LabelInputs):
     name = (form.name or "").strip()
     if not name:
         return (*view(studio, None, "", form.raw), form.comment)
+    note = ""
+    if form.shown is None and form.screen:  # a pair on the page the server does not know: the app restarted
+        form, note = replace(form, shown=held_pair(studio, form)), RESTARTED
     if not store.on_screen(form.shown, form.screen):  # nothing (or another pair) on the page: save nothing, say so
-        return (*show_next(studio, form, NOTHING_SAVED), form.comment)
+        return (*show_next(studio, form, f"{note} {NOTHING_SAVED}".strip()), form.comment)
     try:
         if side == "flag":
             store.flag_pair(studio.ws, form.shown, name, form.session, form.comment)
-            note = f"Flagged #{form.shown.pair_id} for re-labeling (recorded as your skip)."
+            note = f"{note} Flagged #{form.shown.pair_id} for re-labeling (recorded as your skip).".strip()
         else:
             store.save_on_screen(studio.ws, form.shown, form.screen, name, form.session, side, form.comment)
-            note = ""
         return (*show_next(studio, form, note), "")
     except (ValueError, KeyError) as e:
         return (*view(studio, form.shown, name, form.raw, explain(e), True), form.comment)
+
+
+def held_pair(studio: Studio, form: LabelInputs):
+    """The pair this browser holds for the annotator (what its pages show), or None."""
+    try:
+        return store.next_pair(studio.ws, form.name.strip(), form.session, form.filter, form.source,
+                               prefer=(form.active or {}).get("order"))
+    except ValueError:
+        return None
 
 
 def undo(studio: Studio, form: LabelInputs):
@@ -234,8 +291,10 @@ def label_buttons():
 
 def build(studio: Studio):
     ws = studio.ws
-    saved_name = gr.BrowserState("", storage_key="rloo-studio-annotator")
-    session = gr.State("")
+    secret = browser_secret(ws)
+    saved_name = gr.BrowserState("", storage_key="rloo-studio-annotator", secret=secret)
+    session = gr.BrowserState("", storage_key="rloo-studio-browser", secret=secret)  # this browser's id (START_JS)
+    boot = gr.BrowserState("", storage_key="rloo-studio-boot", secret=secret)  # the app start it saw last
     current = gr.State(None)  # the pair on the page (None: none is); set by every event that draws the view
     active = gr.State(None)  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
     screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
@@ -252,7 +311,8 @@ def build(studio: Studio):
     empty_box, b_demo_empty = label_data.empty_notice(studio)
     guides = guidelines_section(studio)
     progress = gr.Markdown(elem_id="lbl-progress")
-    status = gr.HTML(elem_id="lbl-status")  # which pair, or what went wrong: above the texts, where eyes are
+    status = gr.HTML(status_html(NO_NAME), elem_id="lbl-status")  # which pair, or what went wrong: where eyes are
+    gr.HTML("<div id='lbl-busy-text' class='lbl-msg-error'></div>", elem_id="lbl-busy")  # HEAD fills it
     prompt, left, right = pair_view()
     buttons, b_undo, comment = label_buttons()
     outs = [prompt, left, right, status, progress, current]
@@ -262,11 +322,13 @@ def build(studio: Studio):
         return inputs.bind(partial(callback, studio), LabelInputs, **queue)
 
     for side, btn in buttons.items():  # screen last: ON_SCREEN_JS fills the last input
+        # every press reaches the page's guard (HEAD), which refuses in words one made while the last is saved
         btn.click(**inputs.bind(partial(label, studio, side), LabelInputs, **queue, shown=current, comment=comment,
                                 screen=screen),
-                  outputs=[*outs, comment], js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="once")
+                  outputs=[*outs, comment], js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="multiple").then(
+            None, js=SAVED_JS)
     b_undo.click(**inputs.bind(partial(undo, studio), LabelInputs, **queue, shown=current), outputs=outs,
-                 show_progress="hidden")
+                 show_progress="hidden", trigger_mode="multiple").then(None, js=SAVED_JS)
     # Enter leaves the name box (so that the keys label), and leaving it loads that annotator's queue.
     name.submit(None, js="() => { document.activeElement.blur(); }")
     name.blur(**next_pair(relabel), outputs=outs).then(lambda n: n, name, saved_name)
@@ -282,9 +344,9 @@ def build(studio: Studio):
     agree = annotators_panel(studio)
 
     def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
-        # Restore the name this browser used, start a session, continue where the annotator left off.
-        demo.load(start, [saved_name, session, name], [name, session]).then(
-            **next_pair(show_next), outputs=outs).then(
+        # Restore the name this browser used and its id, continue where the annotator left off (its claimed pair).
+        demo.load(None, [saved_name, name, session], [name, session], js=START_JS).then(
+            **inputs.bind(partial(first_view, studio), LabelInputs, **queue, boot=boot), outputs=[*outs, boot]).then(
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
         tab.select(**next_pair(show_next), outputs=outs).then(

@@ -25,7 +25,7 @@ class LabelInputs:
     """What the Label tab's events read from the page (ui.inputs.bind): each event binds the widgets it
     needs, the other fields keep these defaults."""
     name: str = ""  # the annotator's name, as typed
-    session: str = ""  # this page's labeling session: its claimed pair
+    session: str = ""  # this browser's id (kept in localStorage): the session its claimed pair belongs to
     filter: str = "unlabeled"  # which pairs to show (store.FILTERS)
     source: str = ""  # only pairs of this source ('' all)
     raw: bool = False  # the texts as typed, not rendered
@@ -34,6 +34,7 @@ class LabelInputs:
     comment: str = ""  # saved with the label
     screen: str = ""  # the id of the pair the page shows when a key is pressed (filled in the browser)
     order_by: str = ""  # the reward run that orders the queue by uncertainty ('' the usual order)
+    boot: str = ""  # the app start this browser saw last (kept in localStorage; '' none): a new one says it restarted
 
 
 def status_html(text: str, error: bool = False) -> str:
@@ -74,6 +75,11 @@ def view(studio: Studio, shown: store.Shown | None, name: str, raw: bool, note: 
     prompt = f"<div data-pair='{shown.pair_id}'>{prompt_html(shown)}</div>"
     return (prompt, render.response_html(shown.left, raw), render.response_html(shown.right, raw), status,
             progress_md(studio, name), shown)
+
+
+def unchanged():
+    """Outputs that leave the view as it is (prompt … current): what an error does to the pair on screen."""
+    return (gr.skip(),) * 6
 
 
 def cleared(studio: Studio, name: str, note: str, error: bool = False):
