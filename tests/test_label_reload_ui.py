@@ -31,7 +31,12 @@ def start_labeling(page, name):
 
 
 def wait_for_pair(page, pair_id, timeout=30000):
-    expect(page.locator(f"#lbl-prompt [data-pair='{pair_id}']")).to_be_visible(timeout=timeout)
+    try:
+        expect(page.locator(f"#lbl-prompt [data-pair='{pair_id}']")).to_be_visible(timeout=timeout)
+    except AssertionError as e:
+        raise AssertionError(f"pair #{pair_id} not shown; the page shows {shown(page)[0] or 'no pair'}, name "
+                             f"{page.get_by_label('Your name').input_value()!r}, status "
+                             f"{page.locator('#lbl-status').inner_text()!r}") from e
 
 
 def moved_on(page, before, timeout=30000):
@@ -74,8 +79,9 @@ def test_reload_and_a_second_tab_show_the_same_pair_in_the_same_order(app):
 # Holds every event the page sends for 2 s (in the browser): the page-load event goes out after the person typed.
 SLOW_EVENTS = """(() => {
   const real = window.fetch;
+  window.heldEvents = 0;
   window.fetch = (url, opts) => String(url).includes('/queue/join')
-    ? new Promise(r => setTimeout(r, 2000)).then(() => real(url, opts)) : real(url, opts);
+    ? (window.heldEvents++, new Promise(r => setTimeout(r, 2000)).then(() => real(url, opts))) : real(url, opts);
 })();"""
 
 
@@ -87,6 +93,7 @@ def test_a_name_typed_while_the_page_loads_stays(app):
         box.fill("early-bird")  # as soon as the box is there, while the page's load events are on their way
         page.wait_for_timeout(6000)  # the load events have come back
         expect(box).to_have_value("early-bird")
+        assert page.evaluate("window.heldEvents") > 0  # the load events were held: the name was typed before them
         box.press("Enter")
         expect(page.locator("#lbl-status")).to_contain_text("pair #", timeout=30000)
         on_page = shown(page)[0]

@@ -331,7 +331,8 @@ def build(studio: Studio):
                  show_progress="hidden", trigger_mode="multiple").then(None, js=SAVED_JS)
     # Enter leaves the name box (so that the keys label), and leaving it loads that annotator's queue.
     name.submit(None, js="() => { document.activeElement.blur(); }")
-    name.blur(**next_pair(relabel), outputs=outs).then(lambda n: n, name, saved_name)
+    name.blur(**next_pair(relabel), outputs=outs)
+    name.blur(None, name, saved_name, js="(n) => n")  # remembered at once, in the browser: a reload right after keeps it
     flt.change(**next_pair(relabel), outputs=outs)
     src.change(**next_pair(relabel), outputs=outs)
     raw.change(**inputs.bind(partial(rerender, studio), LabelInputs, name=name, raw=raw, shown=current, active=active),
