@@ -34,7 +34,11 @@ def test_demo_data_files():
 
 
 def test_demo_model_formats_well_and_leaves_room_to_learn():
+    """It reasons on about half of its answers, mostly right when it does and wrong when it does not: the room a
+    reward model that learned "reason first" can fill (docs/DEMO_MODEL.md). Measured at this seed: 46.0% right,
+    50.0% reason, right 92.0% of the time when it reasons, 0% when it does not."""
     m = evaluate_policy(n=200, seed=5)
     assert m["format_rate"] >= 0.9
     assert 0.25 <= m["accuracy"] <= 0.75
-    assert 0.5 <= m["thinking_rate"] < 1.0  # sometimes it skips its thinking
+    assert 0.35 <= m["thinking_rate"] <= 0.7  # about half skip their thinking
+    assert m["accuracy_reasoning"] >= 0.8 and m["accuracy_not_reasoning"] <= 0.1

@@ -1,4 +1,5 @@
 """The reward-model job on the CPU with the bundled demo model and the seeded demo pairs."""
+import json
 import subprocess
 import sys
 import time
@@ -11,6 +12,7 @@ from transformers import TrainerCallback
 
 from rloo_studio.reward import uncertainty, view as rv
 from rloo_studio.core.config import build, from_dict
+from rloo_studio.core.paths import DEMO_DATA
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
 from rloo_studio.reward.job import held_out_rows, preflight, token_length, train_reward, truncate_thinking
@@ -60,7 +62,8 @@ def test_demo_preset_learns_the_format_and_reports_each_kind(workspace):
     assert abs(acc - last["accuracy"]) <= 1 / len(held) + 1e-6, (acc, last)  # logged = recomputed
     final = [m for m in read_metrics(d) if "eval_accuracy/kind:only chosen reasons" in m][-1]
     assert final["eval_accuracy/kind:only chosen reasons"] >= 0.95, final
-    assert final["eval_pairs/kind:both reason"] == round(74 * cfg.eval_fraction), final  # stratified: 20% of them
+    slips = sum(json.loads(x)["kind"] == "slip" for x in (DEMO_DATA / "pairs.jsonl").read_text().splitlines())
+    assert final["eval_pairs/kind:both reason"] == round(slips * cfg.eval_fraction), final  # stratified: 20% of them
     assert "held-out accuracy" in read_status(d)["message"]
     print(f"\ndemo preset: held-out accuracy {acc:.3f} on {len(held)} pairs in {time.time() - t0:.0f} s")
 
@@ -123,8 +126,6 @@ def test_preflight_over_length_count_matches_what_trl_trains_on(workspace, polic
     assert 0 < pf["over_length"] < pf["pairs"] or policy != "drop"
     r, rid, state = _run(workspace, cfg)
     assert state == "completed", r.status(rid)
-    import json
-
     done = json.loads((workspace.run_dir(rid) / "preflight.json").read_text())
     kept = done["trained_on"]["train"] + done["trained_on"]["held_out"]
     assert kept == pf["after"]

@@ -24,7 +24,7 @@ HALF_NO_THINK_FRACTION = 0.5  # the fine-tune after it: half skip, so the policy
 # What the demo policy must leave for the loop to teach (scripts/build_demo.py stops on it): it reasons on
 # about half of its answers, and is right when it reasons; the answers without reasoning are the room that a
 # reward model which learned "reason first" can fill (docs/DEMO_MODEL.md).
-REASONING_SHARE = (0.4, 0.6)
+REASONING_SHARE = (0.45, 0.55)
 ACCURACY_WHEN_REASONING = 0.85
 
 
