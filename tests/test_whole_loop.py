@@ -1,5 +1,6 @@
 """The whole loop as a new user, in Chromium: generate, label 30 pairs from the keyboard, train a reward
-model, inspect a response, launch RLOO rewarded by that model, watch the plots, stop, before/after.
+model (its defaults), inspect a response, launch RLOO rewarded by that model alone (the demo-cpu-reward-model
+preset), watch the plots, and read what it learned in the before/after panel; then a before/after of 10 prompts.
 A screenshot of each tab is saved in test-artifacts/ (the README's comes from here)."""
 import re
 import time
@@ -50,7 +51,6 @@ def test_whole_loop_as_a_new_user(tmp_path):
             # 3. Train a reward model.
             page.get_by_role("tab", name="Reward model").click()
             expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
-            fill(page, "reward-max-steps", 20)
             page.locator("#reward-train").click()
             expect(page.locator("#reward-status")).to_contain_text("completed", timeout=LONG)
             screenshot(page, "loop-2-reward")
@@ -66,15 +66,13 @@ def test_whole_loop_as_a_new_user(tmp_path):
             expect(page.locator("#inspect-summary")).not_to_contain_text("Untrained")
             screenshot(page, "loop-3-inspect")
 
-            # 5. RLOO rewarded by the reward model (and correctness); watch the plots move; stop.
+            # 5. RLOO rewarded by that reward model alone (the mission's preset); watch the plots move; it completes
+            #    and says what the policy learned on the held-out prompts.
             page.get_by_role("tab", name="RLOO").click()
-            page.locator("#rloo-rewards").get_by_label("reward_model").check()
-            page.locator("#rloo-reward-model-run input").click()
-            page.get_by_role("option", name=re.compile(reward_run)).click()
-            fill(page, "rloo-reward-weights", "1.0, 0.5")
-            fill(page, "rloo-max-steps", 200)
-            page.get_by_text("Checkpoints and before/after").click()
-            fill(page, "rloo-eval-prompts", 0)
+            page.locator("#rloo-preset input").click()
+            page.get_by_role("option", name="demo-cpu-reward-model", exact=True).click()
+            expect(page.locator("#rloo-rewards").get_by_label("reward_model")).to_be_checked(timeout=LONG)
+            expect(page.locator("#rloo-rewards").get_by_label("correctness")).not_to_be_checked()
             page.locator("#rloo-launch").click()
             expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
             plot = page.locator("#rloo-plot-reward")
@@ -82,17 +80,24 @@ def test_whole_loop_as_a_new_user(tmp_path):
             first = 0
             while time.time() < end and first < 2:
                 first = plot.evaluate(POINTS_JS)
-                page.wait_for_timeout(1000)
+                page.wait_for_timeout(500)
             while time.time() < end and plot.evaluate(POINTS_JS) <= first:
-                page.wait_for_timeout(1000)
+                page.wait_for_timeout(500)
             assert plot.evaluate(POINTS_JS) > first  # the plot moved while we watched
             screenshot(page, "loop-4-rloo")
-            page.locator("#rloo-stop").click()
-            expect(page.locator("#rloo-status")).to_contain_text("stopped", timeout=LONG)
+            expect(page.locator("#rloo-status")).to_contain_text("completed", timeout=LONG)
+            panel = page.locator("#rloo-before-after")
+            expect(panel).to_contain_text("after", timeout=LONG)
+            panel.scroll_into_view_if_needed()
+            screenshot(page, "loop-4b-before-after-panel")
+            words = panel.locator(".learned").inner_text()
+            m = re.search(r"Held-out accuracy ([\d.]+)% → ([\d.]+)%", words)
+            assert m and float(m[2]) >= float(m[1]) + 10, words  # measured +40 points (docs/RLOO.md)
+            assert "learned to reason" in words, words
             (rloo_run,) = ws.runs("rloo")
-            assert rloo_run["status"] == "stopped"
+            assert rloo_run["status"] == "completed"
             cfg = yaml.safe_load((ws.run_dir(rloo_run["id"]) / "config.yaml").read_text())
-            assert "reward_model" in cfg["rewards"] and cfg["reward_model_run"] == reward_run
+            assert cfg["rewards"] == ["reward_model"] and cfg["reward_model_run"] == reward_run
 
             # 6. Before / after.
             page.get_by_text("Before / after: the same held-out prompts").click()

@@ -17,6 +17,7 @@ from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.label.importing import import_upload
 from rloo_studio.ui.uploads import discard_upload
 from rloo_studio.rloo import config as rloo_config
+from rloo_studio.rloo.config import LATEST
 from rloo_studio.rloo import compare as rloo_eval
 from rloo_studio.core import memory, model_choices
 from rloo_studio.rloo.charts import CHART_TITLES, PLOTS, rloo_charts
@@ -36,8 +37,8 @@ GROUPS = [  # (accordion, rows of keys, open at start)
     ("Policy", (("model", "backend", "load_in_4bit", "trust_remote_code", "enable_thinking"),
                 ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
     ("Prompts and rewards", (("prompt_set", "rewards", "reward_weights", "reward_clip_range", "answer_format"),
-                             ("reward_model_run", "reward_model_normalize", "reward_model_clip",
-                              "reward_model_batch_size")), True),
+                             ("reward_model_run", "reward_model_normalize", "reward_model_std_floor",
+                              "reward_model_clip", "reward_model_batch_size")), True),
     ("RLOO", (("num_generations", "beta", "learning_rate", "optim", "max_completion_length", "temperature"),
               ("per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "seed",
                "normalize_advantages", "mask_truncated_completions")), True),
@@ -50,8 +51,13 @@ def _specials(ws) -> dict:
     """The fields whose widget is not the one their kind gives (ui/fields.py: Pick, Ticks, Range)."""
     sets = rloo_view.prompt_set_choices(ws)
     return {"prompt_set": Pick(sets), "eval_prompt_set": Pick(sets), "rewards": Ticks(rloo_view.reward_choices(ws)),
-            "reward_model_run": Pick([("(none)", "")] + trained_adapters(ws, "reward")),
+            "reward_model_run": Pick(_reward_runs(ws)),
             "optim": Pick(list(rloo_view.CHOICES["optim"])), "num_generations": Range(2, 16)}
+
+
+def _reward_runs(ws) -> list:
+    # 'latest' is what the demo-cpu-reward-model preset sets: the newest reward run, named at launch
+    return [("(none)", ""), ("latest (the newest reward run, named at launch)", LATEST)] + trained_adapters(ws, "reward")
 
 
 def _as_widget(f: rloo_view.FormField, value):
@@ -236,7 +242,7 @@ def run_choices(studio: Studio, with_none: bool):
 def fresh_choices(studio: Studio):
     # Reward runs, reward files and prompt sets made since the page was built.
     ws = studio.ws
-    return (gr.Dropdown(choices=[("(none)", "")] + trained_adapters(ws, "reward")),
+    return (gr.Dropdown(choices=_reward_runs(ws)),
             gr.CheckboxGroup(choices=rloo_view.reward_choices(ws)),
             gr.Dropdown(choices=rloo_view.prompt_set_choices(ws)))
 
@@ -253,8 +259,9 @@ def _form(studio: Studio, fields: list, values: dict) -> tuple:
     with gr.Row():
         preset_dd = gr.Dropdown(list(rloo_config.PRESETS), value="demo-cpu", label="Preset", scale=1,
                                 elem_id="rloo-preset",
-                                info="demo-cpu learns on the bundled model in minutes; the GPU presets follow the "
-                                     "Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
+                                info="demo-cpu learns on the bundled model in a minute, rewarded by correctness; "
+                                     "demo-cpu-reward-model by your newest reward model alone; the GPU presets follow "
+                                     "the Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
         upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
                          file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=120)
     by_key, specials, widgets = {f.key: f for f in fields}, _specials(studio.ws), {}
