@@ -62,11 +62,11 @@ def cmd_serve(a) -> int:
     from rloo_studio.studio import Studio
     from rloo_studio.ui.app import launch
 
-    from rloo_studio.core import models
+    from rloo_studio.core import paths
 
     auth = parse_auth(a.auth)
     studio = Studio(a.workspace, seed_demo=wants_demo(a.workspace, a.demo))
-    models.restrict_to([studio.ws.root, ASSETS, *a.allow_path])
+    paths.restrict_to([studio.ws.root, ASSETS, *a.allow_path])
     print(f"RLOO Studio on http://{a.host}:{a.port}  workspace {studio.ws.root}  {studio.device['device']}", flush=True)
     launch(studio, a.host, a.port, auth, max_upload_mb=a.max_upload_mb)
     return 0

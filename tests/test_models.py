@@ -62,7 +62,7 @@ def test_seq_cls_reads_last_token_of_either_padding():
 
 
 def test_app_restricts_local_model_paths(tmp_path, monkeypatch):
-    import rloo_studio.core.models as M
+    import rloo_studio.core.paths as M
 
     monkeypatch.setattr(M, "ALLOWED_ROOTS", None)
     M.restrict_to([tmp_path / "ws", DEMO_MODEL.parent])

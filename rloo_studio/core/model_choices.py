@@ -148,13 +148,13 @@ def cache_entries(cache_dir: str | Path | None = None) -> list[ModelChoice]:
 
 def default_roots(workspace_root: str | Path | None = None) -> list[Path]:
     """Where local models are looked for: the folders the app may read (workspace, assets, --allow-path;
-    core.models.ALLOWED_ROOTS without the HF cache, which cache_entries reads), else the workspace."""
+    core.paths.ALLOWED_ROOTS without the HF cache, which cache_entries reads), else the workspace."""
     from huggingface_hub.constants import HF_HUB_CACHE
 
-    from rloo_studio.core import models
+    from rloo_studio.core import paths
 
     cache = Path(HF_HUB_CACHE).expanduser().resolve()
-    roots = [Path(r) for r in (models.ALLOWED_ROOTS or []) if Path(r).resolve() != cache]
+    roots = [Path(r) for r in (paths.ALLOWED_ROOTS or []) if Path(r).resolve() != cache]
     if workspace_root is not None and Path(workspace_root).resolve() not in [r.resolve() for r in roots]:
         roots.insert(0, Path(workspace_root))
     return [r for r in roots if r.resolve() != Path(ASSETS).resolve()]  # the demo model is listed first anyway

@@ -16,14 +16,10 @@ from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transforme
 import torch  # noqa: E402
 
 from rloo_studio.core.errors import ModelLoadError  # noqa: E402
+from rloo_studio.core.paths import outside_allowed  # noqa: E402
 from rloo_studio.core.model_options import (  # noqa: E402,F401  (re-exported: callers import them from here)
     BACKENDS, DEFAULT_TARGETS, TRUST_SHORT, TRUST_WARNING, LoraSpec, check_remote_code, ships_code,
 )
-
-# Set by the app (not the CLI): local model folders must lie under one of these (workspace,
-# bundled assets, the Hugging Face cache, --allow-path). None: no restriction.
-ALLOWED_ROOTS: list[Path] | None = None
-
 
 def resolve(name_or_path: str) -> str:
     """A local folder for a path or a hub id already in the local cache; never downloads."""
@@ -34,13 +30,10 @@ def resolve(name_or_path: str) -> str:
         raise ModelLoadError(f"No model at {name[:60]}… ({len(name)} characters): that is too long to be a "
                              "folder or a hub id. Check the path.")
     p = Path(name).expanduser()
-    if ALLOWED_ROOTS is not None and (p.exists() or name.startswith(("/", ".", "~"))):
-        real = p.resolve()
-        if not any(real == r or r in real.parents for r in ALLOWED_ROOTS):
-            raise ModelLoadError(
-                f"{name} is outside the folders this app may read ({', '.join(str(r) for r in ALLOWED_ROOTS)}). "
-                "Copy the model into the workspace, or restart the app with --allow-path FOLDER."
-            )
+    roots = (p.exists() or name.startswith(("/", ".", "~"))) and outside_allowed(p)
+    if roots:
+        raise ModelLoadError(f"{name} is outside the folders this app may read ({roots}). "
+                             "Copy the model into the workspace, or restart the app with --allow-path FOLDER.")
     if p.exists():
         if not p.is_dir() or not ((p / "config.json").exists() or (p / "adapter_config.json").exists()):
             raise ModelLoadError(f"{p} is not a model folder (it has no config.json). Point to the saved model's folder.")
@@ -56,14 +49,6 @@ def resolve(name_or_path: str) -> str:
             f"{name} is not in the local Hugging Face cache, and RLOO Studio does not download at run time. "
             f"Download it first (hf download {name}) or enter a local folder."
         ) from None
-
-
-def restrict_to(roots: list[str | Path]) -> None:
-    """Limit local model paths to these folders (and the Hugging Face cache)."""
-    from huggingface_hub.constants import HF_HUB_CACHE
-
-    global ALLOWED_ROOTS
-    ALLOWED_ROOTS = [Path(r).expanduser().resolve() for r in [*roots, HF_HUB_CACHE]]
 
 
 def use_unsloth(backend: str) -> bool:

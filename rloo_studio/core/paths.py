@@ -27,3 +27,27 @@ def typed_path(text, what: str = "path") -> Path:
         raise DataError(f"The {what} {shown!r} is too long: each file or folder name may have at most {MAX_NAME} "
                         f"characters (this one has {longest}) and the whole path {MAX_PATH}. Type a shorter name.")
     return Path(t).expanduser()
+
+
+# Set by the app (not the CLI, whose user owns the machine): the folders a page may read or write on the server's
+# disk (the workspace, assets/, --allow-path, the Hugging Face cache). None: no restriction.
+ALLOWED_ROOTS: list[Path] | None = None
+
+
+def restrict_to(roots: list[str | Path]) -> None:
+    """Limit the paths a page may use to these folders and the Hugging Face cache."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    global ALLOWED_ROOTS
+    ALLOWED_ROOTS = [Path(r).expanduser().resolve() for r in [*roots, HF_HUB_CACHE]]
+
+
+def outside_allowed(p: Path) -> str | None:
+    """None when p (links followed) lies in a folder the app may use or nothing is restricted; else those folders,
+    as a message names them."""
+    if ALLOWED_ROOTS is None:
+        return None
+    real = Path(p).expanduser().resolve()
+    if any(real == r or r in real.parents for r in ALLOWED_ROOTS):
+        return None
+    return ", ".join(str(r) for r in ALLOWED_ROOTS)

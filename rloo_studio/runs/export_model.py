@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from rloo_studio.core.paths import typed_path
+from rloo_studio.core.paths import outside_allowed, typed_path
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import adapter_dir, find_run, run_config
@@ -102,15 +102,12 @@ def resolve_out(ws: Workspace, typed: str | Path) -> Path:
 
 def app_out(ws: Workspace, typed: str | Path) -> Path:
     """The export folder typed in the app (resolve_out), new or empty, and inside the folders the app may use
-    (the workspace, assets/, the Hugging Face cache, --allow-path: core.models.ALLOWED_ROOTS): a page never writes
+    (the workspace, assets/, the Hugging Face cache, --allow-path: core.paths.ALLOWED_ROOTS): a page never writes
     elsewhere on the server's disk."""
-    from rloo_studio.core import models
-
     p = resolve_out(ws, typed)
-    roots = models.ALLOWED_ROOTS
-    real = p.resolve()
-    if roots is not None and not any(real == r or r in real.parents for r in roots):
-        raise DataError(f"{p} is outside the folders this app may write to ({', '.join(str(r) for r in roots)}): "
+    roots = outside_allowed(p)
+    if roots:
+        raise DataError(f"{p} is outside the folders this app may write to ({roots}): "
                         "type a bare name to export under the workspace's exports/ folder, or restart the app with "
                         "--allow-path FOLDER.")
     return check_out(p)  # looked at only once it is known to lie where the app may write

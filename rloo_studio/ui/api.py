@@ -19,7 +19,9 @@ from typing import Literal
 
 import gradio as gr
 
+from rloo_studio.core import paths
 from rloo_studio.core.errors import DataError, StudioError, explain
+from rloo_studio.core.paths import outside_allowed
 from rloo_studio.label import store as L
 from rloo_studio.label.importing import import_file as import_path, import_upload
 from rloo_studio.runs import catalog
@@ -198,15 +200,12 @@ def _uploaded(studio: Studio, file) -> str:
 
 
 def _readable(path: str) -> Path:
-    """A typed path on the app's machine, refused outside the folders the app may read (core.models.ALLOWED_ROOTS,
+    """A typed path on the app's machine, refused outside the folders the app may read (core.paths.ALLOWED_ROOTS,
     set by `serve`: the workspace, assets/, the Hugging Face cache, --allow-path)."""
-    from rloo_studio.core import models
-
     p = Path(path.strip()).expanduser()
-    roots = models.ALLOWED_ROOTS
-    if not p.is_absolute() or roots is not None and not any(r == p.resolve() or r in p.resolve().parents
-                                                              for r in roots):
-        where = ", ".join(str(r) for r in roots or [])
+    outside = outside_allowed(p)
+    if not p.is_absolute() or outside:
+        where = outside or ", ".join(str(r) for r in paths.ALLOWED_ROOTS or [])
         raise DataError(f"{path.strip()[:200]} is not a full path inside the folders this app may read ({where}). "
                         "Send the file with handle_file instead, or restart the app with --allow-path FOLDER.")
     return p
