@@ -28,3 +28,21 @@ def trained_run(root: Path) -> tuple[Path, str]:
     assert r.wait(rid, 1800) == "completed", r.status(rid)
     done.write_text(json.dumps({"run": rid}))
     return ws_dir, rid
+
+
+def reward_model_run(root: Path, rule: str, steps: int):
+    """(workspace, run id) of a short RLOO run on a fresh demo workspace under `root`, rewarded by the rule reward
+    `rule` (weight 1) and a seeded, untrained reward model (weight 0.5)."""
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.job import train_rloo
+    from rloo_studio.runs.runner import JobRunner
+    from rloo_studio.label.demo_data import open_workspace
+    from reward_run_fixture import seeded_reward_run
+
+    ws = open_workspace(root / "ws", demo=True)
+    cfg = RlooJobConfig(**{**TRAIN, "max_steps": steps, "rewards": [rule, "reward_model"],
+                           "reward_weights": [1.0, 0.5], "reward_model_run": seeded_reward_run(ws)})
+    r = JobRunner(ws)
+    rid = r.submit("rloo", cfg, train_rloo)
+    assert r.wait(rid, 1800) == "completed", r.status(rid)
+    return ws, rid

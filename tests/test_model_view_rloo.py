@@ -3,27 +3,14 @@ the policy's view starts with the prompt ids TRL generated from, and the reward 
 the RLOO reward-model reward scores."""
 import pytest
 
-from rloo_run_fixture import TRAIN
-from reward_run_fixture import seeded_reward_run
+from rloo_run_fixture import reward_model_run
 
 pytestmark = pytest.mark.train
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from rloo_studio.label.demo_data import open_workspace
-    from rloo_studio.rloo.config import RlooJobConfig
-    from rloo_studio.rloo.job import train_rloo
-    from rloo_studio.runs.runner import JobRunner
-
-    ws = open_workspace(tmp_path_factory.mktemp("view-rm-run") / "ws", demo=True)
-    rm = seeded_reward_run(ws)
-    cfg = RlooJobConfig(**{**TRAIN, "max_steps": 1, "rewards": ["think_format", "reward_model"],
-                           "reward_weights": [1.0, 0.5], "reward_model_run": rm})
-    r = JobRunner(ws)
-    rid = r.submit("rloo", cfg, train_rloo)
-    assert r.wait(rid, 1800) == "completed", r.status(rid)
-    return ws, rid
+    return reward_model_run(tmp_path_factory.mktemp("view-rm-run"), "think_format", 1)
 
 
 def test_picked_completion_as_the_policy_and_the_reward_model_read_it(run):

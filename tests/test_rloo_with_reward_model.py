@@ -2,34 +2,17 @@
 beside the rule reward, and a group the reward model ranks against the rule is sent to labeling."""
 import pytest
 
-from rloo_run_fixture import TRAIN
+from rloo_run_fixture import reward_model_run
 from rloo_studio.label import store as labels
 from rloo_studio.core.errors import DataError
 from rloo_studio.rloo.samples import read_samples
 from rloo_studio.rloo.playground import PlaySettings, play
 from rloo_studio.rloo.to_label import groups, send_group
-from reward_run_fixture import seeded_reward_run
-
-
-def _reward_run(ws, rid="reward-seeded"):
-    return seeded_reward_run(ws, rid)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from rloo_studio.rloo.config import RlooJobConfig
-    from rloo_studio.rloo.job import train_rloo
-    from rloo_studio.runs.runner import JobRunner
-    from rloo_studio.label.demo_data import open_workspace
-
-    ws = open_workspace(tmp_path_factory.mktemp("rm-run") / "ws", demo=True)
-    rm = _reward_run(ws)
-    cfg = RlooJobConfig(**{**TRAIN, "max_steps": 2, "rewards": ["correctness", "reward_model"],
-                           "reward_weights": [1.0, 0.5], "reward_model_run": rm})
-    r = JobRunner(ws)
-    rid = r.submit("rloo", cfg, train_rloo)
-    assert r.wait(rid, 1800) == "completed", r.status(rid)
-    return ws, rid
+    return reward_model_run(tmp_path_factory.mktemp("rm-run"), "correctness", 2)
 
 
 def test_playground_shows_the_reward_models_raw_score(run):
