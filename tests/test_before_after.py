@@ -54,7 +54,8 @@ def test_the_reward_trend_reads_the_reward_models_raw_score_when_there_is_one():
 
 def test_the_panel_and_runs_show_report_the_split(tmp_path, workspace, capsys):
     from rloo_studio.cli import main
-    from rloo_studio.rloo.view import eval_rows, eval_text
+    from rloo_studio.rloo.evaluate import figures_line
+    from rloo_studio.rloo.view import eval_rows
     from rloo_studio.ui.rloo_render import eval_line
 
     ev = {"before": BEFORE, "after": _after(accuracy=0.675, thinking_rate=0.98, accuracy_reasoning=0.69),
@@ -63,7 +64,7 @@ def test_the_panel_and_runs_show_report_the_split(tmp_path, workspace, capsys):
     assert headers == ["held-out, n=200", "accuracy", "reasons", "right when it reasons", "right when it does not"]
     assert rows[0][1:] == ["48.0%", "55.0%", "87.3%", "0.0%"]
     assert rows[2][:4] == ["change", "+19.5 points", "+43.0 points", "-18.3 points"]
-    assert "right 69.0% of the time when it reasons" in eval_text(ev)
+    assert "right 69.0% of the time when it reasons" in figures_line(ev["after"])
     rid = "rloo-shown"
     workspace.upsert_run(rid, kind="rloo", name=rid, status="completed")
     (workspace.run_dir(rid)).mkdir(parents=True, exist_ok=True)

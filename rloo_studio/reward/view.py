@@ -101,12 +101,6 @@ def final_eval(records: list[dict]) -> dict:
     return {}
 
 
-def last_step_text(records: list[dict]) -> str:
-    """'step N' from the metrics, for a run this process did not start (no live progress)."""
-    steps = [r["step"] for r in records if "step" in r]
-    return f"step {max(steps)}" if steps else ""
-
-
 def log_tail(ws: Workspace, run_id: str, lines: int = 12) -> str:
     """The log's last lines, tracebacks left out (a failed run's page shows its traceback folded)."""
     try:

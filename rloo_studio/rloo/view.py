@@ -16,11 +16,9 @@ from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.models import run_setting, run_trusts_code
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
 from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, resolve_latest, run_config
-from rloo_studio.rloo.evaluate import figures_line, learned
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.catalog import adapter_dir
-from rloo_studio.runs.lifecycle import follow, progress_text as whole_progress
-from rloo_studio.rloo.health import step_records
+from rloo_studio.runs.lifecycle import follow
 
 def expand(keys: list[str], records: list[dict]) -> list[str]:
     """Metric keys with each '<pre>*<post>' (rloo.charts.PLOTS) replaced by the keys the records hold."""
@@ -218,17 +216,6 @@ def latest_run(ws) -> str | None:
     return follow(ws, "rloo")
 
 
-def progress_text(status: dict, records: list[dict]) -> str:
-    """The whole run's progress (lifecycle.progress_text), else its last logged step; then the last figures."""
-    recs = step_records(records)
-    parts = [whole_progress(status) or (f"step {recs[-1]['step']}" if recs else "")]
-    if recs:
-        r = recs[-1]
-        vals = [f"{k} {r[k]:.3g}" for k in ("loss", "reward", "kl") if isinstance(r.get(k), (int, float))]
-        parts.append("last: " + ", ".join(vals))
-    return " · ".join(p for p in parts if p)
-
-
 EVAL_COLUMNS = (("accuracy", "accuracy"), ("reasons", "thinking_rate"),
                 ("right when it reasons", "accuracy_reasoning"), ("right when it does not", "accuracy_not_reasoning"))
 
@@ -245,17 +232,6 @@ def eval_rows(ev: dict) -> tuple[list[str], list[list[str]]]:
         rows.append(["after", *[_pct(a.get(k)) for _, k in EVAL_COLUMNS]])
         rows.append(["change", *[_points(b.get(k), a.get(k)) for _, k in EVAL_COLUMNS]])
     return headers, rows
-
-
-def eval_text(ev: dict) -> str:
-    """The same in words: each measurement's figures, then what the policy learned (evaluate.learned)."""
-    b, a = ev.get("before"), ev.get("after")
-    if not b:
-        return ""
-    lines = [f"held-out before training (n={b['n']}): {figures_line(b)}"]
-    if a:
-        lines += [f"after: {figures_line(a)}", learned(ev)]
-    return "\n".join(lines)
 
 
 def _pct(v) -> str:
