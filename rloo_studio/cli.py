@@ -26,7 +26,7 @@ from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace, wants_demo
 from rloo_studio.label.exporting import export
 from rloo_studio.label.importing import import_file
-from rloo_studio.runs import catalog as R, lifecycle, run_warnings
+from rloo_studio.runs import catalog, lifecycle, run_warnings
 from rloo_studio.runs.export_model import export_model
 from rloo_studio.runs.jobs import KINDS, JobKind
 from rloo_studio.runs.runner import RunContext, execute, prepare_run, read_status
@@ -174,7 +174,7 @@ def cmd_score(a) -> int:
 def cmd_runs(a) -> int:
     ws = Workspace(a.workspace)
     if a.action == "list":
-        rows = R.summaries(ws)
+        rows = catalog.summaries(ws)
         if not rows:
             print(f"No runs in {ws.root} yet: train-reward, train-rloo or generate start one.")
         for r in rows:
@@ -204,14 +204,14 @@ def cmd_runs(a) -> int:
             before_after = {"before_after": {**ev, "learned": learned(ev)}} if ev else {}
             print(json.dumps({**read_status(d), "folder": str(d),
                               "config": (d / "config.yaml").read_text() if (d / "config.yaml").exists() else None,
-                              "last": R.last_values(R.read_metrics(d)), **run_figures(d), **before_after,
+                              "last": catalog.last_values(catalog.read_metrics(d)), **run_figures(d), **before_after,
                               "warnings": run_warnings.read(d),
                               "token_view_steps": sorted(tokens_recorded(d))}, indent=1))
         return 0
     keys = a.metric or ["loss"]
     print("run".ljust(34) + "".join(k[:18].rjust(20) for k in keys))
     for rid in a.run_ids:
-        last = R.last_values(R.read_metrics(ws.run_dir(rid)))
+        last = catalog.last_values(catalog.read_metrics(ws.run_dir(rid)))
         print(rid.ljust(34) + "".join((f"{last[k]:.4g}" if k in last else "-").rjust(20) for k in keys))
     return 0
 

@@ -18,7 +18,7 @@ from rloo_studio.runs.runner import RunContext, resume_point
 from rloo_studio.core.memory import for_rloo
 from rloo_studio.core.rule_rewards import RULES
 from rloo_studio.core.models import add_lora, check_remote_code, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
-from rloo_studio.rloo import rewards as R
+from rloo_studio.rloo import rewards
 from rloo_studio.rloo.rewards import custom_reward_path
 from rloo_studio.runs.callback import StudioCallback
 from rloo_studio.runs.reproduce_script import record_trl_args
@@ -63,19 +63,19 @@ def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
     think = cfg.enable_thinking
     for r in cfg.rewards:
         if r in RULES:
-            out.append(R.rule_reward(r, tok, cfg.answer_format, think))
+            out.append(rewards.rule_reward(r, tok, cfg.answer_format, think))
         elif r in TRL_REWARDS:
-            out.append(R.trl_reward(r, tok, think, max_completion_length=cfg.max_completion_length,
+            out.append(rewards.trl_reward(r, tok, think, max_completion_length=cfg.max_completion_length,
                                     overlong_cache=cfg.overlong_cache, ngram=cfg.repetition_ngram))
         elif r == REWARD_MODEL:
             ad = adapter_dir(ws, cfg.reward_model_run)
             rm, rm_tok = load_reward_adapter(ad, trust_remote_code=run_trusts_code(ad))
             if device is not None:
                 rm.to(device)
-            fn = R.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size, enable_thinking=think)
-            out.append(R.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip, cfg.reward_model_std_floor))
+            fn = rewards.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size, enable_thinking=think)
+            out.append(rewards.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip, cfg.reward_model_std_floor))
         else:
-            out.append(R.load_custom_reward(ws.root, r[len(CUSTOM_PREFIX):]))
+            out.append(rewards.load_custom_reward(ws.root, r[len(CUSTOM_PREFIX):]))
     return out
 
 

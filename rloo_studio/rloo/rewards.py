@@ -61,30 +61,30 @@ def trl_reward(name: str, tokenizer=None, enable_thinking: bool = True, max_comp
     reasoning_accuracy gets each completion written out whole (thinking.full_response), so that the
     </think> a template put into the prompt (enable_thinking=False) is there to split on.
     """
-    from trl import rewards as T
+    from trl import rewards as trl_rewards
 
 
     if name == "accuracy":
-        fn = T.accuracy_reward
+        fn = trl_rewards.accuracy_reward
     elif name == "reasoning_accuracy":
         tpl = template_info(tokenizer, enable_thinking) if tokenizer is not None else None
 
         def fn(prompts=None, completions=None, completion_ids=None, **kwargs):
             whole = [[{"role": "assistant", "content": full_response(tpl, text_of(c)) if tpl else text_of(c)}]
                      for c in completions]
-            return T.reasoning_accuracy_reward(whole, **kwargs)
+            return trl_rewards.reasoning_accuracy_reward(whole, **kwargs)
     elif name == "soft_overlong":
         cache = overlong_cache or max(1, max_completion_length // 4)
-        fn = T.get_soft_overlong_punishment(max_completion_len=max_completion_length, soft_punish_cache=cache)
+        fn = trl_rewards.get_soft_overlong_punishment(max_completion_len=max_completion_length, soft_punish_cache=cache)
     elif name == "repetition_penalty":
-        fn = T.get_repetition_penalty_reward(ngram_size=ngram, max_penalty=-1.0)
+        fn = trl_rewards.get_repetition_penalty_reward(ngram_size=ngram, max_penalty=-1.0)
     else:
         raise ConfigError(f"unknown TRL reward {name!r}; choose accuracy, reasoning_accuracy, soft_overlong or "
                           "repetition_penalty")
     if name == "accuracy":
         def call(prompts=None, completions=None, completion_ids=None, **kwargs):
             msgs = [c if isinstance(c, list) else [{"role": "assistant", "content": c}] for c in completions]
-            return T.accuracy_reward(msgs, **kwargs)
+            return trl_rewards.accuracy_reward(msgs, **kwargs)
         return guarded(call, name)
     return guarded(fn, name)
 

@@ -22,7 +22,7 @@ import gradio as gr
 from rloo_studio.core import paths
 from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.core.paths import outside_allowed
-from rloo_studio.label import store as L
+from rloo_studio.label import store as labels
 from rloo_studio.label.importing import import_file as import_path, import_upload
 from rloo_studio.runs import catalog
 from rloo_studio.runs.runner import read_metrics
@@ -73,7 +73,7 @@ def next_pair(studio: Studio, annotator: str,
         prompt's conversation or null; current is this annotator's label of the pair, if any.
     """
     name = _name(annotator)
-    shown = L.next_pair(studio.ws, name, API_SESSION + name, _filter(filter), _text(source))
+    shown = labels.next_pair(studio.ws, name, API_SESSION + name, _filter(filter), _text(source))
     if shown is None:
         return None
     return {"pair_id": shown.pair_id, "prompt": shown.prompt, "turns": shown.turns, "left": shown.left,
@@ -96,12 +96,12 @@ def label(studio: Studio, annotator: str, pair_id: int, choice: Literal["left", 
     name, pid = _name(annotator), _pair_id(pair_id)
     if choice not in ("left", "right", "tie", "skip"):
         raise DataError(f"choice must be 'left', 'right', 'tie' or 'skip', not {str(choice)[:40]!r}.")
-    held = L.next_pair(studio.ws, name, API_SESSION + name)  # the pair held for this annotator's script
-    if not L.on_screen(held, pid):
+    held = labels.next_pair(studio.ws, name, API_SESSION + name)  # the pair held for this annotator's script
+    if not labels.on_screen(held, pid):
         now = f"it holds pair {held.pair_id}" if held else "no pair is left to label"
         raise DataError(f"Pair {pid} is not the pair handed to {name} ({now}). Call /next_pair with this "
                         "annotator, then label the pair_id it returns.")
-    lid = L.save_on_screen(studio.ws, held, pid, name, API_SESSION + name, choice, _text(comment))
+    lid = labels.save_on_screen(studio.ws, held, pid, name, API_SESSION + name, choice, _text(comment))
     return {"label_id": lid, "pair_id": pid, "annotator": name, "choice": held.choice_for(choice)}
 
 
@@ -179,8 +179,8 @@ def _text(value) -> str:
 
 
 def _filter(value: str) -> str:
-    if value not in L.FILTERS:
-        raise DataError(f"filter must be one of {', '.join(L.FILTERS)}, not {str(value)[:40]!r}.")
+    if value not in labels.FILTERS:
+        raise DataError(f"filter must be one of {', '.join(labels.FILTERS)}, not {str(value)[:40]!r}.")
     return value
 
 

@@ -11,7 +11,7 @@ import gradio as gr
 
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.studio import Studio
-from rloo_studio.rloo import to_label as RL
+from rloo_studio.rloo import to_label
 from rloo_studio.rloo.view import latest_run
 
 HOW = [("highest vs lowest reward", "extremes"),
@@ -42,7 +42,7 @@ def group_choices(ws, run_id, current=None):
     if not str(run_id or "").strip():
         return gr.update(choices=[], value=None), ""
     try:
-        gs = RL.groups(ws, run_id)
+        gs = to_label.groups(ws, run_id)
     except (StudioError, ValueError) as e:
         return gr.update(choices=[], value=None), _plain(e)
     choices = [(group_label(g), f"{g['step']}|{g['prompt']}") for g in gs]
@@ -57,7 +57,7 @@ def send(ws, run_id, group, how) -> tuple[str, str, int]:
     if not str(run_id or "").strip() or not sep:
         return "**Choose a run and one of its groups first.**", "", 0
     try:
-        res = RL.send_group(ws, run_id, int(step), prompt, how)
+        res = to_label.send_group(ws, run_id, int(step), prompt, how)
     except (StudioError, ValueError) as e:
         return _plain(e), "", 0
     return html.escape(res.summary()), res.source, res.added
