@@ -97,3 +97,59 @@ def test_filter_pairs_the_reward_model_disagrees_with(workspace):
     assert pid not in disagreements(ws, rid)
     with pytest.raises(DataError, match="There is no reward-model run nope"):
         disagreements(ws, "nope")
+
+
+def test_as_seen_puts_texts_and_every_label_in_the_viewers_letters():
+    from rloo_studio.label.records import as_seen
+
+    row = {"pair_id": 7, "prompt": "p", "a": "stored a", "b": "stored b"}
+    votes = [{"name": "import", "choice": "a", "comment": ""}, {"name": "ann", "choice": "a", "comment": "too long"},
+             {"name": "bob", "choice": "tie", "comment": ""}]
+    r = as_seen(row, votes, a_first=False, viewer="ann")  # ann saw stored b as A
+    assert (r["a"], r["b"], r["a_first"]) == ("stored b", "stored a", False)
+    assert r["yours"] == "b" and r["labels"] == "import: b; ann: b; bob: tie" and r["comments"] == "ann: too long"
+    assert r["chosen"] == "b"  # people's labels decide (one b, one tie), in ann's letters
+    same = as_seen(row, votes, a_first=True, viewer="")  # no viewer: the stored order, nobody's own label
+    assert (same["a"], same["yours"], same["chosen"], same["labels"]) == ("stored a", None, "a",
+                                                                          "import: a; ann: a; bob: tie")
+    bare = as_seen(row, [], a_first=True, viewer="ann")
+    assert (bare["yours"], bare["chosen"], bare["labels"], bare["comments"]) == (None, None, None, None)
+    split = as_seen(row, [{"name": "ann", "choice": "a", "comment": ""}, {"name": "bob", "choice": "b", "comment": ""}],
+                    a_first=False, viewer="bob")
+    assert (split["yours"], split["chosen"]) == ("a", "tie")  # an even split decides nothing
+
+
+def test_records_show_a_pair_as_the_viewer_labeled_it_on_the_label_tab(workspace):
+    import random
+
+    ws = workspace
+
+    class Right:  # draws 'response_a on the right' for the A/B order
+        def random(self):
+            return 0.9
+
+    shown = labels.next_pair(ws, "ann", "browser-1", rng=Right())
+    assert not shown.a_shown_left
+    labels.save_label(ws, shown, "ann", "browser-1", "right", "B reasons better")  # "B is better", as ann saw it
+    pid = shown.pair_id
+    assert current_labels(ws, pid) == {"ann": "a"}  # stored: response_a, which ann saw as B
+    mine = query(ws, pair_ids=[pid], viewer="ann").rows[0]
+    assert (mine["a"], mine["b"]) == (shown.left, shown.right)
+    assert (mine["yours"], mine["chosen"], mine["comments"]) == ("b", "b", "ann: B reasons better")
+    stored = query(ws, pair_ids=[pid]).rows[0]  # no viewer: the stored order
+    assert (stored["a"], stored["yours"], stored["chosen"]) == (shown.right, None, "a")
+    # the label filter reads the viewer's letters
+    assert pid in [r["pair_id"] for r in query(ws, annotator="ann", label="b", viewer="ann", per_page=200).rows]
+    assert query(ws, annotator="ann", label="a", viewer="ann").total == 0
+    assert query(ws, annotator="ann", label="a").total == 1
+    # a label given from the row is in the same letters, and the Label tab shows the same order again
+    relabel(ws, pid, "ann", "a")
+    assert current_labels(ws, pid) == {"ann": "b"}
+    assert query(ws, pair_ids=[pid], viewer="ann").rows[0]["yours"] == "a"
+    back = labels.next_pair(ws, "ann", "browser-2", filter="labeled", prefer=[pid], rng=random.Random(0))
+    assert back.pair_id == pid and back.left == shown.left and back.current == "b"
+    # another annotator who was never shown the pair sees the stored order, and ann's label in it
+    relabel(ws, pid, "bob", "a")
+    seen_by_bob = query(ws, pair_ids=[pid], viewer="bob").rows[0]
+    assert seen_by_bob["a"] == shown.right and seen_by_bob["labels"] == "ann: b; bob: a"
+    assert seen_by_bob["chosen"] == "tie"

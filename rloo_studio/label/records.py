@@ -1,13 +1,20 @@
 """The records view of the preference store: every pair with its current labels, searched, filtered,
 sorted and paged in one query; relabel a pair from its row.
 
+Each pair is shown as one person, the viewer, sees it on the Label tab: response A and B in the A/B order
+drawn for them (store.pair_order; the stored order for a pair they were never shown, or with no viewer),
+and every label, their own and others', in those letters. So a pair the viewer marked "B is better" on the
+Label tab reads "B is better" here, and a label given here is stored as the viewer's, in the same order.
+
 Filters: text in the prompt (or either response), source, annotator (pairs that person labeled),
-label (a current label of that kind by anyone, or by the chosen annotator; 'unlabeled': none), flagged,
-and a list of pair ids (e.g. the pairs a trained reward model disagrees with: inspect.dataset.disagreements,
-the same scores as the Inspect tab's dataset view).
+label (a current label of that kind by anyone, or by the chosen annotator, in the viewer's letters;
+'unlabeled': none), flagged, and a list of pair ids (e.g. the pairs a trained reward model disagrees with:
+inspect.dataset.disagreements, the same scores as the Inspect tab's dataset view).
 """
 from __future__ import annotations
 
+import json
+from collections import Counter
 from dataclasses import dataclass
 
 from rloo_studio.label import store as L
@@ -24,11 +31,19 @@ SORTS = {
     "flagged first": "p.flag IS NULL, p.id DESC",
 }
 MAX_PER_PAGE = 200
+SWAP = {"a": "b", "b": "a"}
+# 1 when the pair's response_a is the viewer's A (their pair_order, else the stored order)
+_A_FIRST = ("COALESCE((SELECT po.a_shown_left FROM pair_order po WHERE po.pair_id = p.id "
+            "AND po.annotator_id = :viewer), 1)")
 
 
 @dataclass
 class Page:
-    rows: list[dict]  # pair_id, prompt, a, b, source, flag, labels ('name: choice; ...'), created
+    """rows: one record per pair, as the viewer sees it (as_seen): pair_id, prompt, a, b (the texts shown as A
+    and B), a_first (response_a is shown as A), source, flag, created, votes [{name, choice, comment}],
+    yours (the viewer's label), chosen (what the labels decide), labels ('name: choice; ...' or None), comments
+    ('name: comment; ...' or None). Choices are in the viewer's letters: 'a' means the text shown as A."""
+    rows: list[dict]
     total: int  # pairs that match
     page: int
     pages: int
@@ -41,22 +56,18 @@ def _choice(value: str, allowed, what: str) -> str:
     return v
 
 
-def query(ws: Workspace, search: str = "", source: str = "", annotator: str = "", label: str = "any",
-          flagged: str = "any", sort: str = "newest", page: int = 1, per_page: int = 20,
-          pair_ids: list[int] | None = None) -> Page:
-    """One page of pairs that match every filter (empty filters match all), in the chosen order.
-    pair_ids: only these pairs (e.g. inspect.dataset.disagreements(ws, reward_run))."""
-    label = _choice(label, LABELS, "label filter")
-    flagged = _choice(flagged, FLAGGED, "flagged filter")
-    sort = (sort or "").strip() or "newest"
-    if sort not in SORTS:
-        raise DataError(f"Unknown order {sort!r}: choose one of {', '.join(SORTS)}.")
+def _paging(page, per_page) -> tuple[int, int]:
     try:
         page, per_page = max(1, int(page or 1)), int(20 if per_page in (None, "") else per_page)
     except (TypeError, ValueError):
         raise DataError("The page must be a whole number.") from None
     if not 1 <= per_page <= MAX_PER_PAGE:
         raise DataError(f"Rows per page must be between 1 and {MAX_PER_PAGE}.")
+    return page, per_page
+
+
+def _where(search, source, annotator, label, flagged, pair_ids) -> tuple[list[str], dict]:
+    """The filters as SQL conditions on p (pairs), pr (prompts), ra / rb (responses), and their arguments."""
     where, args = ["1"], {}
     text = (search or "").strip()
     if text:
@@ -67,22 +78,39 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
         where.append("p.source = :source")
         args["source"] = source.strip()
     who = (annotator or "").strip()
-    cur = "SELECT 1 FROM labels l JOIN annotators an ON an.id = l.annotator_id WHERE l.pair_id = p.id AND l.superseded = 0"
+    cur = ("SELECT 1 FROM labels l JOIN annotators an ON an.id = l.annotator_id WHERE l.pair_id = p.id "
+           "AND l.superseded = 0" + (" AND an.name = :who" if who else ""))
     if who:
-        where.append(f"EXISTS ({cur} AND an.name = :who)")
+        where.append(f"EXISTS ({cur})")
         args["who"] = who
     if label == "unlabeled":
-        where.append(f"NOT EXISTS ({cur}{' AND an.name = :who' if who else ''})")
-    elif label != "any":
-        where.append(f"EXISTS ({cur} AND l.choice = :label{' AND an.name = :who' if who else ''})")
+        where.append(f"NOT EXISTS ({cur})")
+    elif label != "any":  # in the viewer's letters: 'a' is a label for the text shown to them as A
+        mine = label if label not in SWAP else f"CASE WHEN {_A_FIRST} THEN :label ELSE '{SWAP[label]}' END"
+        where.append(f"EXISTS ({cur} AND l.choice = {mine})")
         args["label"] = label
     if pair_ids is not None:
-        import json
-
         where.append("p.id IN (SELECT value FROM json_each(:ids))")
         args["ids"] = json.dumps([int(i) for i in pair_ids])
     if flagged != "any":
         where.append("p.flag IS NOT NULL" if flagged == "flagged" else "p.flag IS NULL")
+    return where, args
+
+
+def query(ws: Workspace, search: str = "", source: str = "", annotator: str = "", label: str = "any",
+          flagged: str = "any", sort: str = "newest", page: int = 1, per_page: int = 20,
+          pair_ids: list[int] | None = None, viewer: str = "") -> Page:
+    """One page of pairs that match every filter (empty filters match all), in the chosen order, each as
+    `viewer` sees it on the Label tab ('' or a name that never labeled: the stored order).
+    pair_ids: only these pairs (e.g. inspect.dataset.disagreements(ws, reward_run))."""
+    label = _choice(label, LABELS, "label filter")
+    flagged = _choice(flagged, FLAGGED, "flagged filter")
+    sort = (sort or "").strip() or "newest"
+    if sort not in SORTS:
+        raise DataError(f"Unknown order {sort!r}: choose one of {', '.join(SORTS)}.")
+    page, per_page = _paging(page, per_page)
+    where, args = _where(search, source, annotator, label, flagged, pair_ids)
+    args["viewer"] = _annotator_id(ws, viewer)
     base = (" FROM pairs p JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
             "JOIN responses rb ON rb.id = p.response_b WHERE " + " AND ".join(where))
     total = ws.query("SELECT COUNT(*)" + base, args)[0][0]
@@ -90,12 +118,50 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     page = min(page, pages)
     rows = ws.query(
         "SELECT p.id AS pair_id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag, p.created, "
-        "(SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0) AS n_labels, "
-        "(SELECT group_concat(an.name || ': ' || l.choice, '; ') FROM labels l JOIN annotators an "
-        " ON an.id = l.annotator_id WHERE l.pair_id = p.id AND l.superseded = 0) AS labels"
+        f"{_A_FIRST} AS a_first, "
+        "(SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0) AS n_labels"
         + base + f" ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
         {**args, "lim": per_page, "off": (page - 1) * per_page})
-    return Page([dict(r) for r in rows], total, page, pages)
+    votes = _votes(ws, [r["pair_id"] for r in rows])
+    return Page([as_seen(dict(r), votes.get(r["pair_id"], []), bool(r["a_first"]), viewer) for r in rows],
+                total, page, pages)
+
+
+def _annotator_id(ws: Workspace, name: str) -> int:
+    row = ws.query("SELECT id FROM annotators WHERE name = ?", ((name or "").strip(),)) if (name or "").strip() else []
+    return row[0][0] if row else -1
+
+
+def _votes(ws: Workspace, pair_ids: list[int]) -> dict[int, list[dict]]:
+    """{pair id: its current labels, oldest first, as stored: {name, choice, comment}}."""
+    out: dict[int, list[dict]] = {}
+    for r in ws.query("SELECT l.pair_id, an.name, l.choice, l.comment FROM labels l JOIN annotators an "
+                      "ON an.id = l.annotator_id WHERE l.superseded = 0 AND l.pair_id IN "
+                      "(SELECT value FROM json_each(?)) ORDER BY l.created, l.id", (json.dumps(pair_ids),)):
+        vote = {"name": r["name"], "choice": r["choice"], "comment": r["comment"] or ""}
+        out.setdefault(r["pair_id"], []).append(vote)
+    return out
+
+
+def as_seen(row: dict, votes: list[dict], a_first: bool, viewer: str = "") -> dict:
+    """One pair as the viewer sees it: row (pair_id, prompt, a, b = response_a / response_b, …) with a and b
+    put in the viewer's order (a_first: response_a is their A), and its current labels (votes: {name, choice,
+    comment}, choices as stored) in the same letters: yours (the viewer's label or None), chosen (what the
+    labels decide, store.decide: people's labels over imported ones; None without labels), labels and
+    comments as one line each (None when there are none)."""
+    def seen(choice: str) -> str:
+        return choice if a_first else SWAP.get(choice, choice)
+
+    votes = [{**v, "choice": seen(v["choice"])} for v in votes]
+    human = Counter(v["choice"] for v in votes if v["name"] != L.IMPORT_ANNOTATOR)
+    imported = Counter(v["choice"] for v in votes if v["name"] == L.IMPORT_ANNOTATOR)
+    who = (viewer or "").strip()
+    a, b = (row["a"], row["b"]) if a_first else (row["b"], row["a"])
+    comments = "; ".join(f"{v['name']}: {v['comment']}" for v in votes if v["comment"].strip())
+    return {**row, "a": a, "b": b, "a_first": bool(a_first), "votes": votes,
+            "yours": next((v["choice"] for v in votes if who and v["name"] == who), None),
+            "chosen": L.decide(human, imported)[0] if votes else None,
+            "labels": "; ".join(f"{v['name']}: {v['choice']}" for v in votes) or None, "comments": comments or None}
 
 
 def annotators(ws: Workspace) -> list[str]:
@@ -105,18 +171,19 @@ def annotators(ws: Workspace) -> list[str]:
 def relabel(ws: Workspace, pair_id, annotator: str, choice: str, comment: str = "") -> int:
     """Give (or change) this annotator's label of a pair from its row: 'a', 'b', 'tie' or 'skip'.
 
-    The records view shows response A on the left, so the label records A shown left. An earlier label by
-    the same annotator is superseded, as on the Label tab. Returns the label id once committed."""
+    'a' and 'b' are as the records view shows the pair to this annotator (query(viewer=annotator)): their
+    A/B order of the Label tab. An earlier label by the same annotator is superseded, as on the Label tab.
+    Returns the label id once committed."""
     if choice not in L.CHOICES:
         raise DataError(f"Unknown label {choice!r}: choose one of {', '.join(L.CHOICES)}.")
     try:
         pid = int(str(pair_id).strip())
     except (TypeError, ValueError):
         raise DataError("Pick a pair from the table first.") from None
-    r = pair(ws, pid)
+    r = pair(ws, pid, viewer=annotator)
     if r is None:
         raise DataError(f"There is no pair {pid} in this workspace: pick one from the table.")
-    shown = L.Shown(pid, r["prompt"], r["a"], r["b"], True, r["source"], r["flag"], None)
+    shown = L.Shown(pid, r["prompt"], r["a"], r["b"], r["a_first"], r["source"], r["flag"], None)
     side = {"a": "left", "b": "right"}.get(choice, choice)
     try:
         return L.save_label(ws, shown, annotator, "records-view", side, comment)
@@ -124,12 +191,10 @@ def relabel(ws: Workspace, pair_id, annotator: str, choice: str, comment: str = 
         raise DataError(str(exc)) from None
 
 
-def pair(ws: Workspace, pair_id: int) -> dict | None:
-    """One pair whole: id, prompt, a, b, source, flag (None when there is no such pair)."""
-    r = ws.query("SELECT p.id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag FROM pairs p "
-                 "JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
-                 "JOIN responses rb ON rb.id = p.response_b WHERE p.id = ?", (int(pair_id),))
-    return dict(r[0]) if r else None
+def pair(ws: Workspace, pair_id: int, viewer: str = "") -> dict | None:
+    """One pair whole, as the viewer sees it (a query row), or None when there is no such pair."""
+    rows = query(ws, pair_ids=[int(pair_id)], per_page=1, viewer=viewer).rows
+    return rows[0] if rows else None
 
 
 def current_labels(ws: Workspace, pair_id: int) -> dict[str, str]:

@@ -45,6 +45,10 @@ class Shown:
         left_is_a = self.a_shown_left
         return "a" if (side == "left") == left_is_a else "b"
 
+    def as_shown(self, choice: str | None) -> str | None:
+        """A stored choice in the letters of this showing: 'a' for the response shown on the left (A)."""
+        return choice if self.a_shown_left or choice not in ("a", "b") else {"a": "b", "b": "a"}[choice]
+
 
 # -- settings and annotators ---------------------------------------------------------------
 
@@ -339,14 +343,22 @@ def decided_pairs(ws: Workspace) -> list[dict]:
                               "b": r["b"], "source": r["source"]}
     out = []
     for pid, v in votes.items():
-        c = v["human"] if sum(v["human"].values()) else v["import"]
-        if c["a"] or c["b"]:
-            outcome = "a" if c["a"] > c["b"] else "b" if c["b"] > c["a"] else "tie"
-        else:
-            outcome = "tie" if c["tie"] else "skip"
-        why = "split" if outcome == "tie" and c["a"] else outcome  # a tie by an even a/b split of votes
+        outcome, why = decide(v["human"], v["import"])
         out.append({**info[pid], "outcome": outcome, "why": why})
     return out
+
+
+def decide(human: Counter, imported: Counter) -> tuple[str, str]:
+    """(outcome, why) of one pair's current labels, counted by choice: people's labels if any, else imported ones.
+
+    outcome is 'a' / 'b' (the majority of a-vs-b votes), 'tie' (ties or an even split) or 'skip' (only skips);
+    why says 'split' for a tie of an even a/b split."""
+    c = human if sum(human.values()) else imported
+    if c["a"] or c["b"]:
+        outcome = "a" if c["a"] > c["b"] else "b" if c["b"] > c["a"] else "tie"
+    else:
+        outcome = "tie" if c["tie"] else "skip"
+    return outcome, "split" if outcome == "tie" and c["a"] else outcome  # a tie by an even a/b split of votes
 
 
 def preference_pairs(ws: Workspace) -> list[dict]:
