@@ -65,6 +65,9 @@ def build_ui(studio: Studio) -> gr.Blocks:
                 with gr.Tab(name, id=name.lower().replace(" ", "-")) as tab:
                     hooks = module.build(studio)  # a tab may return hooks(demo, tab) for load / select events
                 tabs.append((tab, _polling(demo, before)))
+                # First of the tab's select events (the page runs them in order): in the browser, every tab's
+                # live parts go stale; the tab shown gets its own back from its fresh tick (ui/run_panel.py).
+                tab.select(None, js=run_panel.LEAVE_JS)
                 if callable(hooks):
                     hooks(demo, tab)
         poll_only_the_open_tab(demo, tabs)

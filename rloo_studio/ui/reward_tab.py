@@ -191,13 +191,15 @@ def _run_panel(studio: Studio) -> tuple:
             "untrained model.</div>")
     with gr.Column(elem_id="reward-plots"):
         panel.add_charts([(t, REWARD_TITLES.get(t, t)) for t in PLOTS], per_row=2, height=270)
-    log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log")
+    log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log",
+                     elem_classes=run_panel.live("reward"))
     return preflight_md, check_btn, (train_btn, stop_btn, resume_btn), notice, panel, log
 
 
 def _runs_list(studio: Studio) -> tuple:
     gr.Markdown("### Reward-model runs\nClick a run to see its plots, its config and the command that repeats it.")
-    runs_table = gr.Dataframe(headers=reward_view.RUN_HEADERS, interactive=False, wrap=True, elem_id="reward-runs")
+    runs_table = gr.Dataframe(headers=reward_view.RUN_HEADERS, interactive=False, wrap=True, elem_id="reward-runs",
+                              elem_classes=run_panel.live("reward"))
     with gr.Row():
         cfg_yaml = gr.Code(label="config.yaml", language="yaml", interactive=False)
         cli = gr.Code(label="The same run from the command line", language="shell", interactive=False)

@@ -301,7 +301,7 @@ def _run_bar(ws) -> tuple:
 def _live(studio: Studio) -> tuple:
     """The run panel (status, failure box, charts) with the warnings above its charts."""
     panel = RunPanel.build(studio, "rloo", EMPTY)
-    warn = gr.HTML(elem_id="rloo-warnings")
+    warn = gr.HTML(elem_id="rloo-warnings", elem_classes=run_panel.live("rloo"))
     panel.add_charts([(t, CHART_TITLES.get(t, t)) for t, _ in PLOTS], per_row=3)
     return panel, warn
 
@@ -317,6 +317,7 @@ def _completions() -> tuple:
                 "update pushes up or down. Click a header to sort the whole table by it.</div>")
     table = gr.Dataframe(headers=rloo_view.completion_groups([])[0], label="Completions (newest groups first)",
                          interactive=False, wrap=True, max_height=720, elem_id="rloo-completions",
+                         elem_classes=run_panel.live("rloo"),
                          column_widths=rloo_render.widths(rloo_view.completion_groups([])[0]))
     return order_dd, table
 

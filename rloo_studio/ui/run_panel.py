@@ -5,6 +5,10 @@ A part is sent to the page only when what it shows changed (`changed`, remembere
 chart keeps its hover and zoom, a traceback the user unfolded stays open. Charts are drawn again whenever the
 tab is selected, because a Plotly chart drawn in a hidden tab has no size. A run's records come from
 runs.tail, which reads metrics.jsonl / samples.jsonl from where the last read stopped.
+
+A tab's live parts (status, charts, tables: `live(key)`) are never shown stale. Leaving a tab marks them stale
+(ui/app.py runs LEAVE_JS on every tab's selection); they stay hidden, their space kept, until the tick that
+the tab's selection starts has drawn them from the current state (`shown_js`). Hidden tabs do not poll.
 """
 from __future__ import annotations
 
@@ -26,7 +30,25 @@ CSS = """
 .run-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
 .run-status .failed, .run-status .bad {color:var(--error-text-color, #c00); font-weight:600}
 .run-status progress {width:14em; vertical-align:middle; margin:0 .6em}
-"""
+""" + "".join(f"body:not(.fresh-{k}) .live-{k} {{visibility:hidden}}\n" for k in ("reward", "rloo", "runs"))
+
+# On every tab's selection, in the browser (no server round trip), first of the tab's select events: every
+# tab's live parts are stale, so the tab left is hidden when it comes back until its fresh tick has drawn it.
+LEAVE_JS = "() => { for (const c of [...document.body.classList]) if (c.startsWith('fresh-')) " \
+           "document.body.classList.remove(c); }"
+
+
+def live(key: str) -> list[str]:
+    """elem_classes of a part that shows a run's state: hidden after its tab is left until drawn afresh."""
+    return [f"live-{key}"]
+
+
+def shown_js(key: str) -> str:
+    """After the tick started by a tab's selection: show the tab's live parts, once the page has drawn what
+    the tick sent (two frames), unless the tab was left meanwhile (a live part in a hidden tab has no box)."""
+    return ("async () => { await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))); "
+            f"if ([...document.querySelectorAll('.live-{key}')].some(e => e.offsetParent)) "
+            f"document.body.classList.add('fresh-{key}'); }}")
 
 
 def slug(title: str) -> str:
@@ -79,13 +101,14 @@ class RunPanel:
     @classmethod
     def build(cls, studio: Studio, kind: str, empty: str) -> RunPanel:
         """The status line and the failure box, here; the charts go where the tab calls add_charts."""
-        status = gr.HTML(elem_id=f"{kind}-status", elem_classes=["run-status"])
-        return cls(studio, kind, empty, status, gr.HTML(elem_id=f"{kind}-failure"), gr.State({}))
+        status = gr.HTML(elem_id=f"{kind}-status", elem_classes=["run-status", *live(kind)])
+        return cls(studio, kind, empty, status, gr.HTML(elem_id=f"{kind}-failure", elem_classes=live(kind)),
+                   gr.State({}))
 
     def add_charts(self, titles: list[tuple[str, str]], per_row: int, **kw) -> None:
         """One chart per (key, title in words), `per_row` to a row; elem_id '<kind>-plot-<key as a slug>'."""
         for i in range(0, len(titles), per_row):
-            with gr.Row(equal_height=True):
+            with gr.Row(equal_height=True, elem_classes=live(self.kind)):
                 self.plots += [charts.plot(title, f"{self.kind}-plot-{slug(key)}", **kw)
                                for key, title in titles[i:i + per_row]]
 
@@ -127,7 +150,8 @@ class RunPanel:
                also: tuple = ()) -> Callable:
         """Wire `tick(form, fresh=False) -> {component: value}`, `form` a dataclass of the `widgets` and `memo`
         (ui/inputs.py): every `every` seconds (while the tab is open: ui/app.py), when a widget of `also`
-        changes, and fresh when the tab is selected. Returns hooks(demo, tab) for the tab's select event."""
+        changes, and fresh when the tab is selected: the tab's live parts are shown once that tick has drawn
+        them (`shown_js`). Returns hooks(demo, tab) for the tab's select event."""
         outputs = [self.status, self.failure, *self.plots, self.memo, *outputs]
         wire = dict(**inputs.bind(tick, form, **widgets, memo=self.memo), outputs=outputs, show_progress="hidden")
         gr.Timer(every).tick(**wire)
@@ -136,6 +160,6 @@ class RunPanel:
 
         def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
             tab.select(**inputs.bind(partial(tick, fresh=True), form, **widgets, memo=self.memo), outputs=outputs,
-                       show_progress="hidden")
+                       show_progress="hidden").then(None, js=shown_js(self.kind))
 
         return hooks

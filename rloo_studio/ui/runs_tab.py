@@ -12,7 +12,7 @@ from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
 from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
 from rloo_studio.studio import Studio
-from rloo_studio.ui import charts, launch_panel, messages, render
+from rloo_studio.ui import charts, launch_panel, messages, render, run_panel
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
 WIDTHS = ["17%", "7%", "9%", "11%", "10%", "25%", "21%"]  # every column on a 1400 px page; long text wraps
@@ -175,7 +175,7 @@ def export_section(studio: Studio, pick):
 def build(studio: Studio):
     ws = studio.ws
     table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, column_widths=WIDTHS,
-                         elem_id="runs-table")
+                         elem_id="runs-table", elem_classes=run_panel.live("runs"))  # shown once current
     with gr.Row():
         pick = gr.Dropdown([r["id"] for r in ws.runs()], multiselect=True, label="Runs to compare", scale=3,
                            elem_id="runs-pick")
@@ -210,6 +210,9 @@ def build(studio: Studio):
                        (b_export.click, [export_msg])], [msg, launch_out])
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
+        # first, the table as it is now, then shown (not the rows of when the page was built or the tab last left)
+        tab.select(partial(follow, ws), listed, [table, pick, listed], show_progress="hidden").then(
+            None, js=run_panel.shown_js("runs"))
         tab.select(partial(draw, ws), draw_in, plot)  # a chart drawn while the tab was hidden gets its size
 
     return hooks
