@@ -60,11 +60,14 @@ def test_a_new_workspace_is_empty_and_loads_the_demo_once(app):
 
 
 def press_with_nothing_on_screen(page, ws_dir, key="1"):
-    """A key after an action that left no pair on the page: the store does not change, and the page says so."""
+    """A key while no pair is on the page: the label buttons are disabled, the store does not change, and the page
+    says so."""
     assert shown_id(page) == ""
+    expect(page.locator("#lbl-left")).to_be_disabled()
     before = count(ws_dir)
     page.keyboard.press(key)
-    expect(page.locator("#lbl-status")).to_contain_text("No pair was on screen, so nothing was saved", timeout=20000)
+    expect(page.locator("#lbl-busy-text")).to_contain_text("No pair is on screen, so this key saved nothing",
+                                                           timeout=20000)
     assert count(ws_dir) == before
 
 
@@ -120,11 +123,15 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
         page.keyboard.press("2")
         page.wait_for_function("b => { const el = document.querySelector('#lbl-prompt [data-pair]');"
                                " return el && el.getAttribute('data-pair') !== b; }", arg=after_import, timeout=20000)
-        # 3. Export.
+        # 3. Export: the pair stays on the page, current; the key labels it.
         open_accordion(page, "Export for other tools")
+        at_export = shown_id(page)
         page.get_by_role("button", name="Export", exact=True).click()
         expect(page.get_by_text(re.compile(r"Saved in .*exports"))).to_be_visible(timeout=20000)
-        press_with_nothing_on_screen(page, app.ws_dir, "3")
+        assert shown_id(page) == at_export
+        page.keyboard.press("1")
+        page.wait_for_function("b => { const el = document.querySelector('#lbl-prompt [data-pair]');"
+                               " return el && el.getAttribute('data-pair') !== b; }", arg=at_export, timeout=20000)
         # The export's download link points at Gradio's copy in incoming/<hash>/: served, and the file itself.
         link = page.locator("a[href*='pairs.jsonl']").first
         href = link.get_attribute("href")
@@ -160,7 +167,8 @@ def test_a_key_labels_only_the_pair_on_screen(app, tmp_path):
     rows = Workspace(app.ws_dir).query("SELECT l.pair_id FROM labels l JOIN annotators a ON a.id = l.annotator_id "
                                        "WHERE a.name='screen' ORDER BY l.id")
     # a label only for each pair on the page
-    assert [r[0] for r in rows] == [int(shown_after_block), int(refused_on), int(after_import), int(on_page)]
+    assert [r[0] for r in rows] == [int(shown_after_block), int(refused_on), int(after_import), int(at_export),
+                                    int(on_page)]
 
 
 def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
@@ -236,8 +244,10 @@ def test_importing_a_file_again_adds_its_rows_only_when_asked(app, tmp_path):
         page.locator("input[type=file]").first.set_input_files(str(f))
         page.get_by_role("button", name="Import", exact=True).click()
         expect(msg).to_contain_text("Imported 0 of 4 rows", timeout=20000)
+        expect(msg).to_contain_text("(keep duplicates to import them as new pairs)")  # the box's own words:
+        expect(page.locator("#lbl-keep-dups")).to_contain_text("Keep duplicates")
         assert count(app.ws_dir, "pairs") == n
-        page.get_by_label("Import rows already in the workspace again").check()
+        page.get_by_label("Keep duplicates: import rows already in the workspace again").check()
         page.locator("input[type=file]").first.set_input_files(str(f))
         page.get_by_role("button", name="Import", exact=True).click()
         expect(msg).to_contain_text("Imported 4 rows from twice.jsonl", timeout=20000)
@@ -256,7 +266,7 @@ def test_importing_a_file_again_adds_its_rows_only_when_asked(app, tmp_path):
         assert load_prompt_set(Workspace(app.ws_dir), "twice-prompts.jsonl") == [
             {"prompt": "Twice p1?", "answer": "1"}, {"prompt": "Twice p2?", "answer": "22"}]
         # ... and without it they are skipped, counted, and the file's other columns pointed out.
-        page.get_by_label("Import rows already in the workspace again").uncheck()
+        page.get_by_label("Keep duplicates: import rows already in the workspace again").uncheck()
         ps.write_text(json.dumps({"prompt": "Twice p1?", "answer": "11"}) + "\n")
         page.locator("input[type=file]").first.set_input_files(str(ps))
         page.get_by_role("button", name="Import", exact=True).click()

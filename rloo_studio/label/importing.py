@@ -10,6 +10,11 @@ Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk; read by rea
 Every problem is a DataError naming the file, the row (line for JSONL) and the field; an import
 is all or nothing: nothing is written unless every row is valid.
 
+The file is read twice, one row at a time (reading.iter_rows): first every row is checked, then the rows are
+written, CHUNK_ROWS to a transaction, so that memory does not grow with the file (a JSONL file; the other formats
+are read whole) and people labeling meanwhile wait at most for one chunk's write. An import stopped while it writes
+(the process killed) leaves the chunks it committed; importing the file again adds the rest and nothing twice.
+
 Imports are idempotent and lose nothing: a row already in the workspace is skipped and counted, unless
 the caller asks to keep duplicates (then pairs are written as new pairs, and a prompt set's prompts
 already there take the file's columns: a set holds each prompt once). Already there means: for a
@@ -24,15 +29,16 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
-from itertools import combinations
+from dataclasses import dataclass, field
+from itertools import chain, combinations, islice
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from rloo_studio.label import shapes as S
 from rloo_studio.core.errors import DataError
 from rloo_studio.label.store import IMPORT_ANNOTATOR
 from rloo_studio.label.prompts import add_imported_label, add_pair, add_prompt, add_response, get_or_create_set
-from rloo_studio.label.reading import Progress, read_rows
+from rloo_studio.label.reading import Progress, iter_rows
 from rloo_studio.label.shapes import Row
 from rloo_studio.core.workspace import Workspace
 
@@ -65,7 +71,8 @@ class ImportResult:
                              f"{'that pair shows' if self.split == 1 else 'those pairs show'} a split vote)"
                              if self.split else ""))
         if self.skipped:
-            parts.append(f"{self._skipped('rows', 'already in the workspace')} (keep duplicates to import them as new)")
+            parts.append(f"{self._skipped('rows', 'already in the workspace')} "
+                         "(keep duplicates to import them as new pairs)")
         done = f"{self.rows - self.skipped} of {self.rows}" if self.skipped else f"{self.rows}"
         return f"Imported {done} rows from {self.name}: " + "; ".join(parts) + "."
 
@@ -92,53 +99,59 @@ class ImportResult:
 
 # -- validating -----------------------------------------------------------------------------
 
-def _normalize(rows: list[dict], name: str, unit: str, numbers: list[int]) -> tuple[str, list[Row]]:
+def _kind(rows: list[dict], name: str) -> tuple[str, list[str]]:
+    """What the file holds, from the columns of its first rows, and its response_1..N columns in order."""
     cols = set().union(*(r.keys() for r in rows[:100]))
     resp_cols = sorted((c for c in cols if c.startswith("response_") and c[9:].isdigit()), key=lambda c: int(c[9:]))
     if {"chosen", "rejected"} <= cols:
-        kind = "preference"
-    elif "prompt" in cols and ("responses" in cols or len(resp_cols) >= 2):
-        kind = "candidates"
-    elif "prompt" in cols:
-        kind = "prompts"
+        return "preference", resp_cols
+    if "prompt" in cols and ("responses" in cols or len(resp_cols) >= 2):
+        return "candidates", resp_cols
+    if "prompt" in cols:
+        return "prompts", resp_cols
+    raise DataError(
+        f"{name}: no usable columns. Found: {', '.join(sorted(map(str, cols))) or 'none'}. Expected 'chosen' and "
+        "'rejected' (preference pairs, optional 'prompt'), 'prompt' with 'responses' or response_1..N "
+        "(candidates to label), or 'prompt' alone (a prompt set)"
+    )
+
+
+def _record(kind: str, resp_cols: list[str], r: dict, loc: str) -> Row:
+    """One file row, checked, as the store keeps it; a DataError at `loc` (file, line or row) otherwise."""
+    if kind == "preference":
+        return S.preference_row(loc, r)
+    if "prompt" not in r:
+        raise DataError(f"{loc}: missing field 'prompt'")
+    prompt, turns = S.prompt_field(loc, r["prompt"])
+    if kind == "prompts":
+        return Row(prompt, [], {**S.extra_columns(r, ("prompt",)), **turns}, False)
+    if "responses" in r:
+        rs = r["responses"]
+        if isinstance(rs, str):
+            try:
+                rs = json.loads(rs)
+            except ValueError:
+                raise DataError(f"{loc}, field 'responses': expected a list of texts") from None
+        if not isinstance(rs, list):
+            raise DataError(f"{loc}, field 'responses': expected a list of texts")
+        fields = [f"responses[{k}]" for k in range(len(rs))]
     else:
-        raise DataError(
-            f"{name}: no usable columns. Found: {', '.join(sorted(map(str, cols))) or 'none'}. Expected 'chosen' and "
-            "'rejected' (preference pairs, optional 'prompt'), 'prompt' with 'responses' or response_1..N "
-            "(candidates to label), or 'prompt' alone (a prompt set)"
-        )
-    out = []
-    for r, n in zip(rows, numbers):
-        loc = f"{name} {unit} {n}"
-        if kind == "preference":
-            out.append(S.preference_row(loc, r))
-            continue
-        if "prompt" not in r:
-            raise DataError(f"{loc}: missing field 'prompt'")
-        prompt, turns = S.prompt_field(loc, r["prompt"])
-        if kind == "prompts":
-            out.append(Row(prompt, [], {**S.extra_columns(r, ("prompt",)), **turns}, False))
-            continue
-        if "responses" in r:
-            rs = r["responses"]
-            if isinstance(rs, str):
-                try:
-                    rs = json.loads(rs)
-                except ValueError:
-                    raise DataError(f"{loc}, field 'responses': expected a list of texts") from None
-            if not isinstance(rs, list):
-                raise DataError(f"{loc}, field 'responses': expected a list of texts")
-            fields = [f"responses[{k}]" for k in range(len(rs))]
-        else:
-            rs = [r.get(c) for c in resp_cols]
-            fields = resp_cols
-        texts = [S.text(loc, f, v) for f, v in zip(fields, rs) if v not in (None, "")]
-        texts = list(dict.fromkeys(texts))
-        if len(texts) < 2:
-            raise DataError(f"{loc}: needs at least 2 different responses to form a pair")
-        extra = {**S.extra_columns(r, ("prompt", "responses", *resp_cols)), **turns}
-        out.append(Row(prompt, texts, extra, False))
-    return kind, out
+        rs = [r.get(c) for c in resp_cols]
+        fields = resp_cols
+    texts = [S.text(loc, f, v) for f, v in zip(fields, rs) if v not in (None, "")]
+    texts = list(dict.fromkeys(texts))
+    if len(texts) < 2:
+        raise DataError(f"{loc}: needs at least 2 different responses to form a pair")
+    extra = {**S.extra_columns(r, ("prompt", "responses", *resp_cols)), **turns}
+    return Row(prompt, texts, extra, False)
+
+
+def _records(p: Path, progress: Progress | None = None) -> tuple[str, Iterator[Row]]:
+    """The file's kind and its rows checked one at a time, as they are read."""
+    unit, rows = iter_rows(p, progress)
+    head = list(islice(rows, 100))
+    kind, resp_cols = _kind([r for _, r in head], p.name)
+    return kind, (_record(kind, resp_cols, r, f"{p.name} {unit} {n}") for n, r in chain(head, rows))
 
 
 def candidate_pairs(n: int) -> list[tuple[int, int]]:
@@ -152,23 +165,36 @@ KIND_WORDS = {"preference": "preference pairs (chosen / rejected)", "candidates"
               "prompts": "a prompt set (a 'prompt' column and no responses)"}
 
 
+CHUNK_ROWS = 20_000  # rows written per transaction
+
+
+def _scaled(progress: Progress | None, lo: float, hi: float, what: str) -> Progress | None:
+    return (lambda f, text: progress(lo + (hi - lo) * f, f"{what}: {text}")) if progress else None
+
+
 def import_file(ws: Workspace, path: str | Path, name: str | None = None, progress: Progress | None = None,
                 expect: tuple[str, ...] | None = None, keep_duplicates: bool = False) -> ImportResult:
-    """Validate every row, then write all of them in one transaction (or nothing).
+    """Check every row, then write them all (or nothing, when a row is not valid), reading the file one row at a
+    time in both passes.
 
     expect: the kinds the caller can use (the RLOO tab wants a prompt set); another kind is refused.
     keep_duplicates: also write rows already in the workspace, as new pairs (a prompt set holds each
     prompt once: its prompts already there take the file's columns)."""
     p = Path(path)
     name = name or p.name
-    rows, unit, numbers = read_rows(p, progress)
-    kind, records = _normalize(rows, p.name, unit, numbers)
+    kind, records = _records(p, _scaled(progress, 0, 0.4, "checking"))
     if expect and kind not in expect:
         raise DataError(f"{p.name} holds {KIND_WORDS[kind]}; here it must be "
                         + " or ".join(KIND_WORDS[k] for k in expect) + ". Import it in the Label tab instead.")
+    n, columns = 0, set()
+    for rec in records:  # every row checked before anything is written
+        n += 1
+        columns.update(rec.extra)
     if progress:
-        progress(0.6, f"checked {len(records):,} rows; writing")
-    return write_records(ws, kind, records, name, progress, keep_duplicates=keep_duplicates)
+        progress(0.4, f"checked {n:,} rows; writing")
+    _, records = _records(p)  # read again: the checked rows are not kept in memory
+    return write_records(ws, kind, records, name, progress, keep_duplicates=keep_duplicates, total=n,
+                         columns=tuple(sorted(columns)))
 
 
 def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None,
@@ -225,9 +251,9 @@ class _Match:
     imported: dict[str, bool]
 
 
-def _existing_pairs(con, keys) -> dict[str, list[_Match]]:
-    """The pairs of the workspace that have one of these keys, oldest first, with their imported labels: one
-    indexed join."""
+def _existing_pairs(con, keys, since_label: int) -> dict[str, list[_Match]]:
+    """The pairs of the workspace that have one of these keys, oldest first, with their imported labels (those
+    with an id above since_label were written by this import): one indexed join."""
     con.execute("CREATE TEMP TABLE IF NOT EXISTS import_keys (k TEXT PRIMARY KEY)")
     con.execute("DELETE FROM temp.import_keys")
     con.executemany("INSERT OR IGNORE INTO temp.import_keys (k) VALUES (?)", ((k,) for k in keys))
@@ -235,17 +261,18 @@ def _existing_pairs(con, keys) -> dict[str, list[_Match]]:
     for k, pid, a_text, choices in con.execute(
             # `+l.annotator_id`: look the labels up by pair (labels_pair), never by annotator (labels_mine),
             # which would scan every imported label once per pair (minutes at 50,000 pairs)
-            """SELECT t.k, p.id, ra.text, (SELECT group_concat(l.choice) FROM labels l WHERE l.pair_id = p.id
-                   AND l.superseded = 0 AND +l.annotator_id = (SELECT id FROM annotators WHERE name = ?))
+            """SELECT t.k, p.id, ra.text, (SELECT group_concat(l.choice || (l.id > :since)) FROM labels l
+                   WHERE l.pair_id = p.id AND l.superseded = 0
+                   AND +l.annotator_id = (SELECT id FROM annotators WHERE name = :ann))
                FROM temp.import_keys t JOIN pairs p ON p.dedup_key = t.k JOIN responses ra ON ra.id = p.response_a
-               ORDER BY p.id""", (IMPORT_ANNOTATOR,)):
-        found.setdefault(k, []).append(_Match(pid, a_text, dict.fromkeys(filter(None, (choices or "").split(",")),
-                                                                         False)))
+               ORDER BY p.id""", {"ann": IMPORT_ANNOTATOR, "since": since_label}):
+        found.setdefault(k, []).append(_Match(pid, a_text, {c[:-1]: c[-1] == "1" for c in (choices or "").split(",")
+                                                            if c}))
     con.execute("DELETE FROM temp.import_keys")
     return found
 
 
-def _write_prompts(con, sid: int, records: list[Row], progress: Progress | None,
+def _write_prompts(con, sid: int, records: Iterable[Row], total: int, progress: Progress | None,
                    again: bool) -> tuple[int, int, int, int, int]:
     """A prompt set: a row whose prompt is already in the set is skipped, or (again) gives that prompt the
     row's columns (a set holds each prompt once). (written, replaced, skipped, repeated, differ)"""
@@ -265,57 +292,87 @@ def _write_prompts(con, sid: int, records: list[Row], progress: Progress | None,
         stored[rec.prompt] = json.loads(json.dumps(rec.extra))
         seen.add(rec.prompt)
         if progress and i % 2000 == 0:
-            progress(0.6 + 0.4 * i / len(records), f"writing {i:,} / {len(records):,}")
+            progress(0.4 + 0.6 * i / max(total, 1), f"writing {i:,} / {total:,}")
     return written, replaced, skipped, repeated, differ
 
 
-def write_records(ws: Workspace, kind: str, records: list[Row], name: str,
-                  progress: Progress | None = None, keep_duplicates: bool = False) -> ImportResult:
-    """Write validated rows in one transaction. A preference row whose pair is already there (or was written
-    by an earlier row) is not written again: its label is added to that pair, unless the pair already has
-    that imported label (a true duplicate, skipped); with chosen and rejected the other way round that is
-    the opposite label, so the pair shows a split vote. keep_duplicates: every row as new pairs."""
+@dataclass
+class _Tally:
+    """What an import wrote and skipped so far (ImportResult's counts), and where it started: the highest pair
+    and label ids before it (a pair or an imported label above them was written by this import)."""
+    since_pair: int
+    since_label: int
+    prompt_ids: set = field(default_factory=set)
+    pairs: int = 0
+    skipped: int = 0
+    repeated: int = 0
+    labeled: int = 0
+    split: int = 0
+
+
+def write_records(ws: Workspace, kind: str, records: Iterable[Row], name: str, progress: Progress | None = None,
+                  keep_duplicates: bool = False, total: int | None = None,
+                  columns: tuple[str, ...] | None = None) -> ImportResult:
+    """Write validated rows, CHUNK_ROWS to a transaction (a prompt set in one). A preference row whose pair is
+    already there (or was written by an earlier row) is not written again: its label is added to that pair,
+    unless the pair already has that imported label (a true duplicate, skipped); with chosen and rejected the
+    other way round that is the opposite label, so the pair shows a split vote. keep_duplicates: every row as
+    new pairs. total and columns: the rows' number and extra columns, when records is an iterator."""
+    if total is None or columns is None:
+        records = list(records)
+        total, columns = len(records), tuple(sorted({k for rec in records for k in rec.extra}))
     now = time.time()
     source = f"import:{name}"
-    columns = tuple(sorted({k for rec in records for k in rec.extra}))
     with ws.transaction() as con:
         sid = get_or_create_set(con, name, source)
         if kind == "prompts":
-            n, replaced, skipped, repeated, differ = _write_prompts(con, sid, records, progress, keep_duplicates)
-            return ImportResult(kind, name, len(records), 0, n, columns, skipped, repeated, replaced=replaced,
-                                differ=differ)
-        plans = [[(a, b, pair_key(rec.prompt, rec.turns, rec.responses[a], rec.responses[b]))
-                  for a, b in ([(0, 1)] if rec.preferred else candidate_pairs(len(rec.responses)))]
-                 for rec in records]
-        found: dict[str, list[_Match]] = {}
+            n, replaced, skipped, repeated, differ = _write_prompts(con, sid, records, total, progress, keep_duplicates)
+            return ImportResult(kind, name, total, 0, n, columns, skipped, repeated, replaced=replaced, differ=differ)
         if not keep_duplicates:
             fill_keys(con)
-            found = _existing_pairs(con, (k for plan in plans for _, _, k in plan))
-        before = set(found)
         ann = None
         if kind == "preference":
             con.execute("INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)", (IMPORT_ANNOTATOR, now))
             ann = con.execute("SELECT id FROM annotators WHERE name=?", (IMPORT_ANNOTATOR,)).fetchone()[0]
-        prompt_ids, pairs, skipped, repeated, labeled, split = set(), 0, 0, 0, 0, 0
-        for i, (rec, plan) in enumerate(zip(records, plans)):
-            if progress and i % 2000 == 0:
-                progress(0.6 + 0.4 * i / len(records), f"writing {i:,} / {len(records):,}")
-            new = [x for x in plan if x[2] not in found]
-            if rec.preferred and not new:  # this comparison is there: add the row's label, unless it has it
-                outcome = _label_existing(con, found[plan[0][2]], rec, ann, now)
-                skipped += outcome in ("skipped", "repeated")
-                repeated += outcome == "repeated"
-                labeled += outcome in ("labeled", "split")
-                split += outcome == "split"
-                continue
-            if not new:  # every pair of the candidates row is already there
-                skipped += 1
-                repeated += not all(k in before for _, _, k in plan)
-                continue
-            pid = add_prompt(con, sid, rec.prompt, rec.extra)
-            prompt_ids.add(pid)
-            pairs += _add_pairs(con, pid, rec, new, source, name, ann, now, None if keep_duplicates else found)
-    return ImportResult(kind, name, len(records), pairs, len(prompt_ids), columns, skipped, repeated, labeled, split)
+        t = _Tally(*con.execute("SELECT (SELECT IFNULL(MAX(id), 0) FROM pairs), "
+                                "(SELECT IFNULL(MAX(id), 0) FROM labels)").fetchone())
+    rows, done = iter(records), 0
+    while chunk := list(islice(rows, CHUNK_ROWS)):
+        with ws.transaction() as con:
+            _write_chunk(con, chunk, t, sid, source, name, ann, now, keep_duplicates)
+        done += len(chunk)
+        if progress:
+            progress(0.4 + 0.6 * done / max(total, 1), f"writing: {done:,} / {total:,} rows")
+    return ImportResult(kind, name, total, t.pairs, len(t.prompt_ids), columns, t.skipped, t.repeated, t.labeled,
+                        t.split)
+
+
+def _write_chunk(con, chunk: list[Row], t: _Tally, sid: int, source: str, name: str, ann: int | None, now: float,
+                 keep_duplicates: bool) -> None:
+    """Write one chunk of rows inside the caller's transaction, counting into t."""
+    plans = [[(a, b, pair_key(rec.prompt, rec.turns, rec.responses[a], rec.responses[b]))
+              for a, b in ([(0, 1)] if rec.preferred else candidate_pairs(len(rec.responses)))]
+             for rec in chunk]
+    found: dict[str, list[_Match]] = {}
+    if not keep_duplicates:
+        found = _existing_pairs(con, (k for plan in plans for _, _, k in plan), t.since_label)
+    before = {k for k, ms in found.items() if any(m.pair <= t.since_pair for m in ms)}  # there before this import
+    for rec, plan in zip(chunk, plans):
+        new = [x for x in plan if x[2] not in found]
+        if rec.preferred and not new:  # this comparison is there: add the row's label, unless it has it
+            outcome = _label_existing(con, found[plan[0][2]], rec, ann, now)
+            t.skipped += outcome in ("skipped", "repeated")
+            t.repeated += outcome == "repeated"
+            t.labeled += outcome in ("labeled", "split")
+            t.split += outcome == "split"
+            continue
+        if not new:  # every pair of the candidates row is already there
+            t.skipped += 1
+            t.repeated += not all(k in before for _, _, k in plan)
+            continue
+        pid = add_prompt(con, sid, rec.prompt, rec.extra)
+        t.prompt_ids.add(pid)
+        t.pairs += _add_pairs(con, pid, rec, new, source, name, ann, now, None if keep_duplicates else found)
 
 
 def _label_existing(con, matches: list[_Match], rec: Row, ann: int, now: float) -> str:

@@ -1,8 +1,7 @@
 """The Label tab's data area: import a file, load the demo data, generate candidates, export.
 
 Every action here that redraws the labeling view also sets the current pair. An action that fails
-or is refused leaves the view and its pair as they were (label_view.unchanged); an export leaves no
-pair on the page and no current pair, so a key pressed next saves nothing (see label_tab.label).
+or is refused, and an export, leave the view and its pair as they were (label_view.unchanged).
 """
 from __future__ import annotations
 
@@ -56,7 +55,6 @@ class ExportInputs:
     file_name: str  # a plain name, written under the workspace's exports/
     test_fraction: float
     ties_apart: bool  # ties to a separate file
-    name: str  # the annotator, for the view drawn after the export
 
 
 @dataclass(frozen=True)
@@ -101,7 +99,7 @@ def load_demo(studio: Studio, form: LabelInputs):
 
 
 def do_export(studio: Studio, form: ExportInputs):
-    """Outputs: message, files, the view (cleared: the next label key shows the next pair; as it was on an error)."""
+    """Outputs: message, files, the view (as it was: the pair on the page stays there, current)."""
     fname = (form.file_name or "").strip()
     if not fname or "/" in fname or "\\" in fname or fname.startswith("."):
         return (status_html("Give a plain file name (no folders); files go to the workspace's exports/.", True), None,
@@ -111,9 +109,8 @@ def do_export(studio: Studio, form: ExportInputs):
                      test_fraction=float(form.test_fraction))
     except Exception as e:
         return status_html(explain(e), True), None, *label_view.unchanged()
-    view = label_view.cleared(studio, form.name, "Exported; press a label key to go on labeling.")
     files = [str(p) for p in res.paths if p.is_file()]
-    return status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *view
+    return status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *label_view.unchanged()
 
 
 def start_gen(studio: Studio, form: GenerateInputs):
@@ -187,9 +184,11 @@ def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty)
         gr.Markdown("JSONL, CSV or Parquet: preference pairs (`prompt`, `chosen`, `rejected`; standard or "
                     "conversational; without `prompt` the shared prefix is the prompt), candidates "
                     "(`prompt` + `responses` list or `response_1..N`), or a prompt set (`prompt` + other columns). "
-                    "An import is all or nothing; rows already in the workspace are skipped unless you tick the box.")
+                    "An import is all or nothing; rows already in the workspace are skipped unless you tick "
+                    "*Keep duplicates*.")
         up = gr.File(label="File", file_types=[".jsonl", ".json", ".csv", ".parquet"], type="filepath")
-        keep = gr.Checkbox(False, label="Import rows already in the workspace again", elem_id="lbl-keep-dups")
+        keep = gr.Checkbox(False, label="Keep duplicates: import rows already in the workspace again, as new pairs",
+                           elem_id="lbl-keep-dups")
         with gr.Row():
             b_import = gr.Button("Import")
             b_demo = gr.Button("Load the demo data", elem_id="lbl-demo")
@@ -212,5 +211,5 @@ def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty)
         b.click(**inputs.bind(partial(load_demo, studio), LabelInputs, **queue),
                 outputs=[import_msg, *outs, src, empty_box])
     b_export.click(**inputs.bind(partial(do_export, studio), ExportInputs, format=e_fmt, file_name=e_name,
-                                 test_fraction=e_split, ties_apart=e_ties, name=queue["name"]),
+                                 test_fraction=e_split, ties_apart=e_ties),
                    outputs=[export_msg, export_files, *outs])

@@ -24,8 +24,8 @@ from rloo_studio.reward.uncertainty import uncertainty_queue
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, label_data, render
-from rloo_studio.ui.label_view import (NO_NAME, NOTHING_SAVED, LabelInputs, progress_md, status_html, show_next,
-                                       sources_update, view)
+from rloo_studio.ui.label_view import (KEYS, NO_NAME, NOTHING_SAVED, LabelInputs, progress_md, status_html,
+                                       show_next, sources_update, unchanged, view)
 
 CSS = render.CSS + """
 #lbl-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill)}
@@ -35,6 +35,7 @@ CSS = render.CSS + """
 .lbl-msg-error {color: #b91c1c; font-weight: 600}
 .lbl-keys {font-size: .85em; color: var(--body-text-color-subdued)}
 #lbl-busy-text:empty {display: none}
+#lbl-keys-row button:disabled {opacity: .4; cursor: not-allowed; filter: grayscale(1); box-shadow: none}
 """
 
 HEAD = """
@@ -50,8 +51,16 @@ document.addEventListener('keydown', (e) => {
   const map = {'1': 'lbl-left', 'ArrowLeft': 'lbl-left', '2': 'lbl-right', 'ArrowRight': 'lbl-right',
                '3': 'lbl-tie', '4': 'lbl-skip', 'f': 'lbl-flag', 'F': 'lbl-flag', 'u': 'lbl-undo', 'U': 'lbl-undo'};
   const btn = document.getElementById(map[e.key]);
-  if (!btn || btn.offsetParent === null || btn.disabled) return;  // only while the Label tab is shown
+  if (!btn || btn.offsetParent === null) return;  // only while the Label tab is shown
   e.preventDefault();
+  if (btn.disabled) {  // no pair on the page: the label buttons are disabled; the key says so, in words
+    const note = document.getElementById('lbl-busy-text');
+    const said = 'No pair is on screen, so this key saved nothing: type your name, or choose a filter with pairs left.';
+    if (note) note.textContent = said;
+    clearTimeout(window.lblNoPairT);
+    window.lblNoPairT = setTimeout(() => { if (note && note.textContent === said) note.textContent = ''; }, 8000);
+    return;
+  }
   btn.click();
 });
 // A label or undo press (key or click) while the last one is being saved is refused here, in words: the
@@ -89,6 +98,7 @@ ON_SCREEN_JS = """(...args) => {
 START_JS = """(stored, typed, id) => [(typed || '').trim() ? typed : (stored || ''),
   id || (Date.now().toString(36) + '-' + Math.random().toString(36).slice(2))]"""
 RESTARTED = "The app restarted; your name and your pair were kept."
+NAME_ID = "lbl-name"  # the name box: the one place a person types their name (the Records tab reads it too)
 BOOT = secrets.token_hex(8)  # this start of the app
 
 
@@ -106,7 +116,8 @@ def first_view(studio: Studio, form: LabelInputs):
     """The page load's view, then this start of the app (remembered by the browser). Nothing is drawn while no
     name is typed (a name typed meanwhile draws its own); a page open across a restart says so."""
     if not (form.name or "").strip():
-        return *(gr.skip(),) * 4, progress_md(studio, ""), gr.skip(), BOOT
+        skip = unchanged()
+        return *skip[:4], progress_md(studio, ""), *skip[5:], BOOT
     return *show_next(studio, form, RESTARTED if form.boot not in ("", BOOT) else ""), BOOT
 
 
@@ -240,6 +251,12 @@ def guidelines_section(studio: Studio):
     return shown
 
 
+def name_box(demo: gr.Blocks) -> gr.Textbox | None:
+    """The Label tab's name box in a built app (None without a Label tab): other tabs read the annotator's name
+    from it, the name this browser keeps (saved_name), so that a person types it once."""
+    return next((b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.elem_id == NAME_ID), None)
+
+
 # -- layout --------------------------------------------------------------------------------------
 
 def annotators_panel(studio: Studio):
@@ -274,13 +291,13 @@ def pair_view():
 
 
 def label_buttons():
-    """({side: its button}, undo, comment): the buttons under the pair, each with its key."""
-    with gr.Row():
-        buttons = {"left": gr.Button("A is better  [1]", variant="primary", elem_id="lbl-left"),
-                   "right": gr.Button("B is better  [2]", variant="primary", elem_id="lbl-right"),
-                   "tie": gr.Button("Tie  [3]", elem_id="lbl-tie"),
-                   "skip": gr.Button("Skip  [4]", elem_id="lbl-skip"),
-                   "flag": gr.Button("Flag for re-labeling  [f]", elem_id="lbl-flag")}
+    """({side: its button}, undo, comment): the buttons under the pair, each with its key. The label buttons
+    start disabled: the view enables them while a pair is on the page (label_view.view)."""
+    titles = {"left": "A is better  [1]", "right": "B is better  [2]", "tie": "Tie  [3]", "skip": "Skip  [4]",
+              "flag": "Flag for re-labeling  [f]"}
+    with gr.Row(elem_id="lbl-keys-row"):
+        buttons = {k: gr.Button(titles[k], variant="primary" if k in ("left", "right") else "secondary",
+                                interactive=False, elem_id=f"lbl-{k}") for k in KEYS}
         b_undo = gr.Button("Undo  [u]", elem_id="lbl-undo")
     comment = gr.Textbox(label="Comment (optional, saved with the label; Esc leaves the box)", max_lines=2,
                          elem_id="lbl-comment")
@@ -299,7 +316,7 @@ def build(studio: Studio):
     active = gr.State(None)  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
     screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
     with gr.Row():
-        name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1)
+        name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1, elem_id=NAME_ID)
         flt = gr.Dropdown(list(store.FILTERS), value="unlabeled", label="Show", scale=1)
         src = gr.Dropdown([("all sources", "")] + [(s, s) for s in store.sources(ws)], value="", label="Source",
                           scale=1, elem_id="lbl-source")
@@ -315,7 +332,7 @@ def build(studio: Studio):
     gr.HTML("<div id='lbl-busy-text' class='lbl-msg-error'></div>", elem_id="lbl-busy")  # HEAD fills it
     prompt, left, right = pair_view()
     buttons, b_undo, comment = label_buttons()
-    outs = [prompt, left, right, status, progress, current]
+    outs = [prompt, left, right, status, progress, current, *buttons.values()]  # label_view.view's outputs
     queue = dict(name=name, session=session, filter=flt, source=src, raw=raw, active=active)  # whose next pair
 
     def next_pair(callback):  # an event that shows the annotator's next pair

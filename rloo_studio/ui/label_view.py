@@ -1,7 +1,9 @@
-"""What the Label tab draws for a pair: prompt, the two sides, status line, progress, current pair.
+"""What the Label tab draws for a pair: prompt, the two sides, status line, progress, current pair, and
+whether the label buttons take a press.
 
 Every event that draws the view also returns the current pair (None when the page shows none),
-so that the page and the session's current pair never disagree.
+so that the page and the session's current pair never disagree; the label buttons are disabled
+(and look it) while no pair is on the page.
 """
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from rloo_studio.ui import render
 
 NO_NAME = "Enter your name above to start labeling: each label records who gave it."
 EMPTY = "<i>Nothing left under this filter. Import or generate pairs, or choose another filter.</i>"
-CLEARED = "<i>No pair on screen. Press a label key, or choose a filter, to show the next pair.</i>"
+KEYS = ("left", "right", "tie", "skip", "flag")  # the label buttons, in the order of the view's last outputs
 NOTHING_SAVED = "No pair was on screen, so nothing was saved."
+SAID = {"a": "A is better", "b": "B is better", "tie": "tie", "skip": "skip"}  # a choice, in the letters shown
 
 
 @dataclass(frozen=True)
@@ -53,14 +56,21 @@ def progress_md(studio: Studio, name: str) -> str:
 
 def view(studio: Studio, shown: store.Shown | None, name: str, raw: bool, note: str = "", error: bool = False,
          active: dict | None = None, empty: str = EMPTY):
-    """Outputs for: prompt, left, right, status line, progress, current pair (None: nothing on screen)."""
+    """Outputs for: prompt, left, right, status line, progress, current pair (None: nothing on screen), then
+    each label button (KEYS): enabled only while a pair is on screen."""
+    return (*_drawn(studio, shown, name, raw, note, error, active, empty),
+            *(gr.update(interactive=shown is not None and bool((name or "").strip())) for _ in KEYS))
+
+
+def _drawn(studio: Studio, shown: store.Shown | None, name: str, raw: bool, note: str, error: bool,
+           active: dict | None, empty: str):
     name = (name or "").strip()
     if not name:
         return "", "", "", status_html(f"{note} {NO_NAME}" if note else NO_NAME, error), progress_md(studio, ""), None
     if shown is None:
         return empty, "", "", status_html(note, error), progress_md(studio, name), None
     flag = f" · flagged: {shown.flag}" if shown.flag else ""
-    mine = f" · your label: {shown.current}" if shown.current else ""
+    mine = f" · your label: {SAID[shown.as_shown(shown.current)]}" if shown.current else ""
     hint = ""
     guess = (active or {}).get("info", {}).get(str(shown.pair_id))
     if guess:  # active labeling: the reward model's guess, in the sides as shown
@@ -78,13 +88,9 @@ def view(studio: Studio, shown: store.Shown | None, name: str, raw: bool, note: 
 
 
 def unchanged():
-    """Outputs that leave the view as it is (prompt … current): what an error does to the pair on screen."""
-    return (gr.skip(),) * 6
-
-
-def cleared(studio: Studio, name: str, note: str, error: bool = False):
-    """The view after an action that leaves no pair on the page: no current pair either."""
-    return view(studio, None, name, False, note, error, empty=CLEARED)
+    """Outputs that leave the view as it is (prompt … current, the buttons): what an error does to the pair on
+    screen."""
+    return (gr.skip(),) * (6 + len(KEYS))
 
 
 def show_next(studio: Studio, inputs: LabelInputs, note: str = ""):
