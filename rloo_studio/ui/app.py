@@ -16,6 +16,13 @@ CSS = """
 .studio-header h1 {margin:0; font-size:1.5em}
 .studio-header .meta {color:var(--body-text-color-subdued); font-size:.9em}
 .studio-header .meta b {color:var(--body-text-color)}
+/* explanatory text readable on white (the theme's neutral-400 is about 1.9:1; neutral-500 is 4.8:1) */
+:root:not(.dark) {--body-text-color-subdued: #71717a; --block-info-text-color: #71717a}
+/* a long field name (mask_truncated_completions) breaks rather than being cut by its column */
+label, label span, [data-testid="block-info"], .info-text {overflow-wrap: anywhere}
+/* a button that cannot be pressed looks it */
+button:disabled, button[disabled] {opacity: .45 !important; cursor: not-allowed !important; filter: grayscale(.6);
+    box-shadow: none !important}
 """
 
 TABS = [("Label", label_tab), ("Records", records_tab), ("Reward model", reward_tab), ("Inspect", inspect_tab),

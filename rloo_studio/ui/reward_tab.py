@@ -29,6 +29,8 @@ CSS = """
 #reward-plots .plot-caption, #reward-plots [data-testid="block-info"] {font-size:.85em}
 """
 
+# reward_view.RUN_HEADERS on a 1400 px page: each column at least as wide as its header; long text wraps
+RUN_WIDTHS = ["15%", "8%", "18%", "13%", "25%", "8%", "13%"]
 EMPTY = "No reward-model run yet. Check the data, then press <b>Train</b>."
 
 GROUPS = [  # (accordion, keys in it, open at start); a field named in none goes under "Other settings"
@@ -180,8 +182,8 @@ def _run_panel(studio: Studio) -> tuple:
     with gr.Group():
         gr.Markdown("### Pre-flight")
         preflight_md = gr.Markdown(elem_id="reward-preflight")
-        check_btn = gr.Button("Check data", size="sm")
-    with gr.Row():
+    with gr.Row():  # as on the RLOO tab: check, then start / stop / resume
+        check_btn = gr.Button("Check data", elem_id="reward-check")
         train_btn = gr.Button("Train", variant="primary", elem_id="reward-train")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="reward-stop")
         resume_btn = gr.Button("Resume", elem_id="reward-resume")
@@ -199,7 +201,7 @@ def _run_panel(studio: Studio) -> tuple:
 def _runs_list(studio: Studio) -> tuple:
     gr.Markdown("### Reward-model runs\nClick a run to see its plots, its config and the command that repeats it.")
     runs_table = gr.Dataframe(headers=reward_view.RUN_HEADERS, interactive=False, wrap=True, elem_id="reward-runs",
-                              elem_classes=run_panel.live("reward"))
+                              column_widths=RUN_WIDTHS, elem_classes=run_panel.live("reward"))
     with gr.Row():
         cfg_yaml = gr.Code(label="config.yaml", language="yaml", interactive=False)
         cli = gr.Code(label="The same run from the command line", language="shell", interactive=False)

@@ -54,11 +54,21 @@ def eval_line(ws, rid: str) -> str:
             + (f"<div class='learned'>{html.escape(words)}</div>" if words else "") + "</div>")
 
 
+TABLE_WIDTH = 1150  # px: the completions table's room on a 1400 px page
+TEXT = {"prompt": (190, 110), "thinking": (250, 140), "answer": (140, 90)}  # wrapped text: (wanted, least) px
+NARROW = {"group": 78, "step": 52, "#": 36, "total": 62, "advantage": 100, "tokens": 72, "cut": 46}
+
+
 def widths(cols: list[str]) -> list[str]:
-    # about 1150px in all at the usual reward count, so the right-hand columns fit a 1400px window
-    fixed = {"group": "78px", "step": "52px", "#": "36px", "prompt": "190px", "thinking": "250px", "answer": "140px",
-             "total": "62px", "advantage": "100px", "tokens": "72px", "cut": "46px"}
-    return [fixed.get(c, f"{max(70, 9 * len(c) + 20)}px") for c in cols]
+    """Column widths in px: each narrow column as wide as its header (a reward's grows with its name); the text
+    columns share what is left of TABLE_WIDTH in proportion, never below their least width, so that the table
+    and its right-hand columns (total, advantage, cut) fit a 1400 px page with two or three rewards."""
+    narrow = {c: NARROW.get(c, max(70, 9 * len(c) + 20)) for c in cols if c not in TEXT}
+    text = [c for c in cols if c in TEXT]
+    left = TABLE_WIDTH - sum(narrow.values())
+    scale = min(1.0, left / max(1, sum(TEXT[c][0] for c in text)))
+    px = {**narrow, **{c: max(TEXT[c][1], int(TEXT[c][0] * scale)) for c in text}}
+    return [f"{px[c]}px" for c in cols]
 
 
 def warnings(items: list) -> str:
