@@ -166,6 +166,7 @@ KIND_WORDS = {"preference": "preference pairs (chosen / rejected)", "candidates"
 
 
 CHUNK_ROWS = 20_000  # rows written per transaction
+IMPORT_CACHE_KIB = 128 * 1024  # SQLite's page cache while an import writes (the default is 2 MB)
 
 
 def _scaled(progress: Progress | None, lo: float, hi: float, what: str) -> Progress | None:
@@ -186,13 +187,18 @@ def import_file(ws: Workspace, path: str | Path, name: str | None = None, progre
     if expect and kind not in expect:
         raise DataError(f"{p.name} holds {KIND_WORDS[kind]}; here it must be "
                         + " or ".join(KIND_WORDS[k] for k in expect) + ". Import it in the Label tab instead.")
-    n, columns = 0, set()
+    n, columns, kept = 0, set(), []
     for rec in records:  # every row checked before anything is written
         n += 1
         columns.update(rec.extra)
+        if n <= CHUNK_ROWS:
+            kept.append(rec)
     if progress:
         progress(0.4, f"checked {n:,} rows; writing")
-    _, records = _records(p)  # read again: the checked rows are not kept in memory
+    if n > CHUNK_ROWS:
+        _, records = _records(p)  # read again: a big file's checked rows are not kept in memory
+    else:
+        records = kept
     return write_records(ws, kind, records, name, progress, keep_duplicates=keep_duplicates, total=n,
                          columns=tuple(sorted(columns)))
 
@@ -337,12 +343,18 @@ def write_records(ws: Workspace, kind: str, records: Iterable[Row], name: str, p
         t = _Tally(*con.execute("SELECT (SELECT IFNULL(MAX(id), 0) FROM pairs), "
                                 "(SELECT IFNULL(MAX(id), 0) FROM labels)").fetchone())
     rows, done = iter(records), 0
-    while chunk := list(islice(rows, CHUNK_ROWS)):
-        with ws.transaction() as con:
-            _write_chunk(con, chunk, t, sid, source, name, ann, now, keep_duplicates)
-        done += len(chunk)
-        if progress:
-            progress(0.4 + 0.6 * done / max(total, 1), f"writing: {done:,} / {total:,} rows")
+    con = ws.connect()
+    cache = con.execute("PRAGMA cache_size").fetchone()[0]
+    con.execute(f"PRAGMA cache_size=-{IMPORT_CACHE_KIB}")  # the indexes' pages stay in memory while it writes
+    try:
+        while chunk := list(islice(rows, CHUNK_ROWS)):
+            with ws.transaction() as con:
+                _write_chunk(con, chunk, t, sid, source, name, ann, now, keep_duplicates)
+            done += len(chunk)
+            if progress:
+                progress(0.4 + 0.6 * done / max(total, 1), f"writing: {done:,} / {total:,} rows")
+    finally:
+        con.execute(f"PRAGMA cache_size={cache}")
     return ImportResult(kind, name, total, t.pairs, len(t.prompt_ids), columns, t.skipped, t.repeated, t.labeled,
                         t.split)
 

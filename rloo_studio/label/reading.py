@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from rloo_studio.core.errors import DataError
 from rloo_studio.label.shapes import MAX_TEXT_CHARS
@@ -19,24 +19,34 @@ Progress = Callable[[float, str], None]
 
 def read_rows(path: str | Path, progress: Progress | None = None) -> tuple[list[dict], str, list[int]]:
     """Rows as dicts, the unit that numbers them ('line' for JSONL, 'row' otherwise), and their numbers."""
+    unit, rows = iter_rows(path, progress)
+    numbered = list(rows)
+    return [r for _, r in numbered], unit, [n for n, _ in numbered]
+
+
+def iter_rows(path: str | Path, progress: Progress | None = None) -> tuple[str, Iterator[tuple[int, dict]]]:
+    """The unit that numbers the rows ('line' for JSONL, 'row' otherwise) and the rows as (number, dict), one at a
+    time: a JSONL file (one object a line) is read as it goes, so its size does not bound memory; the other
+    formats are read whole first. progress(fraction of the file, text) as it reads."""
     p = Path(path)
     if not p.exists():
         raise DataError(f"{p.name}: no such file or folder")
     if p.is_dir():
         rows = _read_datasets(p)
-        return rows, "row", list(range(1, len(rows) + 1))
+        return "row", enumerate(rows, start=1)
     if p.stat().st_size == 0:
         raise DataError(f"{p.name}: the file is empty")
     suffix = p.suffix.lower()
     if suffix in (".jsonl", ".json", ".ndjson"):
-        rows, numbers = _read_jsonl(p, progress)
-        return rows, "line", numbers
+        return "line", _iter_jsonl(p, progress)
+    return "row", _numbered(p, suffix)
+
+
+def _numbered(p: Path, suffix: str) -> Iterator[tuple[int, dict]]:
     if suffix == ".csv":
-        rows = _read_csv(p)
-        return rows, "row", list(range(2, len(rows) + 2))  # row 1 is the header
+        return enumerate(_read_csv(p), start=2)  # row 1 is the header
     if suffix in (".parquet", ".pq"):
-        rows = _read_parquet(p)
-        return rows, "row", list(range(1, len(rows) + 1))
+        return enumerate(_read_parquet(p), start=1)
     raise DataError(f"{p.name}: unknown file type {suffix or '(none)'}; use .jsonl, .csv, .parquet or a datasets folder")
 
 
@@ -49,8 +59,9 @@ def _decode(p: Path, raw: bytes, line_no: int | None = None) -> str:
                         "save the file as UTF-8") from None
 
 
-def _read_jsonl(p: Path, progress: Progress | None) -> tuple[list[dict], list[int]]:
-    size, rows, numbers = p.stat().st_size, [], []
+def _iter_jsonl(p: Path, progress: Progress | None) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each non-empty line, read as it goes (a whole-file JSON array: read whole)."""
+    size, n = p.stat().st_size, 0
     with open(p, "rb") as f:
         head = f.read(1)
         f.seek(0)
@@ -62,7 +73,11 @@ def _read_jsonl(p: Path, progress: Progress | None) -> tuple[list[dict], list[in
                 raise DataError(f"{p.name} line {e.lineno}: not valid JSON ({e.msg})") from None
             if not isinstance(data, list) or not data:
                 raise DataError(f"{p.name}: expected a JSON array of objects with rows")
-            return [_object(p, "item", i + 1, r) for i, r in enumerate(data)], list(range(1, len(data) + 1))
+            if len(data) > MAX_ROWS:
+                raise DataError(f"{p.name}: more than {MAX_ROWS:,} rows; split the file")
+            for i, r in enumerate(data):
+                yield i + 1, _object(p, "item", i + 1, r)
+            return
         for i, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
@@ -73,15 +88,14 @@ def _read_jsonl(p: Path, progress: Progress | None) -> tuple[list[dict], list[in
                 cut = " (the line looks cut off)" if "Unterminated" in e.msg or "Expecting" in e.msg else ""
                 at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + " column 38"
                 raise DataError(f"{p.name} line {i}: not valid JSON: {e.msg}{at} column {e.colno}{cut}") from None
-            rows.append(_object(p, "line", i, obj))
-            numbers.append(i)
-            if progress and i % 2000 == 0:
-                progress(0.5 * f.tell() / size, f"reading {p.name}: {i:,} lines")
-            if len(rows) > MAX_ROWS:
+            n += 1
+            if n > MAX_ROWS:
                 raise DataError(f"{p.name}: more than {MAX_ROWS:,} rows; split the file")
-    if not rows:
+            yield i, _object(p, "line", i, obj)
+            if progress and i % 2000 == 0:
+                progress(f.tell() / size, f"reading {p.name}: {i:,} lines")
+    if not n:
         raise DataError(f"{p.name}: the file has no rows")
-    return rows, numbers
 
 
 def _object(p: Path, unit: str, n: int, obj) -> dict:

@@ -25,6 +25,7 @@ from rloo_studio.core.errors import DataError
 
 MAX_TEXT_CHARS = 1_000_000  # one prompt or response; longer is almost surely a broken file
 ROLES = ("system", "user", "assistant", "tool")
+_CONVERSATION = re.compile(r"\s*\[\{")  # a CSV cell holding a JSON list of messages (v.lstrip().startswith("[{"))
 TURNS = "messages"  # the extra column holding a prompt's turns
 
 
@@ -48,7 +49,7 @@ def text(loc: str, field: str, v, allow_empty: bool = False) -> str:
         raise DataError(f"{where}: missing value")
     if not isinstance(v, str):
         raise DataError(f"{where}: expected text, got {type(v).__name__}")
-    if not allow_empty and not v.strip():
+    if not allow_empty and (not v or v.isspace()):  # (not v.strip(), without copying the text)
         raise DataError(f"{where}: empty text")
     if len(v) > MAX_TEXT_CHARS:
         raise DataError(f"{where}: {len(v):,} characters, over the {MAX_TEXT_CHARS:,} limit")
@@ -58,7 +59,7 @@ def text(loc: str, field: str, v, allow_empty: bool = False) -> str:
 def conversational(v) -> bool:
     """A list of {role, content} messages (trl.data_utils.is_conversational), or a CSV cell holding one."""
     if isinstance(v, str):
-        return v.lstrip().startswith("[{")
+        return _CONVERSATION.match(v) is not None
     if isinstance(v, list) and not v:
         return True  # an empty conversation: refused with a message by messages()
     from trl.data_utils import is_conversational
@@ -89,10 +90,11 @@ def messages(loc: str, field: str, v) -> list[dict]:
 # -- Anthropic HH text ----------------------------------------------------------------------------
 
 _HH_TURN = re.compile(r"\n\n(Human|Assistant):")
+_HH_START = re.compile(r"\s*Human:")  # v.lstrip().startswith("Human:"), without copying the text
 
 
 def looks_hh(v) -> bool:
-    return isinstance(v, str) and v.lstrip().startswith("Human:")
+    return isinstance(v, str) and _HH_START.match(v) is not None
 
 
 def hh_messages(loc: str, field: str, v: str, prompt: bool = False) -> list[dict]:
@@ -253,6 +255,10 @@ def prompt_field(loc: str, v) -> tuple[str, dict]:
 
 
 def jsonable(v) -> bool:
+    if v is None or isinstance(v, (str, bool, int)):  # the common cells, without encoding them
+        return True
+    if isinstance(v, float):
+        return v == v
     try:
         json.dumps(v)
         return not (isinstance(v, float) and v != v)
