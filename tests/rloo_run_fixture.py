@@ -11,6 +11,10 @@ from rloo_studio.core.models import LoraSpec
 TRAIN = dict(max_steps=2, beta=0.0, per_device_train_batch_size=8, num_generations=4, lora=LoraSpec(r=4, alpha=8),
              max_completion_length=48, save_steps=100, learning_rate=5e-2)
 
+# A prompt of demo-train (its answer, 1215, reaches the correctness reward) that both the base model and the trained
+# run's adapter answer, greedy, with reasoning: the demo model skips it on about half of its prompts.
+PLAY_PROMPT = "A box holds 862 apples. 353 apples are added. How many apples are in the box?"
+
 
 def trained_run(root: Path) -> tuple[Path, str]:
     """(workspace folder, run id) of a completed 2-step RLOO run on the demo model under `root`."""

@@ -4,12 +4,12 @@ import shutil
 
 import pytest
 
-from rloo_run_fixture import TRAIN, trained_run
+from rloo_run_fixture import PLAY_PROMPT, TRAIN, trained_run
 from rloo_studio.core.errors import ConfigError, DataError
 from rloo_studio.rloo.playground import PlaySettings, play, total
 from rloo_studio.core.workspace import Workspace
 
-PROMPT = "Compute 529 + 417."  # a prompt of the run's prompt set: its answer (946) reaches the correctness reward
+PROMPT = PLAY_PROMPT  # its answer, 1215, reaches the correctness reward
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_base_and_adapter_answer_streamed_with_thinking_apart_and_rewards(run):
         assert side.text.startswith("<think>") and side.closed and side.thinking and side.answer
         assert "</think>" not in side.answer and "<think>" not in side.thinking
         assert set(side.rewards) == {"correctness", "think_format"} and side.rewards["correctness"] in (0.0, 1.0)
-        assert side.rewards["correctness"] == (1.0 if "946" in side.answer else 0.0)
+        assert side.rewards["correctness"] == (1.0 if "1215" in side.answer else 0.0)
         assert total(side.rewards, ["correctness", "think_format"], [1.0, 0.2]) == pytest.approx(
             side.rewards["correctness"] + 0.2 * side.rewards["think_format"])
     # greedy: the same answer again; a typed prompt without a known answer: correctness says it needs one
@@ -71,7 +71,7 @@ def test_answers_while_a_training_job_runs(run):
     while r.status(job)["status"] != "running":
         time.sleep(0.1)
     # while the job loads its model and trains, the playground loads its own and answers
-    *_, last = play(ws, PROMPT, rid, PlaySettings(max_new_tokens=48))
+    *_, last = play(ws, PROMPT, rid, PlaySettings(max_new_tokens=64))
     assert last["adapter"].done and r.status(job)["status"] == "running"  # answered without waiting for the job
     assert last["base"].closed and last["adapter"].closed  # real answers (a model loaded beside the job's is whole)
     r.stop(job)

@@ -5,6 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import open_page, screenshot
+from rloo_run_fixture import PLAY_PROMPT
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +17,7 @@ def test_base_and_adapter_answer_side_by_side_with_different_text(app):
     with open_page(app.url) as page:
         page.get_by_role("tab", name="Playground").click()
         expect(page.locator("#playground-run input")).to_have_value(f"{app.run_id} (completed)", timeout=30_000)
-        page.locator("#playground-prompt textarea").fill("Compute 529 + 417.")
+        page.locator("#playground-prompt textarea").fill(PLAY_PROMPT)
         page.locator("#playground-go").click()
         base, adapter = page.locator("#playground-base"), page.locator("#playground-adapter")
         expect(base).to_contain_text("done", timeout=120_000)
