@@ -143,7 +143,8 @@ def test_reward_tab_cuts_nothing_and_its_buttons_look_like_buttons(app):
         assert cut == [], f"Reward tab: words cut by their box: {cut}"
         check = page.get_by_role("button", name="Check data").evaluate(BUTTON_JS)
         train = page.locator("#reward-train").evaluate(BUTTON_JS)
-        assert check["h"] >= train["h"] - 1, f"'Check data' is a strip: {check['h']:.0f} px high, Train {train['h']:.0f}"
+        assert check["h"] >= train["h"] - 1, f"'Check data' is a strip: {check['h']:.0f} px high, Train " \
+                                             f"{train['h']:.0f}"
         assert check["w"] <= 1.5 * train["w"], f"'Check data' spans {check['w']:.0f} px, Train {train['w']:.0f}"
         assert contrast(train["color"], train["bg"]) >= 2.5 and _rgb(train["bg"]) != _rgb(check["bg"]), train
         for text, fg, bg in page.evaluate(INFO_JS, ".gradio-container"):

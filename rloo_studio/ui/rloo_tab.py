@@ -263,15 +263,15 @@ def _form(studio: Studio, fields: list, values: dict) -> tuple:
                                      "demo-cpu-reward-model by your newest reward model alone; the GPU presets follow "
                                      "the Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
         upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
-                         file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=120)
+                         file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=150)
     by_key, specials, widgets = {f.key: f for f in fields}, _specials(studio.ws), {}
     for title, rows, is_open in _groups(fields):
         with gr.Accordion(title, open=is_open):
             for keys in rows:
                 with gr.Row():
-                    for key in [k for k in keys if k in by_key]:
+                    for key in [k for k in keys if k in by_key]:  # the model's name is long: a wider box
                         widgets[key] = widget(by_key[key], values[key], "rloo", specials.get(key),
-                                                studio.ws.root, min_width=200)
+                                              studio.ws.root, min_width=200, **({"scale": 2} if key == "model" else {}))
     return preset_dd, upload, widgets
 
 
