@@ -100,3 +100,38 @@ def test_rows_written_in_several_chunks_count_as_in_one(tmp_path, monkeypatch, k
     assert res["skipped"] >= 1 and res["repeated"] == res["skipped"] - 1
     if kind == "preference":
         assert res["labeled"] == res["split"] == 1
+
+
+def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pair(tmp_path):
+    """Schema 5 replaces labels_pair by labels_pair_who: an existing workspace keeps its labels, and "the pairs this
+    annotator labeled" looks each pair's label up by pair and annotator (not the annotator's labels once per pair)."""
+    import sqlite3
+
+    from rloo_studio.core.workspace import SCHEMA, statements
+
+    (tmp_path / "old").mkdir()
+    con = sqlite3.connect(tmp_path / "old" / "studio.db")
+    for i, step in enumerate(SCHEMA[:4]):
+        for stmt in statements(step):
+            con.execute(stmt)
+        con.execute(f"PRAGMA user_version={i + 1}")
+    con.executescript("""INSERT INTO prompt_sets VALUES (1, 's', 's', 0);
+        INSERT INTO prompts VALUES (1, 1, 'Say hi', '{}');
+        INSERT INTO responses VALUES (1, 1, 'Hi!', 's', 0), (2, 1, 'No.', 's', 0);
+        INSERT INTO pairs (id, prompt_id, response_a, response_b, source, created) VALUES (1, 1, 1, 2, 's', 0);
+        INSERT INTO annotators VALUES (1, 'ann', 0);
+        INSERT INTO labels (pair_id, annotator_id, choice, created) VALUES (1, 1, 'a', 0);""")
+    con.commit()
+    con.close()
+    ws = Workspace(tmp_path / "old")
+    assert ws.schema_version() == len(SCHEMA) == 5
+    indexes = {r[0] for r in ws.query("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "labels_pair_who" in indexes and "labels_pair" not in indexes
+    assert ws.query("SELECT n_human FROM pairs")[0][0] == 1  # the counts' triggers still hold
+    plan = " ".join(r[3] for r in ws.query(
+        "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM pairs p WHERE EXISTS (SELECT 1 FROM labels l JOIN annotators an "
+        "ON an.id = l.annotator_id WHERE l.pair_id = p.id AND l.superseded = 0 AND an.name = 'ann')"))
+    assert "labels_pair_who (pair_id=? AND superseded=? AND annotator_id=?)" in plan, plan
+    from rloo_studio.label import records
+
+    assert [r["pair_id"] for r in records.query(ws, annotator="ann").rows] == [1]

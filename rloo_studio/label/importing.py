@@ -265,7 +265,7 @@ def _existing_pairs(con, keys, since_label: int) -> dict[str, list[_Match]]:
     con.executemany("INSERT OR IGNORE INTO temp.import_keys (k) VALUES (?)", ((k,) for k in keys))
     found: dict[str, list[_Match]] = {}
     for k, pid, a_text, choices in con.execute(
-            # `+l.annotator_id`: look the labels up by pair (labels_pair), never by annotator (labels_mine),
+            # `+l.annotator_id`: look the labels up by pair (labels_pair_who), never by annotator (labels_mine),
             # which would scan every imported label once per pair (minutes at 50,000 pairs)
             """SELECT t.k, p.id, ra.text, (SELECT group_concat(l.choice || (l.id > :since)) FROM labels l
                    WHERE l.pair_id = p.id AND l.superseded = 0
