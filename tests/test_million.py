@@ -102,7 +102,7 @@ def test_rows_written_in_several_chunks_count_as_in_one(tmp_path, monkeypatch, k
         assert res["labeled"] == res["split"] == 1
 
 
-def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pair(tmp_path):
+def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pair_and_pages_by_index(tmp_path):
     """Schema 5 replaces labels_pair by labels_pair_who: an existing workspace keeps its labels, and "the pairs this
     annotator labeled" looks each pair's label up by pair and annotator (not the annotator's labels once per pair)."""
     import sqlite3
@@ -124,7 +124,7 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
     con.commit()
     con.close()
     ws = Workspace(tmp_path / "old")
-    assert ws.schema_version() == len(SCHEMA) == 5
+    assert ws.schema_version() == len(SCHEMA) == 6
     indexes = {r[0] for r in ws.query("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "labels_pair_who" in indexes and "labels_pair" not in indexes
     assert ws.query("SELECT n_human FROM pairs")[0][0] == 1  # the counts' triggers still hold
@@ -135,3 +135,7 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
     from rloo_studio.label import records
 
     assert [r["pair_id"] for r in records.query(ws, annotator="ann").rows] == [1]
+    newest = " ".join(r[3] for r in ws.query(  # the Records tab's first page: pairs in index order, no sort
+        "EXPLAIN QUERY PLAN SELECT p.id FROM pairs p JOIN prompts pr ON pr.id = p.prompt_id "
+        "ORDER BY p.created DESC, p.id DESC LIMIT 20"))
+    assert "pairs_created" in newest and "TEMP B-TREE" not in newest, newest

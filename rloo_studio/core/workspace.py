@@ -124,6 +124,11 @@ SCHEMA = [
     CREATE INDEX IF NOT EXISTS labels_pair_who ON labels(pair_id, superseded, annotator_id, choice);
     DROP INDEX IF EXISTS labels_pair;
     """,
+    # 6: the Records tab's first page (newest first) and 'oldest' read pairs in their index order and stop after a
+    # page, where SQLite sorted every pair with its texts (5.0 s -> 0.65 s at 1,060,000 pairs, load 3)
+    """
+    CREATE INDEX IF NOT EXISTS pairs_created ON pairs(created, id);
+    """,
 ]
 
 
