@@ -26,8 +26,11 @@ def test_answer_key_pairs_prefer_the_right_reasoned_answer():
     assert [(p["kind"], p["chosen"], p["rejected"]) for p in pairs] == [("slip", RIGHT, SLIP), ("format", RIGHT, BARE)]
     # No right answer that reasons: nothing can be labeled with confidence.
     assert demo_task.answer_key_pairs("q", "2812", [(SLIP, True), (BARE, True)], rng) == []
-    # A cut-off response is never a side.
+    # A cut-off response is never a side, nor one with a tag twice (the parser would read it as reasoning).
     assert demo_task.answer_key_pairs("q", "2812", [(RIGHT, True), (CUT, False)], rng) == []
+    twice = "<think></think>\n7+5+0=12\n\n3+4+1=8\n\n1+1+0=2\n</think>\n\nThe answer is 2812."
+    assert not demo_task.grade(twice, "2812")["formatted"] and demo_task.grade(RIGHT, "2812")["formatted"]
+    assert demo_task.answer_key_pairs("q", "2812", [(twice, True), (BARE, True)], rng) == []
 
 
 def test_bundled_pairs_follow_the_answer_key():
@@ -39,6 +42,7 @@ def test_bundled_pairs_follow_the_answer_key():
         assert demo_task.answer_key_score(p["chosen"], p["answer"]) > demo_task.answer_key_score(p["rejected"],
                                                                                                 p["answer"]), p
     assert len({p["prompt"] for p in pairs}) > len(pairs) / 2
+    assert all(p[k].count("</think>") == 1 for p in pairs for k in ("chosen", "rejected"))  # each well formed
     assert "not by people" in demo_summary({"labeled_pairs": 3, "candidate_pairs": 1, "prompts": 2})
 
 

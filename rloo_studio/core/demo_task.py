@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from rloo_studio.core.answers import last_number  # noqa: F401  (the demo's answer format; grade() and the demo reward use it)
-from rloo_studio.core.thinking import parse
+from rloo_studio.core.thinking import CLOSE, OPEN, parse
 
 NAMES = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun"]
 ITEMS = ["apples", "coins", "books", "stamps", "shells", "cards", "pens", "beads"]
@@ -58,11 +58,14 @@ def grade(response: str, answer: str | None, stopped: bool = True, start: str = 
     """Format and correctness of one sampled response (`start`: where the chat prompt left it,
     thinking.Template.start).
 
-    formatted: reasoning closed with </think> and generation stopped at EOS (not cut off).
+    formatted: reasoning closed with </think> and generation stopped at EOS (not cut off), each tag at most once
+    (the parser reads '<think></think>3+9=12</think>…' leniently, as reasoning, but a person would not call it
+    well formed).
     correct: the last number after </think> equals `answer`.
     """
     p = parse(response, start=start)
-    formatted = p.closed and stopped and bool(p.answer)
+    once = response.count(OPEN) <= 1 and response.count(CLOSE) <= 1
+    formatted = p.closed and stopped and bool(p.answer) and once
     correct = answer is not None and p.closed and last_number(p.answer) == str(answer)
     return {"formatted": formatted, "correct": correct, "thinking": p.has_thinking}
 
@@ -70,10 +73,8 @@ def grade(response: str, answer: str | None, stopped: bool = True, start: str = 
 # -- demo preference pairs labeled by the known answer (a synthetic annotator, not a person) ------
 
 ANSWER_KEY = "answer key (synthetic)"
-"""Who labels the bundled demo pairs: the known answer, not a person. The bundled pairs.jsonl prefers, of a
-prompt's sampled responses, the one that is right over one that is wrong, else the better formed
-(answer_key_score); `scripts/build_demo.py --pairs-only` can rebuild it as answer_key_pairs (slip and format
-kinds, below), which docs/REWARD.md measured and did not adopt."""
+"""Who labels the bundled demo pairs: the known answer, not a person. scripts/build_demo.py builds pairs.jsonl with
+answer_key_pairs (slip and format kinds, below); answer_key_score ranks any two responses the same way."""
 
 
 def answer_key_score(response: str, answer: str, stopped: bool = True) -> float:
