@@ -30,12 +30,12 @@ def test_an_rloo_run_keeps_its_warnings_after_it_ended(tmp_path, capsys):
 
     ws = open_workspace(tmp_path / "ws", demo=True)
     assert main(["train-rloo", "--workspace", str(ws.root), "--preset", "demo-cpu", "--set", "max_steps=2",
-                 "--set", "max_completion_length=8", "--set", "eval_prompts=0",
+                 "--set", "max_completion_length=2", "--set", "eval_prompts=0",
                  "--set", "per_device_train_batch_size=8"]) == 0
     rid = ws.runs("rloo")[0]["id"]
     assert ws.run(rid)["status"] == "completed"
     kept = run_warnings.read(ws.run_dir(rid))
-    cut = [w for w in kept if "cut at max completion length (8 tokens)" in w["text"]]
+    cut = [w for w in kept if "cut at max completion length (2 tokens)" in w["text"]]
     assert cut and cut[0]["first_step"] == 1 and cut[0]["last_step"] == 2, kept
     capsys.readouterr()
     assert main(["runs", "show", rid, "--workspace", str(ws.root)]) == 0
