@@ -51,6 +51,10 @@ def test_relabel_from_a_row_changes_the_label_in_the_store(workspace):
     relabel(ws, pid, "bob", "tie")
     assert current_labels(ws, pid) == {"ann": "a", "bob": "tie"}
     assert query(ws, sort="most labels").rows[0]["pair_id"] == pid
+    assert [r["pair_id"] for r in query(ws, label="tie").rows] == [pid]  # tie and skip filter too
+    relabel(ws, pid, "bob", "skip")
+    assert [r["pair_id"] for r in query(ws, label="skip", annotator="bob").rows] == [pid]
+    assert query(ws, label="tie").total == 0
 
 
 def test_bad_input_says_so_and_changes_nothing(workspace):

@@ -86,7 +86,7 @@ def _where(search, source, annotator, label, flagged, pair_ids) -> tuple[list[st
     if label == "unlabeled":
         where.append(f"NOT EXISTS ({cur})")
     elif label != "any":  # in the viewer's letters: 'a' is a label for the text shown to them as A
-        mine = label if label not in SWAP else f"CASE WHEN {_A_FIRST} THEN :label ELSE '{SWAP[label]}' END"
+        mine = ":label" if label not in SWAP else f"CASE WHEN {_A_FIRST} THEN :label ELSE '{SWAP[label]}' END"
         where.append(f"EXISTS ({cur} AND l.choice = {mine})")
         args["label"] = label
     if pair_ids is not None:
