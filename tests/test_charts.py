@@ -1,4 +1,4 @@
-"""Chart data in words (rloo_studio.runs.series, and each stage's charts: rloo.charts, reward.charts) and the
+"""Chart data in words (rloo_studio.runs.chart_data, and each stage's charts: rloo.charts, reward.charts) and the
 figures drawn from it (ui/charts.py), without a browser; the RLOO completions table (rloo.view); the Inspect
 tab's score view (one y scale for a pair, the answer coloured, what the numbers mean)."""
 import json
@@ -8,7 +8,7 @@ import pytest
 from rloo_studio.reward.charts import reward_charts
 from rloo_studio.rloo.charts import rloo_charts
 from rloo_studio.rloo.view import completion_groups
-from rloo_studio.runs import series as S
+from rloo_studio.runs import chart_data
 
 
 def _rec(step, **kw):
@@ -18,10 +18,10 @@ def _rec(step, **kw):
 
 
 def test_titles_in_words_and_values_for_their_size():
-    assert S.title("kl") == "KL to the reference"
-    assert S.title("rewards/correctness/mean") == "reward: correctness"
-    assert S.title("completions/clipped_ratio") == "cut at max length"
-    assert [S.fmt(v) for v in (0, 0.9531, 12.44, 1234.5, 5.2e-8, None)] == ["0", "0.953", "12.4", "1,234",
+    assert chart_data.title("kl") == "KL to the reference"
+    assert chart_data.title("rewards/correctness/mean") == "reward: correctness"
+    assert chart_data.title("completions/clipped_ratio") == "cut at max length"
+    assert [chart_data.fmt(v) for v in (0, 0.9531, 12.44, 1234.5, 5.2e-8, None)] == ["0", "0.953", "12.4", "1,234",
                                                                            "5.20e-08", "–"]
 
 
@@ -55,7 +55,7 @@ def test_one_reward_of_weight_one_is_one_line_that_says_it_is_the_total():
     # an overlay: each run's reward chart follows the same rule under its own heading
     both = rloo_charts(two, "rloo-b", recs, "rloo-a")[1]
     assert [(ln.group, ln.name) for ln in both.lines][-1] == ("rloo-a (dashed)", "total = correctness")
-    assert all(len(ln.name) <= S.LEGEND_CHARS for ln in both.lines)  # every name fits whole in its legend row
+    assert all(len(ln.name) <= chart_data.LEGEND_CHARS for ln in both.lines)  # every name fits whole in its legend row
 
 
 def test_a_line_under_an_equal_later_line_is_drawn_wider():
@@ -68,15 +68,15 @@ def test_a_line_under_an_equal_later_line_is_drawn_wider():
     assert len(bands.lines) == 3
     w = widths(bands.lines)  # three equal lines: each shows on both sides of the ones drawn over it
     assert w[0] > w[1] > w[2] == WIDTH
-    a = S.Line("a", "k", [1, 2, 3], [1.0, 2.0, 3.0], "#000")
-    b = S.Line("b", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#111")
+    a = chart_data.Line("a", "k", [1, 2, 3], [1.0, 2.0, 3.0], "#000")
+    b = chart_data.Line("b", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#111")
     assert widths([a, b]) == [WIDTH, WIDTH]  # lines that only cross: both drawn as usual
     # wider than every equal line drawn over it, also when those lie under further lines themselves
-    c, d = S.Line("c", "k", [1, 2, 3], [3.0, 2.0, 0.0], "#222"), S.Line("d", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#333")
+    c, d = chart_data.Line("c", "k", [1, 2, 3], [3.0, 2.0, 0.0], "#222"), chart_data.Line("d", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#333")
     w = widths([a, b, c, d])  # a: alone; b under c (the segment 1-2) and d (all of it); c under d (1-2)
     assert w[0] == WIDTH and w[1] > w[2] > w[3] == WIDTH
-    e = S.Line("e", "k", [1, 2, 3, 4], [0.5, 0.0, 0.5, 1.0], "#444")
-    f = S.Line("f", "k", [1, 2, 3, 4], [0.5, 1.0, 0.5, 0.0], "#555")
+    e = chart_data.Line("e", "k", [1, 2, 3, 4], [0.5, 0.0, 0.5, 1.0], "#444")
+    f = chart_data.Line("f", "k", [1, 2, 3, 4], [0.5, 1.0, 0.5, 0.0], "#555")
     assert widths([e, f]) == [WIDTH, WIDTH]  # equal at two steps but no common segment: nothing is hidden
     six = widths(bands.lines * 2)  # an overlay of two runs with the same three zero lines
     assert all(six[i] > six[i + 1] for i in range(5))
@@ -88,26 +88,26 @@ def test_overlays_name_the_runs_in_their_own_colours():
     charts = rloo_charts(b, "rloo-b", a, "rloo-a")
     kl = next(c for c in charts if c.title == "KL to the reference")
     assert [(ln.name, ln.dash) for ln in kl.lines] == [("rloo-b", "solid"), ("rloo-a", "dash")]
-    colors = S.run_colors(["rloo-b", "rloo-a"])
+    colors = chart_data.run_colors(["rloo-b", "rloo-a"])
     assert [ln.color for ln in kl.lines] == [colors["rloo-b"], colors["rloo-a"]]
     reward = charts[1]
     assert [(ln.group, ln.name) for ln in reward.lines][1:3] == [("rloo-b (solid)", "reward: correctness"),
                                                                  ("rloo-a (dashed)", "reward (weighted total)")]
-    over = S.overlay_chart([("rloo-a", a), ("rloo-b", b)], "kl")
+    over = chart_data.overlay_chart([("rloo-a", a), ("rloo-b", b)], "kl")
     assert [ln.name for ln in over.lines] == ["rloo-a", "rloo-b"] and over.title == "KL to the reference"
     assert over.lines[0].color == colors["rloo-a"]  # the same colour on the Runs tab as on the RLOO tab
-    assert len(set(S.run_colors([f"run-{i}" for i in range(10)]).values())) == 10  # shown runs never share
+    assert len(set(chart_data.run_colors([f"run-{i}" for i in range(10)]).values())) == 10  # shown runs never share
     # two ids whose own colours collide get the same colours whichever tab lists them first
     x, y = next((f"rloo-{i}", f"rloo-{j}") for i in range(20) for j in range(i + 1, 20)
-                if S.run_color(f"rloo-{i}") == S.run_color(f"rloo-{j}"))
-    assert S.run_colors([x, y]) == S.run_colors([y, x]) and len(set(S.run_colors([x, y]).values())) == 2
+                if chart_data.run_color(f"rloo-{i}") == chart_data.run_color(f"rloo-{j}"))
+    assert chart_data.run_colors([x, y]) == chart_data.run_colors([y, x]) and len(set(chart_data.run_colors([x, y]).values())) == 2
 
 
 def test_smoothing_and_log_scale():
     recs = [_rec(s, kl=float(s)) for s in range(1, 5)] + [_rec(5, kl=0.0)]
-    sm = S.overlay_chart([("r", recs)], "kl", smoothing=0.9).lines[0].values
+    sm = chart_data.overlay_chart([("r", recs)], "kl", smoothing=0.9).lines[0].values
     assert sm[0] == pytest.approx(1.0) and sm[3] < 4.0
-    lg = S.overlay_chart([("r", recs)], "kl", log=True)
+    lg = chart_data.overlay_chart([("r", recs)], "kl", log=True)
     assert lg.log and lg.lines[0].steps == [1, 2, 3, 4]  # a log axis drops the non-positive value
 
 
@@ -195,4 +195,4 @@ def test_every_rule_reward_as_the_only_reward_is_named_whole_in_the_legend():
     for r in (*RULE_REWARDS, "reward_model"):
         recs = [{"step": k, "loss": 0.0, "reward": 0.5 * k, f"rewards/{r}/mean": 0.5 * k} for k in (1, 2, 3)]
         (line,) = next(c for c in rloo_charts(recs) if c.title.startswith("reward")).lines
-        assert line.name == f"total = {r}" and len(line.name) <= S.LEGEND_CHARS, line.name
+        assert line.name == f"total = {r}" and len(line.name) <= chart_data.LEGEND_CHARS, line.name

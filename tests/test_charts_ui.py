@@ -19,7 +19,7 @@ from browser import ARTIFACTS, fill, open_page, running_app
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.reward.charts import reward_charts
 from rloo_studio.rloo.charts import PLOTS, rloo_charts
-from rloo_studio.runs import series as S
+from rloo_studio.runs import chart_data
 from rloo_studio.runs.runner import read_metrics
 
 LONG = 900_000
@@ -270,9 +270,9 @@ def slug(plot_title: str) -> str:
 
 
 def expected_lines(chart) -> tuple[list[str], list[str]]:
-    """(line names, run headings) of a series.Chart: what its legend must read."""
+    """(line names, run headings) of a chart_data.Chart: what its legend must read."""
     names = [(ln.name, ln.group) for ln in chart.lines if ln.steps]
-    assert all(len(n) <= S.LEGEND_CHARS for n, _ in names), names  # every name fits whole: none is shortened
+    assert all(len(n) <= chart_data.LEGEND_CHARS for n, _ in names), names  # every name fits whole: none is shortened
     return names, list(dict.fromkeys(ln.group for ln in chart.lines if ln.group))
 
 
@@ -470,7 +470,7 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
         for key in ("reward", "kl"):
             choose_option(page, metric, key)
             wait_until(lambda: len(legend_texts(page, "runs-overlay")) == 2
-                       and chart_state(page, "runs-overlay", 0)["title"][0] == S.title(key), 120,
+                       and chart_state(page, "runs-overlay", 0)["title"][0] == chart_data.title(key), 120,
                        f"both runs in the {key} overlay")
             check_chart(page, "runs-overlay", [first, second])
             for rid in (first, second):  # a run has the colour it has on the RLOO tab

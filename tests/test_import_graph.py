@@ -118,7 +118,7 @@ def test_the_scan_finds_an_upward_import_also_in_a_function(tmp_path):
     (pkg / "rloo" / "view.py").write_text("PLOTS = []\n")
     (pkg / "core" / "a.py").write_text("from . import b\n")
     (pkg / "core" / "b.py").write_text("")
-    (pkg / "runs" / "series.py").write_text("def f():\n    from rloo_studio.rloo import view\n    return view\n")
+    (pkg / "runs" / "chart_data.py").write_text("def f():\n    from rloo_studio.rloo import view\n    return view\n")
     g = graph(pkg)
     assert g["rloo_studio.core.a"] == {"rloo_studio.core.b"}  # a relative import is read too
-    assert upward(g) == [("rloo_studio.runs.series", "rloo_studio.rloo.view")]
+    assert upward(g) == [("rloo_studio.runs.chart_data", "rloo_studio.rloo.view")]

@@ -1,8 +1,8 @@
 """The Reward model tab's charts: which TRL metrics each chart shows (PLOTS), its title in words, and
-its lines (runs.series holds the Chart / Line data; ui.charts draws them)."""
+its lines (runs.chart_data holds the Chart / Line data; ui.charts draws them)."""
 from __future__ import annotations
 
-from rloo_studio.runs.series import PALETTE, Chart, Line, points
+from rloo_studio.runs.chart_data import PALETTE, Chart, Line, points
 
 # plot title -> (series label, metric key); held-out values come at each evaluation
 PLOTS = {

@@ -1,12 +1,12 @@
 """The RLOO tab's charts: which TRL metrics each chart shows (PLOTS), its title in words, and its lines
-(runs.series holds the Chart / Line data and the words for each metric key; ui.charts draws them)."""
+(runs.chart_data holds the Chart / Line data and the words for each metric key; ui.charts draws them)."""
 from __future__ import annotations
 
 import math
 
 from rloo_studio.rloo.health import step_records
 from rloo_studio.rloo.view import expand
-from rloo_studio.runs.series import PALETTE, Chart, Line, points, run_colors, title
+from rloo_studio.runs.chart_data import PALETTE, Chart, Line, points, run_colors, title
 
 # (plot title, metric keys); a key ending in '/*/mean' expands to every reward function's mean.
 PLOTS: list[tuple[str, list[str]]] = [

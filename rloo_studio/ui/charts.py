@@ -12,7 +12,7 @@ import math
 import gradio as gr
 import plotly.graph_objects as go
 
-from rloo_studio.runs.series import Chart, Line, fmt
+from rloo_studio.runs.chart_data import Chart, Line, fmt
 
 HEIGHT = 300
 TITLE_H, ROW_H = 30, 19  # pixels: the title line, one legend row

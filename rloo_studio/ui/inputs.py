@@ -1,6 +1,6 @@
 """Named inputs for the tabs' callbacks.
 
-A tab declares what its callbacks read as a frozen dataclass (label_view.LabelInputs, records_tab.Search, …)
+A tab declares what its callbacks read as a frozen dataclass (label_render.LabelInputs, records_tab.Search, …)
 and `bind` wires widgets to its fields by name: the callback takes one object with named fields, never a long
 list of positional values, and each event names the widgets it reads (the fields it leaves out keep their
 defaults). Gradio passes widget values by position; `bind` is the one place that turns them into the dataclass.

@@ -1,7 +1,7 @@
 """The Label tab's data area: import a file, load the demo data, generate candidates, export.
 
 Every action here that redraws the labeling view also sets the current pair. An action that fails
-or is refused, and an export, leave the view and its pair as they were (label_view.unchanged).
+or is refused, and an export, leave the view and its pair as they were (label_render.unchanged).
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.label.prompts import prompt_sets
 from rloo_studio.label.demo_data import demo_summary, seed_demo
 from rloo_studio.studio import Studio
-from rloo_studio.ui import fields, inputs, label_view
-from rloo_studio.ui.label_view import LabelInputs, status_html
+from rloo_studio.ui import fields, inputs, label_render
+from rloo_studio.ui.label_render import LabelInputs, status_html
 from rloo_studio.ui.uploads import discard_upload
 
 EMPTY_NOTE = ("**This workspace has no pairs yet.** Import your own under *Import pairs or prompts* below, "
@@ -75,17 +75,17 @@ def do_import(studio: Studio, form: ImportInputs, progress=gr.Progress()):
     """Outputs: message, the view (prompt … current), sources, file box, empty notice."""
     if not form.path:
         return (status_html("No file was chosen, so nothing was imported: choose a file first.", True),
-                *label_view.unchanged(), gr.update(), None, empty_update(studio))
+                *label_render.unchanged(), gr.update(), None, empty_update(studio))
     try:
         kw = {"keep_duplicates": True} if form.keep_duplicates else {}  # skipping rows already there is the default
         res = import_upload(studio.ws, form.path, progress=lambda frac, what: progress(frac, desc=what), **kw)
     except Exception as e:  # every failure is a message; the import wrote nothing
-        return (status_html(f"Import refused, nothing was changed: {explain(e)}", True), *label_view.unchanged(),
+        return (status_html(f"Import refused, nothing was changed: {explain(e)}", True), *label_render.unchanged(),
                 gr.update(), None, empty_update(studio))
     finally:
         discard_upload(studio.ws, form.path)  # the workspace keeps its own copy (uploads/); Gradio's goes
-    view = label_view.show_next(studio, form)
-    return status_html(res.summary()), *view, label_view.sources_update(studio), None, empty_update(studio)
+    view = label_render.show_next(studio, form)
+    return status_html(res.summary()), *view, label_render.sources_update(studio), None, empty_update(studio)
 
 
 def load_demo(studio: Studio, form: LabelInputs):
@@ -94,8 +94,8 @@ def load_demo(studio: Studio, form: LabelInputs):
         note, error = demo_summary(seed_demo(studio.ws)), False
     except Exception as e:
         note, error = f"The demo data could not be loaded, nothing was changed: {explain(e)}", True
-    view = label_view.show_next(studio, form, note)  # said where the eyes are, and under Import
-    return status_html(note, error), *view, label_view.sources_update(studio), empty_update(studio)
+    view = label_render.show_next(studio, form, note)  # said where the eyes are, and under Import
+    return status_html(note, error), *view, label_render.sources_update(studio), empty_update(studio)
 
 
 def do_export(studio: Studio, form: ExportInputs):
@@ -103,14 +103,14 @@ def do_export(studio: Studio, form: ExportInputs):
     fname = (form.file_name or "").strip()
     if not fname or "/" in fname or "\\" in fname or fname.startswith("."):
         return (status_html("Give a plain file name (no folders); files go to the workspace's exports/.", True), None,
-                *label_view.unchanged())
+                *label_render.unchanged())
     try:
         res = export(studio.ws, studio.ws.exports_dir / fname, form.format, ties_apart=form.ties_apart,
                      test_fraction=float(form.test_fraction))
     except Exception as e:
-        return status_html(explain(e), True), None, *label_view.unchanged()
+        return status_html(explain(e), True), None, *label_render.unchanged()
     files = [str(p) for p in res.paths if p.is_file()]
-    return status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *label_view.unchanged()
+    return status_html(res.summary() + f" Saved in {studio.ws.exports_dir}."), files or None, *label_render.unchanged()
 
 
 def start_gen(studio: Studio, form: GenerateInputs):

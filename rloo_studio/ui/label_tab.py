@@ -24,7 +24,7 @@ from rloo_studio.reward.uncertainty import uncertainty_queue
 from rloo_studio.runs.catalog import trained_adapters
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, label_data, render
-from rloo_studio.ui.label_view import (KEYS, NO_NAME, NOTHING_SAVED, LabelInputs, progress_md, status_html,
+from rloo_studio.ui.label_render import (KEYS, NO_NAME, NOTHING_SAVED, LabelInputs, progress_md, status_html,
                                        show_next, sources_update, unchanged, view)
 
 CSS = render.CSS + """
@@ -292,7 +292,7 @@ def pair_view():
 
 def label_buttons():
     """({side: its button}, undo, comment): the buttons under the pair, each with its key. The label buttons
-    start disabled: the view enables them while a pair is on the page (label_view.view)."""
+    start disabled: the view enables them while a pair is on the page (label_render.view)."""
     titles = {"left": "A is better  [1]", "right": "B is better  [2]", "tie": "Tie  [3]", "skip": "Skip  [4]",
               "flag": "Flag for re-labeling  [f]"}
     with gr.Row(elem_id="lbl-keys-row"):
@@ -332,7 +332,7 @@ def build(studio: Studio):
     gr.HTML("<div id='lbl-busy-text' class='lbl-msg-error'></div>", elem_id="lbl-busy")  # HEAD fills it
     prompt, left, right = pair_view()
     buttons, b_undo, comment = label_buttons()
-    outs = [prompt, left, right, status, progress, current, *buttons.values()]  # label_view.view's outputs
+    outs = [prompt, left, right, status, progress, current, *buttons.values()]  # label_render.view's outputs
     queue = dict(name=name, session=session, filter=flt, source=src, raw=raw, active=active)  # whose next pair
 
     def next_pair(callback):  # an event that shows the annotator's next pair

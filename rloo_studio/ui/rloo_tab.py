@@ -26,7 +26,7 @@ from rloo_studio.runs import lifecycle, run_warnings, tail
 from rloo_studio.runs.catalog import find_run, trained_adapters
 from rloo_studio.studio import Studio
 from rloo_studio.ui import launch_panel, messages, rloo_send, run_panel
-from rloo_studio.ui import rloo_model_view, rloo_render, token_view
+from rloo_studio.ui import rloo_model_input, rloo_render, token_view
 from rloo_studio.ui.fields import Pick, Range, Ticks, widget, widget_value
 from rloo_studio.ui.run_panel import RunPanel
 
@@ -342,7 +342,7 @@ def build(studio: Studio):
     run_dd, overlay_dd, smooth, log_scale = _run_bar(studio.ws)
     panel, warn = _live(studio)
     order_dd, table = _completions()
-    rloo_model_view.build(studio, run_dd, table)  # one completion as the models read it (ui/rloo_model_view.py)
+    rloo_model_input.build(studio, run_dd, table)  # one completion as the models read it (ui/rloo_model_input.py)
     rloo_send.build(studio, run_dd)  # a group of these completions into the Label queue (ui/rloo_send.py)
     token_view.build(studio, run_dd)  # what a step taught, token by token (ui/token_view.py)
     n_cmp, cmp_btn, cmp_md, cmp_table = _compare()

@@ -22,7 +22,7 @@ import gradio as gr
 
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs import catalog, lifecycle, tail
-from rloo_studio.runs.series import Chart
+from rloo_studio.runs.chart_data import Chart
 from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, inputs, render
 

@@ -7,7 +7,7 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.runs import catalog, run_warnings, series
+from rloo_studio.runs import catalog, chart_data, run_warnings
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
 from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
@@ -73,7 +73,7 @@ def choose(ws, selected, current):
 def draw(ws, selected, metric, weight=0.0, log=False):
     """The overlay chart: the metric's line for each selected run, named by the run, in the run's colour."""
     runs = [(rid, catalog.read_metrics(ws.run_dir(rid))) for rid in _known(ws, selected)] if metric else []
-    chart = series.overlay_chart(runs, metric or "", float(weight or 0), bool(log))
+    chart = chart_data.overlay_chart(runs, metric or "", float(weight or 0), bool(log))
     if not metric:
         chart.title, chart.note = "Overlay", "pick runs and a metric"
     return charts.figure(chart, height=360)
