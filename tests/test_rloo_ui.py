@@ -58,7 +58,8 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         # a short real run
         fill(page, "rloo-num-generations", 2)
         fill(page, "rloo-per-device-train-batch-size", 4)
-        fill(page, "rloo-max-completion-length", 16)  # too short to close </think>: the page must warn
+        # too short to close </think> even when the demo model skips its reasoning: the page must warn
+        fill(page, "rloo-max-completion-length", 2)
         fill(page, "rloo-max-steps", 50)
         page.get_by_text("Checkpoints and before/after").click()
         fill(page, "rloo-eval-prompts", 0)
@@ -70,7 +71,7 @@ def test_rloo_tab_launch_plots_completions_stop(app):
 
         first = _wait_points(page, ["loss", "reward", "kl"], 2)
         expect(page.locator("#rloo-completions")).to_contain_text("(cut before </think>)", timeout=LONG)
-        expect(page.locator("#rloo-warnings")).to_contain_text("cut at max completion length (16 tokens) before",
+        expect(page.locator("#rloo-warnings")).to_contain_text("cut at max completion length (2 tokens) before",
                                                                timeout=LONG)
         more = _wait_points(page, ["loss", "reward", "kl"], max(first.values()) + 1)
         assert all(more[k] > first[k] for k in more), (first, more)  # the plots gained points while we watched
@@ -83,6 +84,11 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         (run,) = ws.runs("rloo")
         assert run["status"] == "stopped"
         assert (ws.run_dir(run["id"]) / "adapter" / "adapter_config.json").exists()
+        # the warning outlives the run's end, with the steps it was seen at (issue 25, point 7)
+        page.wait_for_timeout(3000)  # a few ticks after the run ended
+        expect(page.locator("#rloo-warnings")).to_contain_text("cut at max completion length (2 tokens) before",
+                                                               timeout=LONG)
+        expect(page.locator("#rloo-warnings")).to_contain_text("seen at step")
         screenshot(page, "rloo-stopped")
 
         # before / after on held-out prompts, from the saved adapter
