@@ -55,7 +55,7 @@ def test_the_reward_trend_reads_the_reward_models_raw_score_when_there_is_one():
 def test_the_panel_and_runs_show_report_the_split(tmp_path, workspace, capsys):
     from rloo_studio.cli import main
     from rloo_studio.rloo.evaluate import figures_line
-    from rloo_studio.rloo.view import eval_rows
+    from rloo_studio.rloo.evaluate import eval_rows
     from rloo_studio.ui.rloo_render import eval_line
 
     ev = {"before": BEFORE, "after": _after(accuracy=0.675, thinking_rate=0.98, accuracy_reasoning=0.69),

@@ -5,7 +5,7 @@ import random
 
 from rloo_studio.core.thinking import pair_kind
 from rloo_studio.reward import blind
-from rloo_studio.reward import view as rv
+from rloo_studio.reward import runs_list
 from rloo_studio.rloo import health
 from rloo_studio.cli import main
 from rloo_studio.reward import breakdown as reward_breakdown
@@ -127,19 +127,19 @@ def test_short_reward_run_records_held_out_accuracy_per_kind_and_source(workspac
     # The demo's two kinds: format pairs (only the chosen side reasons) and slip pairs (both reason).
     assert set(b["by_kind"]) <= {"only chosen reasons", "both reason"} and "only chosen reasons" in b["by_kind"]
     # The per-pair scores give the same accuracy TRL logged at the last evaluation.
-    assert round(rv.final_eval(read_metrics(d))["accuracy"] * b["pairs"]) == b["correct"]
+    assert round(runs_list.final_eval(read_metrics(d))["accuracy"] * b["pairs"]) == b["correct"]
     last = [m for m in read_metrics(d) if any(k.startswith("eval_accuracy/kind:") for k in m)]
     assert len(last) == 1 and last[0]["step"] == 3
     for kind, s in b["by_kind"].items():
         assert last[0][f"eval_accuracy/kind:{kind}"] == s["accuracy"]
         assert last[0][f"eval_pairs/kind:{kind}"] == s["pairs"]
     # Where a person reads it: the Reward tab's runs list and summary text, and `runs show`.
-    text = rv.breakdown(workspace, rid)
+    text = runs_list.breakdown(workspace, rid)
     assert "held-out accuracy by kind — " in text and "held-out accuracy by source — " in text
     s = b["by_kind"]["only chosen reasons"]
     assert f"only chosen reasons: {s['correct']}/{s['pairs']}" in text
-    (row,) = rv.runs_rows(workspace)
-    assert f"only chosen reasons {s['correct']}/{s['pairs']}" in row[rv.RUN_HEADERS.index("held-out right, by kind of pair")]
+    (row,) = runs_list.runs_rows(workspace)
+    assert f"only chosen reasons {s['correct']}/{s['pairs']}" in row[runs_list.RUN_HEADERS.index("held-out right, by kind of pair")]
     capsys.readouterr()
     assert main(["runs", "show", rid, "--workspace", str(workspace.root)]) == 0
     shown = json.loads(capsys.readouterr().out)

@@ -1,5 +1,5 @@
 """Chart data in words (rloo_studio.runs.chart_data, and each stage's charts: rloo.charts, reward.charts) and the
-figures drawn from it (ui/charts.py), without a browser; the RLOO completions table (rloo.view); the Inspect
+figures drawn from it (ui/charts.py), without a browser; the RLOO completions table (rloo.completions); the Inspect
 tab's score view (one y scale for a pair, the answer coloured, what the numbers mean)."""
 import json
 
@@ -7,7 +7,7 @@ import pytest
 
 from rloo_studio.reward.charts import reward_charts
 from rloo_studio.rloo.charts import rloo_charts
-from rloo_studio.rloo.view import completion_groups
+from rloo_studio.rloo.completions import completion_groups
 from rloo_studio.runs import chart_data
 
 

@@ -101,7 +101,7 @@ def test_view_html_has_a_hover_title_per_token(qwen3_tokenizer):
 
 
 def test_completion_picker_names_the_table_rows():
-    from rloo_studio.rloo.view import completion_groups, completion_picks, pick_label, picked_sample
+    from rloo_studio.rloo.completions import completion_groups, completion_picks, pick_label, picked_sample
 
     samples = [{"step": s, "prompt": f"p{g}", "completion": f"c{s}{g}{i}", "rewards": {"correctness": 1.0},
                 "total": 1.0, "advantage": (i * 7 % 4) - 1.5} for s in (1, 2) for g in range(3) for i in range(4)]

@@ -16,16 +16,16 @@ def run(tmp_path_factory):
 def test_picked_completion_as_the_policy_and_the_reward_model_read_it(run):
     from rloo_studio.inspect.model_input import tokenizer
     from rloo_studio.core.paths import DEMO_MODEL
-    from rloo_studio.rloo import health, view as rv
+    from rloo_studio.rloo import health, completions
     from rloo_studio.rloo.rewards import make_reward_model_reward
     from rloo_studio.rloo.samples import read_samples
 
     ws, rid = run
     samples = read_samples(ws.run_dir(rid), last_steps=health.WINDOW)
-    picks = rv.completion_picks(samples)
+    picks = completions.completion_picks(samples)
     assert len(picks) == len(samples) == 8 and picks[0][0] == "step 1 · group 1 · #1"
-    sample = rv.picked_sample(samples, picks[0][1])
-    policy, rm = rv.model_views(ws, rid, sample)
+    sample = completions.picked_sample(samples, picks[0][1])
+    policy, rm = completions.model_views(ws, rid, sample)
     tok = tokenizer(str(DEMO_MODEL))
     trl_prompt = tok.apply_chat_template([[{"role": "user", "content": sample["prompt"]}]], add_generation_prompt=True,
                                          tokenize=True, return_dict=True)["input_ids"][0]

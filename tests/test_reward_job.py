@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import TrainerCallback
 
-from rloo_studio.reward import uncertainty, view as rv
+from rloo_studio.reward import uncertainty, launch_form, runs_list
 from rloo_studio.core.config import build, from_dict
 from rloo_studio.core.paths import DEMO_DATA
 from rloo_studio.core.thinking import pair_kind
@@ -54,7 +54,7 @@ def test_demo_preset_learns_the_format_and_reports_each_kind(workspace):
     r, rid, state = _run(workspace, cfg)
     assert state == "completed", r.status(rid)
     d = workspace.run_dir(rid)
-    last = rv.final_eval(read_metrics(d))
+    last = runs_list.final_eval(read_metrics(d))
     held = held_out_rows(d)
     assert len(held) == int(237 * cfg.eval_fraction)
     assert last["accuracy"] >= 0.75, last
@@ -172,32 +172,32 @@ def test_failing_runs_end_failed_with_a_message_and_the_next_run_succeeds(worksp
     assert "Out of memory" in st["message"] and "max_length" in st["message"] and "4-bit" in st["message"]
     _, rid, state = _run(workspace, RewardJobConfig(max_steps=2, **SHORT), runner=r)
     assert state == "completed"
-    assert [row[1] for row in rv.runs_rows(workspace)] == ["completed", "failed", "failed", "failed"]
+    assert [row[1] for row in runs_list.runs_rows(workspace)] == ["completed", "failed", "failed", "failed"]
 
 
 def test_presets_form_yaml_and_cli_are_views_of_one_config(tmp_path):
     for name in PRESETS:
         cfg = preset(name)
         cfg.validate()
-        assert rv.config_from_form(rv.form_values(cfg)) == cfg
+        assert launch_form.config_from_form(launch_form.form_values(cfg)) == cfg
         yml = tmp_path / "c.yaml"
-        yml.write_text(rv.config_yaml(cfg))
+        yml.write_text(launch_form.config_yaml(cfg))
         assert build(RewardJobConfig, yml) == cfg
-        sets = [s.split(" ", 1)[1].strip("'") for s in rv.cli_command(cfg, "/w").split(" \\\n  ") if s.startswith("--set")]
+        sets = [s.split(" ", 1)[1].strip("'") for s in launch_form.cli_command(cfg, "/w").split(" \\\n  ") if s.startswith("--set")]
         assert build(RewardJobConfig, None, sets) == cfg
     gpu = preset("16 GB GPU")
     assert (gpu.lora.r, gpu.lora.alpha, gpu.learning_rate, gpu.max_length, gpu.optim) == (16, 16, 1e-5, 1024, "adamw_8bit")
 
 
 def test_bad_form_values_name_the_field():
-    values = rv.form_values(RewardJobConfig())
-    keys = [f.key for f in rv.form_fields()]
+    values = launch_form.form_values(RewardJobConfig())
+    keys = [f.key for f in launch_form.form_fields()]
     for key, bad, words in [("learning_rate", "fast", "learning_rate"), ("over_length", "squash", "over_length"),
                             ("lora.r", 0, "lora.r"), ("eval_fraction", 1.5, "eval_fraction")]:
         v = list(values)
         v[keys.index(key)] = bad
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
-            rv.config_from_form(v)
+            launch_form.config_from_form(v)
 
 
 def test_uncertainty_queue_orders_unlabeled_pairs_by_smallest_margin(workspace):

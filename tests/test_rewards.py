@@ -247,7 +247,7 @@ def test_rloo_config_checks_the_new_rewards(workspace):
     from rloo_studio.core.errors import ConfigError
     from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.rloo.job import preflight
-    from rloo_studio.rloo.view import form_fields
+    from rloo_studio.rloo.launch_form import form_fields
 
     cfg = build(RlooJobConfig, None, ["enable_thinking=false", "answer_format=boxed",
                                       "rewards=reasoning_accuracy", "reward_weights=1.0"])

@@ -162,7 +162,7 @@ def test_cli_train_rloo_writes_the_run_folder(tmp_path, capsys):
     assert "must be a multiple of num_generations" in capsys.readouterr().err
 
 
-# -- what the tab shows (rloo_studio.rloo.view), on hand-made records ----------------------------
+# -- what the tab shows (rloo_studio.rloo.completions, launch_form), on hand-made records ----------------------------
 
 def _rec(step, **kw):
     base = {"step": step, "loss": 0.0, "reward": 0.5, "kl": 0.01, "completions/mean_length": 30.0,
@@ -191,19 +191,19 @@ def test_warnings_truncation_zero_variance_and_reward_hacking():
 
 
 def test_form_round_trip_and_plain_errors():
-    from rloo_studio.rloo import view as rv
+    from rloo_studio.rloo import launch_form
 
     for name in PRESETS:
-        assert rv.config_from_form(rv.form_values(preset(name))) == preset(name)
-    vals = rv.form_values(RlooJobConfig())
-    keys = [f.key for f in rv.form_fields()]
+        assert launch_form.config_from_form(launch_form.form_values(preset(name))) == preset(name)
+    vals = launch_form.form_values(RlooJobConfig())
+    keys = [f.key for f in launch_form.form_fields()]
     vals[keys.index("per_device_train_batch_size")] = 6
     with pytest.raises(ConfigError, match="must be a multiple of num_generations"):
-        rv.config_from_form(vals)
-    vals = rv.form_values(RlooJobConfig())
+        launch_form.config_from_form(vals)
+    vals = launch_form.form_values(RlooJobConfig())
     vals[keys.index("max_steps")] = 2.5
     with pytest.raises(ConfigError, match="max_steps: expected a whole number"):
-        rv.config_from_form(vals)
+        launch_form.config_from_form(vals)
     assert "field" not in field_docs(RlooJobConfig)["per_device_train_batch_size"].lower()
 
 

@@ -3,8 +3,8 @@ callbacks call: a plain message for every bad value, no path built from a typed 
 import pytest
 
 from rloo_studio.inspect import scoring
-from rloo_studio.reward import view as reward_view
-from rloo_studio.rloo import view as rloo_view
+from rloo_studio.reward import launch_form as reward_launch_form, runs_list as reward_runs_list
+from rloo_studio.rloo import launch_form as rloo_launch_form
 from rloo_studio.runs import catalog as runs
 from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.reward.config import RewardJobConfig
@@ -46,7 +46,7 @@ def test_a_failed_run_shows_its_message_first_and_the_traceback_apart(empty_work
     message, tb = runs.failure(empty_workspace, rid)
     assert message.startswith("Only 2 labeled pairs")
     assert tb.startswith("Traceback (most recent call last)") and "DataError" in tb
-    tail = reward_view.log_tail(empty_workspace, rid)
+    tail = reward_runs_list.log_tail(empty_workspace, rid)
     assert "loading" in tail and "Only 2 labeled pairs" in tail and "Traceback" not in tail
 
 
@@ -61,7 +61,7 @@ def test_split_failure_reads_the_last_failure_only():
 
 
 def test_ticking_a_reward_gives_it_a_weight_and_unticking_removes_it():
-    tick = rloo_view.weights_after_tick
+    tick = rloo_launch_form.weights_after_tick
     assert tick(["correctness"], ["correctness", "think_format"], "1.0") == "1.0, 1.0"
     assert tick(["correctness", "think_format"], ["think_format"], "2.0, 0.5") == "0.5"
     assert tick(["a", "b"], ["a", "b", "c"], "0.3, 0.7") == "0.3, 0.7, 1.0"
@@ -69,12 +69,12 @@ def test_ticking_a_reward_gives_it_a_weight_and_unticking_removes_it():
     assert tick([], ["a"], "") == "1.0"
     assert tick(["a", "b"], [], "1, 2") == ""
     # the weights the tab then sends are valid: one per reward
-    fields = rloo_view.form_fields()
-    vals = rloo_view.form_values(preset("demo-cpu"))
+    fields = rloo_launch_form.form_fields()
+    vals = rloo_launch_form.form_values(preset("demo-cpu"))
     keys = [f.key for f in fields]
     vals[keys.index("rewards")] = ["correctness", "think_format"]
     vals[keys.index("reward_weights")] = tick(["correctness"], ["correctness", "think_format"], "1.0")
-    assert rloo_view.config_from_form(vals).reward_weights == [1.0, 1.0]
+    assert rloo_launch_form.config_from_form(vals).reward_weights == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("value, message", [
@@ -117,14 +117,14 @@ def test_train_is_refused_before_a_run_exists(workspace, tmp_path):
 
     empty = Workspace(tmp_path / "empty")
     with pytest.raises(StudioError, match="No model at"):
-        reward_view.launch_check(workspace, RewardJobConfig(model=str(tmp_path / "nothing")))
+        reward_launch_form.launch_check(workspace, RewardJobConfig(model=str(tmp_path / "nothing")))
     with pytest.raises(DataError, match="Only 0 labeled pairs"):
-        reward_view.launch_check(empty, RewardJobConfig())
+        reward_launch_form.launch_check(empty, RewardJobConfig())
     with pytest.raises(DataError, match="seed must be a whole number from 0"):
-        reward_view.launch_check(workspace, RewardJobConfig(seed=-1))
+        reward_launch_form.launch_check(workspace, RewardJobConfig(seed=-1))
     with pytest.raises(DataError, match="Every pair is longer than max_length=8"):
-        reward_view.launch_check(workspace, RewardJobConfig(max_length=8))
-    assert reward_view.launch_check(workspace, RewardJobConfig())["pairs"] >= reward_view.MIN_PAIRS
+        reward_launch_form.launch_check(workspace, RewardJobConfig(max_length=8))
+    assert reward_launch_form.launch_check(workspace, RewardJobConfig())["pairs"] >= reward_launch_form.MIN_PAIRS
     assert workspace.runs() == [] and empty.runs() == []
 
 
@@ -146,10 +146,10 @@ def test_launch_counts_are_whole_numbers():
     ("seed", 10 ** 30, "seed must be a whole number from 0"),
 ])
 def test_rloo_launch_check_catches_what_the_job_would_fail_on(workspace, key, value, message):
-    keys = [f.key for f in rloo_view.form_fields()]
-    vals = rloo_view.form_values(preset("demo-cpu"))
-    rloo_view.launch_check(workspace, rloo_view.config_from_form(vals))  # the preset itself passes
+    keys = [f.key for f in rloo_launch_form.form_fields()]
+    vals = rloo_launch_form.form_values(preset("demo-cpu"))
+    rloo_launch_form.launch_check(workspace, rloo_launch_form.config_from_form(vals))  # the preset itself passes
     vals[keys.index(key)] = value
     with pytest.raises(StudioError, match=message):
-        rloo_view.launch_check(workspace, rloo_view.config_from_form(vals))
+        rloo_launch_form.launch_check(workspace, rloo_launch_form.config_from_form(vals))
     assert workspace.runs() == []

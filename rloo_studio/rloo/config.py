@@ -242,7 +242,7 @@ PRESETS = {
 def resolve_latest(ws, cfg: RlooJobConfig) -> RlooJobConfig:
     """reward_model_run 'latest' becomes the id of the newest reward run with a saved adapter, in `cfg` itself, so
     that the run's config.yaml, its resume and reproduce.py name the reward model it was trained with. Called at
-    launch by the pre-flight (rloo.view.launch_check), which the tab and the CLI both go through."""
+    launch by the pre-flight (rloo.launch_form.launch_check), which the tab and the CLI both go through."""
     if REWARD_MODEL in cfg.rewards and cfg.reward_model_run.strip() == LATEST:
         found = trained_adapters(ws, "reward")
         if not found:

@@ -133,3 +133,25 @@ def learned(ev: dict) -> str:
     elif rb is not None and ra is not None and ra - rb >= DROP:
         words.append(f"Its arithmetic improved: {rb:.0%} → {ra:.0%} right among reasoning answers.")
     return " ".join(words)
+
+
+EVAL_COLUMNS = (("accuracy", "accuracy"), ("reasons", "thinking_rate"),
+                ("right when it reasons", "accuracy_reasoning"), ("right when it does not", "accuracy_not_reasoning"))
+
+
+def eval_rows(ev: dict) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the job's own held-out measurement (eval.json): before, after and the change, each
+    as accuracy overall, the share of answers that reason, and the accuracy among those that do and do not."""
+    b, a = ev.get("before"), ev.get("after")
+    if not b:
+        return [], []
+    headers = [f"held-out, n={b['n']}", *[title for title, _ in EVAL_COLUMNS]]
+    rows = [["before training", *[_pct(b.get(k)) for _, k in EVAL_COLUMNS]]]
+    if a:
+        rows.append(["after", *[_pct(a.get(k)) for _, k in EVAL_COLUMNS]])
+        rows.append(["change", *[_points(b.get(k), a.get(k)) for _, k in EVAL_COLUMNS]])
+    return headers, rows
+
+
+def _points(before, after) -> str:
+    return "–" if before is None or after is None else f"{(after - before) * 100:+.1f} points"

@@ -1,6 +1,6 @@
 """Reward model tab: the config form (presets), pre-flight, Train / Stop / Resume, live plots, runs.
 
-Thin: every callback reads widgets, calls rloo_studio.reward.job / rloo_studio.reward.view,
+Thin: every callback reads widgets, calls rloo_studio.reward.job / launch_form / runs_list,
 and formats. The run being watched is the one clicked in the runs list, else the newest.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.reward import view as reward_view
+from rloo_studio.reward import launch_form, runs_list
 from rloo_studio.runs import catalog, lifecycle
 from rloo_studio.runs.runner import ACTIVE
 from rloo_studio.core.errors import StudioError, explain
@@ -29,7 +29,7 @@ CSS = """
 #reward-plots .plot-caption, #reward-plots [data-testid="block-info"] {font-size:.85em}
 """
 
-# reward_view.RUN_HEADERS on a 1400 px page: each column at least as wide as its header; long text wraps
+# runs_list.RUN_HEADERS on a 1400 px page: each column at least as wide as its header; long text wraps
 RUN_WIDTHS = ["15%", "8%", "18%", "13%", "25%", "8%", "13%"]
 EMPTY = "No reward-model run yet. Check the data, then press <b>Train</b>."
 
@@ -63,12 +63,12 @@ def _note(text: str, ok: bool = False) -> str:
 # -- callbacks (wired with functools.partial(callback, studio)) -----------------------------------------
 
 def on_preset(fields, name):
-    return [widget_value(f, v) for f, v in zip(fields, reward_view.form_values(preset(name)))]
+    return [widget_value(f, v) for f, v in zip(fields, launch_form.form_values(preset(name)))]
 
 
 def on_check(studio: Studio, *values):
     try:
-        return format_preflight(preflight(studio.ws, reward_view.config_from_form(list(values))))
+        return format_preflight(preflight(studio.ws, launch_form.config_from_form(list(values))))
     except Exception as exc:  # a bad field or a model that is not there: say so, change nothing
         return f"⚠ {html.escape(explain(exc))}"
 
@@ -76,7 +76,7 @@ def on_check(studio: Studio, *values):
 def on_train(studio: Studio, *values):
     """Train, unless the pre-flight already knows the run would fail: then say why and create no run."""
     try:
-        cfg = reward_view.config_from_form(list(values))
+        cfg = launch_form.config_from_form(list(values))
         rid = lifecycle.start(studio.ws, studio.runner, "reward", cfg)
     except Exception as exc:  # noqa: BLE001 — a bad field, a missing model, too few pairs, busy: a message
         return gr.skip(), _note(explain(exc))
@@ -134,10 +134,10 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
     out |= panel.charts(memo, [rid, version], lambda: reward_charts(records))
     log = ws.run_dir(rid) / "log.txt"
     if run_panel.changed(memo, "log", [rid, *_size(log)]):
-        out[live.log] = reward_view.log_tail(ws, rid)
+        out[live.log] = runs_list.log_tail(ws, rid)
     if run_panel.changed(memo, "config", rid):
         cfg = catalog.run_config(ws, rid)
-        out |= {live.config: reward_view.config_yaml(cfg), live.cli: reward_view.cli_command(cfg, str(ws.root))}
+        out |= {live.config: launch_form.config_yaml(cfg), live.cli: launch_form.cli_command(cfg, str(ws.root))}
     return out
 
 
@@ -150,7 +150,7 @@ def _runs_rows(live: Live, memo: dict) -> dict:
             live.panel.records(r["id"])[1] if r["status"] in ACTIVE else None) for r in listed]
     if not run_panel.changed(memo, "runs", key):
         return {}
-    rows = reward_view.runs_rows(ws)
+    rows = runs_list.runs_rows(ws)
     return {live.runs: rows} if run_panel.changed(memo, "rows", rows) else {}
 
 
@@ -164,7 +164,7 @@ def _size(path) -> tuple:
 
 def _form(studio: Studio, fields: list) -> tuple:
     """The preset and the config form, one accordion per group: (preset dropdown, widgets by key)."""
-    values = dict(zip([f.key for f in fields], reward_view.form_values(RewardJobConfig())))
+    values = dict(zip([f.key for f in fields], launch_form.form_values(RewardJobConfig())))
     widgets: dict[str, gr.components.Component] = {}
     preset_dd = gr.Dropdown(list(PRESETS), value="demo (CPU)", label="Preset",
                             info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed recipe.")
@@ -200,7 +200,7 @@ def _run_panel(studio: Studio) -> tuple:
 
 def _runs_list(studio: Studio) -> tuple:
     gr.Markdown("### Reward-model runs\nClick a run to see its plots, its config and the command that repeats it.")
-    runs_table = gr.Dataframe(headers=reward_view.RUN_HEADERS, interactive=False, wrap=True, elem_id="reward-runs",
+    runs_table = gr.Dataframe(headers=runs_list.RUN_HEADERS, interactive=False, wrap=True, elem_id="reward-runs",
                               column_widths=RUN_WIDTHS, elem_classes=run_panel.live("reward"))
     with gr.Row():
         cfg_yaml = gr.Code(label="config.yaml", language="yaml", interactive=False)
@@ -209,7 +209,7 @@ def _runs_list(studio: Studio) -> tuple:
 
 
 def build(studio: Studio):
-    fields = reward_view.form_fields()
+    fields = launch_form.form_fields()
     watched = gr.State(None)  # run id clicked in the runs list (None: follow the newest run)
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
@@ -219,7 +219,7 @@ def build(studio: Studio):
     runs_table, cfg_yaml, cli = _runs_list(studio)
 
     inputs = [widgets[f.key] for f in fields]
-    launch_btn, launch_out = launch_panel.build(studio, "reward", inputs, reward_view.config_from_form, "reward")
+    launch_btn, launch_out = launch_panel.build(studio, "reward", inputs, launch_form.config_from_form, "reward")
     check = partial(on_check, studio)
 
     preset_dd.change(partial(on_preset, fields), preset_dd, inputs)

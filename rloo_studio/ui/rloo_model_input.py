@@ -8,7 +8,7 @@ import gradio as gr
 
 from rloo_studio.core.errors import explain
 from rloo_studio.studio import Studio
-from rloo_studio.rloo import health, samples as rloo_samples, view as rloo_view
+from rloo_studio.rloo import health, samples as rloo_samples, completions, launch_form
 from rloo_studio.runs.catalog import find_run
 from rloo_studio.ui import render
 
@@ -26,19 +26,19 @@ def _window(studio: Studio, rid: str) -> list[dict]:
 
 def _shown_run(studio: Studio, rid) -> str | None:
     typed = str(rid or "").strip()
-    return _run(studio.ws, typed) if typed else rloo_view.latest_run(studio.ws)
+    return _run(studio.ws, typed) if typed else launch_form.latest_run(studio.ws)
 
 
 def on_pick_choices(studio: Studio, rid):
     """The picker lists the completions of the run shown, in the table's order."""
     rid = _shown_run(studio, rid)
-    return gr.Dropdown(choices=rloo_view.completion_picks(_window(studio, rid)) if rid else [])
+    return gr.Dropdown(choices=completions.completion_picks(_window(studio, rid)) if rid else [])
 
 
 def on_row(studio: Studio, rid, evt: gr.SelectData):
     """A click on a row of the completions table picks that completion."""
-    rid, label = _shown_run(studio, rid), rloo_view.pick_label(evt.row_value or [])
-    picks = rloo_view.completion_picks(_window(studio, rid)) if rid else []
+    rid, label = _shown_run(studio, rid), completions.pick_label(evt.row_value or [])
+    picks = completions.completion_picks(_window(studio, rid)) if rid else []
     key = next((v for lab, v in picks if lab == label), None)
     return gr.Dropdown(choices=picks, value=key) if key else gr.skip()
 
@@ -48,11 +48,11 @@ def on_pick(studio: Studio, rid, key):
     rid = _shown_run(studio, rid)
     if not key or not rid:
         return ""
-    sample = rloo_view.picked_sample(_window(studio, rid), key)
+    sample = completions.picked_sample(_window(studio, rid), key)
     if sample is None:
         return render.message_html(f"That completion is no longer among the last {health.WINDOW} steps shown; pick another.")
     try:
-        return render.model_views_html(rloo_view.model_views(studio.ws, rid, sample))
+        return render.model_views_html(completions.model_views(studio.ws, rid, sample))
     except Exception as exc:  # noqa: BLE001 — a run whose model is gone: say so
         return render.message_html(explain(exc))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from rloo_studio.rloo import compare as rloo_eval, health, view as rloo_view
+from rloo_studio.rloo import compare as rloo_eval, health, evaluate as rloo_evaluate
 from rloo_studio.rloo.evaluate import learned
 from rloo_studio.runs import run_warnings
 
@@ -44,7 +44,7 @@ def eval_line(ws, rid: str) -> str:
     """The job's own held-out before / after (eval.json) under the status: a small table (accuracy overall, the
     share of answers that reason, the accuracy among those that do and do not), then what was learned in words."""
     ev = rloo_eval.read_eval(ws, rid)
-    headers, rows = rloo_view.eval_rows(ev)
+    headers, rows = rloo_evaluate.eval_rows(ev)
     if not rows:
         return ""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)

@@ -12,7 +12,7 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.rloo import health, view as rloo_view
+from rloo_studio.rloo import health, completions, launch_form
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.label.importing import import_upload
 from rloo_studio.ui.uploads import discard_upload
@@ -49,10 +49,10 @@ GROUPS = [  # (accordion, rows of keys, open at start)
 
 def _specials(ws) -> dict:
     """The fields whose widget is not the one their kind gives (ui/fields.py: Pick, Ticks, Range)."""
-    sets = rloo_view.prompt_set_choices(ws)
-    return {"prompt_set": Pick(sets), "eval_prompt_set": Pick(sets), "rewards": Ticks(rloo_view.reward_choices(ws)),
+    sets = launch_form.prompt_set_choices(ws)
+    return {"prompt_set": Pick(sets), "eval_prompt_set": Pick(sets), "rewards": Ticks(launch_form.reward_choices(ws)),
             "reward_model_run": Pick(_reward_runs(ws)),
-            "optim": Pick(list(rloo_view.CHOICES["optim"])), "num_generations": Range(2, 16)}
+            "optim": Pick(list(launch_form.CHOICES["optim"])), "num_generations": Range(2, 16)}
 
 
 def _reward_runs(ws) -> list:
@@ -60,7 +60,7 @@ def _reward_runs(ws) -> list:
     return [("(none)", ""), ("latest (the newest reward run, named at launch)", LATEST)] + trained_adapters(ws, "reward")
 
 
-def _as_widget(f: rloo_view.FormField, value):
+def _as_widget(f: launch_form.FormField, value):
     """A form value as its widget holds it (the rewards tick-boxes take a list)."""
     return widget_value(f, value, Ticks([]) if f.key == "rewards" else None)
 
@@ -76,7 +76,7 @@ def _run(ws, rid) -> tuple[str | None, str | None]:
 # -- callbacks (wired with functools.partial(callback, studio)): read widgets, call the core, format ----------
 
 def on_preset(fields, name):
-    vals = [_as_widget(f, v) for f, v in zip(fields, rloo_view.form_values(rloo_config.preset(name)))]
+    vals = [_as_widget(f, v) for f, v in zip(fields, launch_form.form_values(rloo_config.preset(name)))]
     return [*vals, rloo_config.preset(name).rewards]
 
 
@@ -89,12 +89,12 @@ def on_model(value) -> str:
 
 def on_rewards(ticked, weights, before):
     """Ticking a reward gives it a weight (1.0); unticking removes its weight. Returns (weights, ticked)."""
-    return rloo_view.weights_after_tick(before or [], ticked or [], weights or ""), list(ticked or [])
+    return launch_form.weights_after_tick(before or [], ticked or [], weights or ""), list(ticked or [])
 
 
 def config_or_message(ws, vals):
     try:
-        cfg = rloo_view.config_from_form(list(vals))
+        cfg = launch_form.config_from_form(list(vals))
         lifecycle.new_run(ws, "rloo", cfg)
         return cfg, None
     except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
@@ -122,7 +122,7 @@ def on_validate(studio: Studio, *vals):
 def on_launch(studio: Studio, *vals):
     ws = studio.ws
     try:
-        cfg = rloo_view.config_from_form(list(vals))
+        cfg = launch_form.config_from_form(list(vals))
         rid = lifecycle.start(ws, studio.runner, "rloo", cfg)
     except Exception as exc:  # noqa: BLE001 — whatever was typed, or a busy runner: one plain message
         return rloo_render.check(False, explain(exc)), gr.update()
@@ -159,7 +159,7 @@ def on_upload(studio: Studio, path):
     cols = ", ".join(res.columns)
     return (rloo_render.check(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
                         + (f" (columns for the rewards: {cols})" if cols else "")),
-            gr.Dropdown(choices=rloo_view.prompt_set_choices(ws), value=res.name))
+            gr.Dropdown(choices=launch_form.prompt_set_choices(ws), value=res.name))
 
 
 @dataclass
@@ -178,7 +178,7 @@ class Shown:
     overlay: str | None = None
     smoothing: float = 0.0
     log_scale: bool = False
-    order: str = rloo_view.ORDERS[0]
+    order: str = completions.ORDERS[0]
     memo: dict | None = None
 
 
@@ -202,7 +202,7 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
         out[live.warnings] = rloo_render.warnings(kept or health.warnings(records, _max_length(ws, rid), samples))
     # the table only when its completions or order changed: the user's scroll position stays
     if run_panel.changed(memo, "table", [rid, samples_version, shown.order]):
-        cols, rows = rloo_view.completion_groups(samples, shown.order or rloo_view.ORDERS[0])
+        cols, rows = completions.completion_groups(samples, shown.order or completions.ORDERS[0])
         if rows:
             out[live.table] = gr.Dataframe(value=rows, headers=cols, column_widths=rloo_render.widths(cols))
     return out
@@ -219,8 +219,8 @@ def on_compare(studio: Studio, rid, n):
     rid, err = _run(studio.ws, rid)
     if err:
         return f"**{html.escape(err)}**", gr.update()
-    if n is None or n != int(n) or not 1 <= int(n) <= rloo_view.MAX_COMPARE:
-        return f"**Held-out prompts: give a whole number from 1 to {rloo_view.MAX_COMPARE}.**", gr.update()
+    if n is None or n != int(n) or not 1 <= int(n) <= launch_form.MAX_COMPARE:
+        return f"**Held-out prompts: give a whole number from 1 to {launch_form.MAX_COMPARE}.**", gr.update()
     try:
         res = rloo_eval.compare(studio.ws, rid, int(n))
     except Exception as exc:  # noqa: BLE001 — a broken adapter must not show a traceback
@@ -243,8 +243,8 @@ def fresh_choices(studio: Studio):
     # Reward runs, reward files and prompt sets made since the page was built.
     ws = studio.ws
     return (gr.Dropdown(choices=_reward_runs(ws)),
-            gr.CheckboxGroup(choices=rloo_view.reward_choices(ws)),
-            gr.Dropdown(choices=rloo_view.prompt_set_choices(ws)))
+            gr.CheckboxGroup(choices=launch_form.reward_choices(ws)),
+            gr.Dropdown(choices=launch_form.prompt_set_choices(ws)))
 
 
 def _groups(fields: list) -> list:
@@ -309,16 +309,16 @@ def _live(studio: Studio) -> tuple:
 def _completions() -> tuple:
     """How each group is ordered, and the completions table."""
     with gr.Row():
-        order_dd = gr.Radio(list(rloo_view.ORDERS), value=rloo_view.ORDERS[0],
+        order_dd = gr.Radio(list(completions.ORDERS), value=completions.ORDERS[0],
                             label="Within each prompt's group, order by",
                             scale=2, elem_id="rloo-order")
         gr.HTML("<div id='rloo-table-note'>Each group is one prompt's k completions. <b>advantage</b> = this "
                 "completion's reward minus the mean reward of the other k−1 (leave-one-out): it is what the "
                 "update pushes up or down. Click a header to sort the whole table by it.</div>")
-    table = gr.Dataframe(headers=rloo_view.completion_groups([])[0], label="Completions (newest groups first)",
+    table = gr.Dataframe(headers=completions.completion_groups([])[0], label="Completions (newest groups first)",
                          interactive=False, wrap=True, max_height=720, elem_id="rloo-completions",
                          elem_classes=run_panel.live("rloo"),
-                         column_widths=rloo_render.widths(rloo_view.completion_groups([])[0]))
+                         column_widths=rloo_render.widths(completions.completion_groups([])[0]))
     return order_dd, table
 
 
@@ -334,8 +334,8 @@ def _compare() -> tuple:
 
 
 def build(studio: Studio):
-    fields = rloo_view.form_fields()
-    values = dict(zip([f.key for f in fields], rloo_view.form_values(rloo_config.preset("demo-cpu"))))
+    fields = launch_form.form_fields()
+    values = dict(zip([f.key for f in fields], launch_form.form_values(rloo_config.preset("demo-cpu"))))
     preset_dd, upload, widgets = _form(studio, fields, values)
     inputs = [widgets[f.key] for f in fields]
     check, validate_btn, launch_btn, stop_btn, resume_btn = _actions()
@@ -346,7 +346,7 @@ def build(studio: Studio):
     rloo_send.build(studio, run_dd)  # a group of these completions into the Label queue (ui/rloo_send.py)
     token_view.build(studio, run_dd)  # what a step taught, token by token (ui/token_view.py)
     n_cmp, cmp_btn, cmp_md, cmp_table = _compare()
-    launch_btn_write, launch_out = launch_panel.build(studio, "rloo", inputs, rloo_view.config_from_form, "rloo")
+    launch_btn_write, launch_out = launch_panel.build(studio, "rloo", inputs, launch_form.config_from_form, "rloo")
     ticked = gr.State(_as_widget(_field(fields, "rewards"), values["rewards"]))  # to keep weights aligned
 
     run_dd.focus(partial(run_choices, studio, False), None, run_dd)
