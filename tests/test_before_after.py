@@ -107,3 +107,13 @@ def test_the_reward_model_preset_takes_the_newest_reward_run_at_launch(workspace
     named = preset("demo-cpu-reward-model")
     named.reward_model_run = "reward-older"  # a run named by id stays that run
     assert lifecycle.new_run(workspace, "rloo", named).reward_model_run == "reward-older"
+
+
+def test_the_status_line_shows_a_reward_models_raw_score():
+    """A run rewarded by a reward model alone logs a batch-standardised reward near 0 at every step; the status line
+    shows the reward model's raw score beside it, which is what rises."""
+    from rloo_studio.ui.rloo_render import figures
+
+    recs = [{"step": 40, "loss": 0.0, "reward": 0.0, "rewards/reward_model/raw_mean": 1.963, "kl": 0.0177}]
+    assert figures(recs) == "last: loss 0, reward 0, reward model's raw score 1.96, kl 0.0177"
+    assert figures([{"step": 1, "loss": 0.01, "reward": 0.3, "kl": 0.003}]) == "last: loss 0.01, reward 0.3, kl 0.003"

@@ -31,13 +31,15 @@ def check(ok: bool, text: str) -> str:
 
 
 def figures(records: list[dict]) -> str:
-    """'last: loss 0.01, reward 0.5, kl 0.002' for the status line ('' before the first step)."""
+    """'last: loss 0.01, reward 0.5, kl 0.002' for the status line ('' before the first step); a reward model's
+    raw score beside it, since its reward is standardised over the batch (a mean near 0 says nothing)."""
     recs = health.step_records(records)
     if not recs:
         return ""
     r = recs[-1]
-    return "last: " + ", ".join(f"{k} {r[k]:.3g}" for k in ("loss", "reward", "kl")
-                                if isinstance(r.get(k), (int, float)))
+    keys = ("loss", "reward", "rewards/reward_model/raw_mean", "kl")
+    names = {"rewards/reward_model/raw_mean": "reward model's raw score"}
+    return "last: " + ", ".join(f"{names.get(k, k)} {r[k]:.3g}" for k in keys if isinstance(r.get(k), (int, float)))
 
 
 def eval_line(ws, rid: str) -> str:
