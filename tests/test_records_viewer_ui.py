@@ -127,7 +127,7 @@ def test_label_buttons_are_disabled_and_look_it_while_no_pair_is_shown(app):
         expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=30000)
         for k in keys:
             expect(page.locator(k)).to_be_disabled()
-            expect(page.locator(k)).to_have_css("opacity", "0.4")  # greyed out, unlike Undo
+            expect(page.locator(k)).to_have_css("opacity", "0.45")  # faded like every disabled button, unlike Undo
         page.locator("#lbl-progress").click()
         page.keyboard.press("1")  # a key with no pair on the page: said in words, nothing saved
         expect(page.locator("#lbl-busy-text")).to_contain_text("No pair is on screen, so this key saved nothing")

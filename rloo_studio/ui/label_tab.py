@@ -12,6 +12,7 @@ not to the page: a reload, a second tab or an app restart shows the same pair in
 from __future__ import annotations
 
 import html
+import json
 import secrets
 from dataclasses import replace
 from functools import partial
@@ -35,7 +36,6 @@ CSS = render.CSS + """
 .lbl-msg-error {color: #b91c1c; font-weight: 600}
 .lbl-keys {font-size: .85em; color: var(--body-text-color-subdued)}
 #lbl-busy-text:empty {display: none}
-#lbl-keys-row button:disabled {opacity: .4; cursor: not-allowed; filter: grayscale(1); box-shadow: none}
 """
 
 HEAD = """
@@ -94,17 +94,40 @@ ON_SCREEN_JS = """(...args) => {
 }"""
 
 # Runs in the browser as the page loads, with no round trip (so nothing typed meanwhile is overwritten): the name
-# typed so far wins over the remembered one; this browser's id is made once and kept in localStorage.
-START_JS = """(stored, typed, id) => [(typed || '').trim() ? typed : (stored || ''),
-  id || (Date.now().toString(36) + '-' + Math.random().toString(36).slice(2))]"""
+# typed so far wins over the remembered one; this browser's id is made once. They live in plain localStorage under
+# the workspace's key, read synchronously: gr.BrowserState fills its value only once its component has mounted,
+# which can be after the page-load event has read it (a reload then showed no pair, or made a new browser id).
+def start_js(key: str) -> str:
+    """(typed name) -> [name, this browser's id, the app start it saw last], from localStorage under `key`."""
+    return f"""(typed) => {{ const k = {json.dumps(key)}; const get = (n) => localStorage.getItem(k + n) || '';
+  let id = get(':browser');
+  if (!id) {{ id = Date.now().toString(36) + '-' + Math.random().toString(36).slice(2);
+             localStorage.setItem(k + ':browser', id); }}
+  return [(typed || '').trim() ? typed : get(':name'), id, get(':boot')]; }}"""
+
+
+def load_inputs_js(key: str, names: list[str]) -> str:
+    """The page-load view's inputs (widgets `names`, in order) with the name, browser id and boot read from
+    localStorage again: a `js=` event's outputs may reach the page after the next event has read its inputs."""
+    at = {n: names.index(n) for n in ("name", "session", "boot")}
+    return f"""(...v) => {{ const k = {json.dumps(key)}; const get = (n) => localStorage.getItem(k + n) || '';
+  if (!(v[{at['name']}] || '').trim()) v[{at['name']}] = get(':name');
+  v[{at['session']}] = get(':browser'); v[{at['boot']}] = get(':boot'); return v; }}"""
+
+
+def remember_js(key: str, what: str) -> str:
+    """(value) -> nothing: keep `value` in localStorage as the page's `what` (name, boot)."""
+    return f"(v) => {{ localStorage.setItem({json.dumps(key + ':' + what)}, v || ''); }}"
+
+
 RESTARTED = "The app restarted; your name and your pair were kept."
 NAME_ID = "lbl-name"  # the name box: the one place a person types their name (the Records tab reads it too)
 BOOT = secrets.token_hex(8)  # this start of the app
 
 
 def browser_secret(ws) -> str:
-    """The key of the page's localStorage values: one per workspace, so that they survive an app restart
-    (Gradio draws a new one at each start otherwise). It guards nothing secret: the page holds it too."""
+    """The key of the page's localStorage values: one per workspace, so that they survive an app restart and two
+    workspaces' pages do not share a name or a claim. It guards nothing secret: the page holds it too."""
     key = ws.setting("browser_secret", "")
     if not key:
         key = secrets.token_hex(16)
@@ -253,7 +276,7 @@ def guidelines_section(studio: Studio):
 
 def name_box(demo: gr.Blocks) -> gr.Textbox | None:
     """The Label tab's name box in a built app (None without a Label tab): other tabs read the annotator's name
-    from it, the name this browser keeps (saved_name), so that a person types it once."""
+    from it, the name this browser keeps (localStorage), so that a person types it once."""
     return next((b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.elem_id == NAME_ID), None)
 
 
@@ -308,10 +331,9 @@ def label_buttons():
 
 def build(studio: Studio):
     ws = studio.ws
-    secret = browser_secret(ws)
-    saved_name = gr.BrowserState("", storage_key="rloo-studio-annotator", secret=secret)
-    session = gr.BrowserState("", storage_key="rloo-studio-browser", secret=secret)  # this browser's id (START_JS)
-    boot = gr.BrowserState("", storage_key="rloo-studio-boot", secret=secret)  # the app start it saw last
+    key = "rloo-studio:" + browser_secret(ws)[:16]  # this workspace's values in the browser's localStorage
+    session = gr.Textbox(visible=False)  # this browser's id (start_js)
+    boot = gr.Textbox(visible=False)  # the app start this browser saw last
     current = gr.State(None)  # the pair on the page (None: none is); set by every event that draws the view
     active = gr.State(None)  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
     screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
@@ -349,7 +371,7 @@ def build(studio: Studio):
     # Enter leaves the name box (so that the keys label), and leaving it loads that annotator's queue.
     name.submit(None, js="() => { document.activeElement.blur(); }")
     name.blur(**next_pair(relabel), outputs=outs)
-    name.blur(None, name, saved_name, js="(n) => n")  # remembered at once, in the browser: a reload right after keeps it
+    name.blur(None, name, None, js=remember_js(key, "name"))  # remembered at once: a reload right after keeps it
     flt.change(**next_pair(relabel), outputs=outs)
     src.change(**next_pair(relabel), outputs=outs)
     raw.change(**inputs.bind(partial(rerender, studio), LabelInputs, name=name, raw=raw, shown=current, active=active),
@@ -363,8 +385,11 @@ def build(studio: Studio):
 
     def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Restore the name this browser used and its id, continue where the annotator left off (its claimed pair).
-        demo.load(None, [saved_name, name, session], [name, session], js=START_JS).then(
-            **inputs.bind(partial(first_view, studio), LabelInputs, **queue, boot=boot), outputs=[*outs, boot]).then(
+        load_view = {**queue, "boot": boot}
+        demo.load(None, name, [name, session, boot], js=start_js(key)).then(
+            **inputs.bind(partial(first_view, studio), LabelInputs, **load_view), outputs=[*outs, boot],
+            js=load_inputs_js(key, list(load_view))).then(
+            None, boot, None, js=remember_js(key, "boot")).then(
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
         tab.select(**next_pair(show_next), outputs=outs).then(
