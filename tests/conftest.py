@@ -106,6 +106,33 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "train: trains, samples from or scores with a model")
 
 
+# -- two workers (`make test`: pytest-xdist, --dist loadgroup) ----------------------------------------------------
+# A module's tests run on one worker (its module fixtures start once); modules that use the same shared app
+# form one group, so that app starts once. The slowest groups go first: xdist hands out the first groups
+# round-robin, so the long ones run side by side instead of one of them at the end with the other worker idle.
+SHARED_APP_FIXTURES = ("demo_app", "upload_limit_app", "trained_app")
+SLOW_FIRST = ["test_whole_loop", "test_charts_ui", "test_rloo_learns", "demo_app", "test_typed_input_ui",
+              "test_faults", "test_qwen3_ui", "test_concurrent_labeling", "trained_app", "test_accelerate",
+              "test_rloo_ui", "test_reward_job", "test_fresh_tabs_ui", "test_qwen3_cli", "test_reward_ui", "test_cli"]
+
+
+def _groups(items) -> dict[str, str]:
+    """{module: group}: the module's own name, or the name of the first shared app of the modules it is joined to
+    by using the same shared apps."""
+    uses: dict[str, set] = {}
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2]
+        uses.setdefault(module, set()).update(n for n in SHARED_APP_FIXTURES if n in getattr(item, "fixturenames", ()))
+    group = {m: m for m in uses}
+    for app in SHARED_APP_FIXTURES:
+        joined = {group[m] for m, used in uses.items() if app in used}
+        name = min(joined & set(SHARED_APP_FIXTURES), key=SHARED_APP_FIXTURES.index, default=app)
+        for m in group:
+            if group[m] in joined:
+                group[m] = name
+    return group
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.module.__name__.rpartition(".")[2]
@@ -113,6 +140,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if module in TRAIN_MODULES or f"{module}.py::{item.originalname}" in TRAIN_TESTS:
             item.add_marker(pytest.mark.train)
+    group = _groups(items)
+    rank = {g: i for i, g in enumerate(SLOW_FIRST)}
+    firsts: dict[str, int] = {}
+    for i, item in enumerate(items):
+        g = group[item.module.__name__.rpartition(".")[2]]
+        firsts.setdefault(g, i)
+        item.add_marker(pytest.mark.xdist_group(g))
+    # stable: a group's modules keep their order, and each module's tests stay together
+    items.sort(key=lambda it: (rank.get(group[it.module.__name__.rpartition(".")[2]], len(rank)),
+                               firsts[group[it.module.__name__.rpartition(".")[2]]]))
 
 
 # -- one Chromium and one app per set of launch flags for the whole run (tests/browser.py) ---------------------
@@ -161,10 +198,10 @@ def trained_app(tmp_path_factory, qwen3_model):
     """`--allow-path <qwen3_model>` and a fake Hugging Face cache holding `test_model_choices.HUB_ID`, a copy of the
     demo workspace with the session's short RLOO run (tests/rloo_run_fixture.py); `.run_id` is that run."""
     from browser import running_app
-    from rloo_run_fixture import trained_run
+    from rloo_run_fixture import trained_run, shared_root
     from test_model_choices import HUB_ID, cache_model
 
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
+    ws_dir, rid = trained_run(shared_root(tmp_path_factory) / "shared-rloo-run")
     root = tmp_path_factory.mktemp("trained-app")
     shutil.copytree(ws_dir, root / "ws")
     cache_model(root / "hub", HUB_ID, DEMO_MODEL)

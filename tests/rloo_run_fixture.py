@@ -4,6 +4,7 @@ RLOO-to-labeling tests."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from rloo_studio.core.models import LoraSpec
@@ -16,8 +17,24 @@ TRAIN = dict(max_steps=2, beta=0.0, per_device_train_batch_size=8, num_generatio
 PLAY_PROMPT = "A box holds 862 apples. 353 apples are added. How many apples are in the box?"
 
 
+def shared_root(tmp_path_factory) -> Path:
+    """A folder every worker of this test run sees (`make test` runs two pytest-xdist workers, each with its own
+    base temp folder under the run's): what is trained once for the session lives here."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def trained_run(root: Path) -> tuple[Path, str]:
-    """(workspace folder, run id) of a completed 2-step RLOO run on the demo model under `root`."""
+    """(workspace folder, run id) of a completed 2-step RLOO run on the demo model under `root`, trained by the
+    first worker that asks (the others wait on the lock and read it)."""
+    from filelock import FileLock
+
+    root.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root / "train.lock")):
+        return _trained_run(root)
+
+
+def _trained_run(root: Path) -> tuple[Path, str]:
     from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner

@@ -1,11 +1,12 @@
 """Export for serving: an RLOO run's adapter merged into its base loads with plain transformers and answers
 as the adapter on top of the base does; the adapter alone leaves TRL's ref/ copy out; bad input is refused."""
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from rloo_run_fixture import trained_run
+from rloo_run_fixture import trained_run, shared_root
 from rloo_studio.core.errors import DataError
 from rloo_studio.runs.export_model import INFO_FILE, export_model
 from rloo_studio.core.paths import DEMO_MODEL
@@ -17,8 +18,10 @@ PROMPTS = ["What is 123+456?", "What is 905+87?"]
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
-    return Workspace(ws_dir), rid
+    ws_dir, rid = trained_run(shared_root(tmp_path_factory) / "shared-rloo-run")
+    mine = tmp_path_factory.mktemp("export") / "ws"  # exports are written into it: a copy of the shared run
+    shutil.copytree(ws_dir, mine)
+    return Workspace(mine), rid
 
 
 def _inputs(tok, prompt):

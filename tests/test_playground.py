@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from rloo_run_fixture import PLAY_PROMPT, TRAIN, trained_run
+from rloo_run_fixture import PLAY_PROMPT, TRAIN, trained_run, shared_root
 from rloo_studio.core.errors import ConfigError, DataError
 from rloo_studio.rloo.playground import PlaySettings, play, total
 from rloo_studio.core.workspace import Workspace
@@ -14,7 +14,7 @@ PROMPT = PLAY_PROMPT  # its answer, 1215, reaches the correctness reward
 
 @pytest.fixture
 def run(tmp_path_factory, tmp_path):
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
+    ws_dir, rid = trained_run(shared_root(tmp_path_factory) / "shared-rloo-run")
     shutil.copytree(ws_dir, tmp_path / "ws")
     return Workspace(tmp_path / "ws"), rid
 

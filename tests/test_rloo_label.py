@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from rloo_run_fixture import trained_run
+from rloo_run_fixture import trained_run, shared_root
 from rloo_studio.label import store as labels
 from rloo_studio.core.errors import DataError
 from rloo_studio.rloo.to_label import group, groups, pick_pairs, send_group
@@ -13,7 +13,7 @@ from rloo_studio.core.workspace import Workspace
 
 @pytest.fixture
 def run(tmp_path_factory, tmp_path):
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
+    ws_dir, rid = trained_run(shared_root(tmp_path_factory) / "shared-rloo-run")
     shutil.copytree(ws_dir, tmp_path / "ws")
     return Workspace(tmp_path / "ws"), rid
 

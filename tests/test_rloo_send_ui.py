@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser import App, open_page, screenshot
-from rloo_run_fixture import trained_run
+from rloo_run_fixture import trained_run, shared_root
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import store as labels
 from rloo_studio.label.records import query
@@ -16,7 +16,7 @@ from rloo_studio.label.records import query
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    ws_dir, rid = trained_run(tmp_path_factory.getbasetemp() / "shared-rloo-run")
+    ws_dir, rid = trained_run(shared_root(tmp_path_factory) / "shared-rloo-run")
     mine = tmp_path_factory.mktemp("rloo-send") / "ws"
     shutil.copytree(ws_dir, mine)
     a = App(mine)
