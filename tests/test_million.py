@@ -1,5 +1,5 @@
-"""Big imports stream (issue 26): memory does not grow with the file, importing it again adds nothing, and rows
-written in several chunks count as they do in one. bench/million.py measures the 1M-pair figures."""
+"""Big imports and exports stream (issue 26): memory does not grow with the file, importing it again adds nothing,
+and rows written in several chunks count as they do in one. bench/million.py measures the 1M-pair figures."""
 import json
 import subprocess
 import sys
@@ -52,7 +52,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_a_big_file_streams_through_import_with_bounded_memory_and_imports_again_as_nothing(tmp_path):
+def test_a_big_file_streams_through_import_and_export_with_bounded_memory_and_imports_again_as_nothing(tmp_path):
     p = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), str(tmp_path), str(ROWS)], capture_output=True,
                        text=True, timeout=1800)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -64,6 +64,42 @@ def test_a_big_file_streams_through_import_with_bounded_memory_and_imports_again
     assert first["growth_mb"] < 120, out
     assert again["growth_mb"] < 120, out
     assert again["pairs"] == 0 and again["skipped"] == ROWS and again["after"] == again["before"], out
+    # The export streams too: in a fresh process, every labeled pair written, memory not growing with them.
+    p = subprocess.run([sys.executable, "-c", EXPORT_CHILD, str(ROOT), str(tmp_path)], capture_output=True,
+                       text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["rows"] == out["lines"] == ROWS and out["first"] == {
+        "prompt": "Problem 0: what is 0 + 0? Show the steps.",
+        "chosen": "<think>\n0 + 0 = 0\n</think>\n\nThe answer is 0.",
+        "rejected": "<think>\n0 + 0\n</think>\n\nThe answer is 1."}, out
+    # Holding the resolved pairs (and the rows written from them) took about 1 KB a pair before it streamed.
+    assert out["growth_mb"] < 40, out
+
+
+# In a fresh process: export the workspace CHILD imported; print the peak RSS growth and what was written.
+EXPORT_CHILD = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label.exporting import export
+
+    def vm(key):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+
+    tmp = Path(sys.argv[2])
+    ws = Workspace(tmp / "ws")
+    ws.query("SELECT COUNT(*) FROM pairs")  # opened before the baseline
+    rss = vm("VmRSS")
+    res = export(ws, tmp / "out.jsonl")
+    growth = (vm("VmHWM") - rss) / 2 ** 20
+    with open(tmp / "out.jsonl") as f:
+        first, lines = json.loads(f.readline()), 1 + sum(1 for _ in f)
+    print(json.dumps({"growth_mb": growth, "rows": res.rows, "lines": lines, "first": first}))
+""")
 
 
 def _rows(n_repeat: int) -> list[dict]:

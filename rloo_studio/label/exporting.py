@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from rloo_studio.core.errors import DataError
@@ -49,41 +53,76 @@ def _row(d: dict, fmt: str, win: str, lose: str) -> dict:
     }
 
 
-def export_rows(ws: Workspace, fmt: str = "standard") -> tuple[list[dict], list[dict], int, int]:
-    """(preference rows, tie rows, number of skip-only pairs, number of preference rows whose prompt has
-    turns that the standard format cannot hold). Tie rows keep both responses."""
-    if fmt not in FORMATS:
-        raise DataError(f"unknown format {fmt!r}; choose standard or conversational")
-    rows, ties, skipped, cut = [], [], 0, 0
-    for d in decided_pairs(ws):
-        if fmt == "standard" and d["outcome"] in ("a", "b") and d.get("extra") and TURNS in json.loads(d["extra"]):
-            cut += 1
-        if d["outcome"] == "a":
-            rows.append(_row(d, fmt, d["a"], d["b"]))
-        elif d["outcome"] == "b":
-            rows.append(_row(d, fmt, d["b"], d["a"]))
-        elif d["outcome"] == "tie":
-            ties.append({**_row(d, fmt, d["a"], d["b"]), "label": "tie"})
-        else:
-            skipped += 1
-    return rows, ties, skipped, cut
+def _spool(ws: Workspace, fmt: str, rows_out: Path, ties_out: Path) -> tuple[int, int, int, int]:
+    """One streaming pass over the decided pairs: preference rows to `rows_out`, tie rows (both responses kept)
+    to `ties_out`, as JSON lines. Returns (rows, ties, skip-only pairs, preference rows whose prompt has turns
+    that the standard format cannot hold)."""
+    n = n_ties = skipped = cut = 0
+    with open(rows_out, "w", encoding="utf-8") as rows, open(ties_out, "w", encoding="utf-8") as ties:
+        for d in decided_pairs(ws):
+            if d["outcome"] in ("a", "b"):
+                if fmt == "standard" and d.get("extra") and TURNS in json.loads(d["extra"]):
+                    cut += 1
+                win, lose = (d["a"], d["b"]) if d["outcome"] == "a" else (d["b"], d["a"])
+                rows.write(json.dumps(_row(d, fmt, win, lose), ensure_ascii=False) + "\n")
+                n += 1
+            elif d["outcome"] == "tie":
+                ties.write(json.dumps({**_row(d, fmt, d["a"], d["b"]), "label": "tie"}, ensure_ascii=False) + "\n")
+                n_ties += 1
+            else:
+                skipped += 1
+    return n, n_ties, skipped, cut
 
 
-def _write(rows: list[dict], out: Path) -> Path:
+def _lines(src: Path, keep: Callable[[int], bool] = lambda i: True) -> Iterator[str]:
+    with open(src, encoding="utf-8") as f:
+        yield from (line for i, line in enumerate(f) if keep(i))
+
+
+def _write(src: Path, out: Path, tmp: Path, keep: Callable[[int], bool] = lambda i: True) -> Path:
+    """The JSON lines of `src` that `keep` takes (by line number), written as `out` in its format, a batch at a
+    time; `out` appears whole or not at all."""
     out.parent.mkdir(parents=True, exist_ok=True)
     suffix = out.suffix.lower()
+    part = tmp / ("part" + suffix)
     if suffix == ".jsonl":
-        tmp = out.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        tmp.replace(out)
+        with open(part, "w", encoding="utf-8") as f:
+            f.writelines(_lines(src, keep))
     elif suffix == ".parquet":
-        import pandas as pd
-
-        pd.DataFrame(rows).to_parquet(out, index=False)
+        _write_parquet(_lines(src, keep), part)
     else:
-        from datasets import Dataset
+        return _write_dataset({"": _lines(src, keep)}, out, tmp)
+    shutil.move(str(part), str(out))
+    return out
 
-        Dataset.from_list(rows).save_to_disk(str(out))
+
+def _write_parquet(lines: Iterator[str], out: Path, batch: int = 20_000) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    try:
+        while chunk := [json.loads(line) for line in islice(lines, batch)]:
+            table = pa.Table.from_pylist(chunk, schema=writer.schema if writer else None)
+            writer = writer or pq.ParquetWriter(out, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer:
+            writer.close()
+
+
+def _write_dataset(splits: dict[str, Iterator[str]], out: Path, tmp: Path) -> Path:
+    """A `datasets` folder (save_to_disk): one Dataset ('' as the only split) or a DatasetDict, each read by
+    datasets from a JSON-lines file in blocks (Arrow on disk, not a list in memory)."""
+    from datasets import Dataset, DatasetDict
+
+    parts = {}
+    for name, lines in splits.items():
+        path = tmp / f"split-{name or 'all'}.jsonl"
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        parts[name] = Dataset.from_json(str(path), cache_dir=str(tmp / "cache"))
+    (parts[""] if "" in parts else DatasetDict(parts)).save_to_disk(str(out))
     return out
 
 
@@ -93,36 +132,38 @@ def _with_tag(out: Path, tag: str) -> Path:
     return out.with_name(f"{out.name}-{tag}")
 
 
-
-
 def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bool = False,
            test_fraction: float = 0.0, seed: int = 0) -> ExportResult:
-    """Write every labeled, non-tie pair to `out`; optionally a train/test split and a ties file.
+    """Write every labeled, non-tie pair to `out`, in pair order; optionally a train/test split and a ties file.
 
-    With a split, `out` gets `.train` / `.test` tags (JSONL, Parquet) or becomes a DatasetDict
-    folder with train and test splits.
+    With a split, `out` gets `.train` / `.test` tags (JSONL, Parquet) or becomes a DatasetDict folder with
+    train and test splits; the test rows are a seeded random sample of int(rows x test_fraction) (at least
+    one). A stream: rows go through a temporary JSON-lines file in the workspace, never all in memory.
     """
     out = typed_path(out, "export file")
+    if fmt not in FORMATS:
+        raise DataError(f"unknown format {fmt!r}; choose standard or conversational")
     if not 0 <= test_fraction < 1:
         raise DataError(f"test fraction must be in [0, 1), got {test_fraction}")
-    rows, ties, skipped, cut = export_rows(ws, fmt)
-    if not rows:
-        raise DataError("no labeled pairs with a preference to export yet")
-    paths = []
-    if test_fraction > 0:
-        shuffled = rows[:]
-        random.Random(seed).shuffle(shuffled)
-        k = max(1, int(len(shuffled) * test_fraction))
-        test, train = shuffled[:k], shuffled[k:]
-        if out.suffix.lower() in (".jsonl", ".parquet"):
-            paths += [_write(train, _with_tag(out, "train")), _write(test, _with_tag(out, "test"))]
+    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=ws.root))
+    try:
+        rows, ties = tmp / "rows.jsonl", tmp / "ties.jsonl"
+        n, n_ties, skipped, cut = _spool(ws, fmt, rows, ties)
+        if not n:
+            raise DataError("no labeled pairs with a preference to export yet")
+        paths = []
+        if test_fraction > 0:
+            test = set(random.Random(seed).sample(range(n), max(1, int(n * test_fraction))))
+            if out.suffix.lower() in (".jsonl", ".parquet"):
+                paths += [_write(rows, _with_tag(out, "train"), tmp, lambda i: i not in test),
+                          _write(rows, _with_tag(out, "test"), tmp, test.__contains__)]
+            else:
+                paths.append(_write_dataset({"train": _lines(rows, lambda i: i not in test),
+                                             "test": _lines(rows, test.__contains__)}, out, tmp))
         else:
-            from datasets import Dataset, DatasetDict
-
-            DatasetDict({"train": Dataset.from_list(train), "test": Dataset.from_list(test)}).save_to_disk(str(out))
-            paths.append(out)
-    else:
-        paths.append(_write(rows, out))
-    if ties_apart and ties:
-        paths.append(_write(ties, _with_tag(out, "ties")))
-    return ExportResult(paths, len(rows), len(ties), skipped, cut)
+            paths.append(_write(rows, out, tmp))
+        if ties_apart and n_ties:
+            paths.append(_write(ties, _with_tag(out, "ties"), tmp))
+        return ExportResult(paths, n, n_ties, skipped, cut)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import random
 import time
+from itertools import groupby
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rloo_studio.core.workspace import Workspace
@@ -320,32 +322,31 @@ def day_start() -> float:
 
 # -- rows for training and export --------------------------------------------------------------
 
-def decided_pairs(ws: Workspace) -> list[dict]:
-    """Every pair with current labels, resolved: {pair_id, prompt, extra, a, b, outcome, why, source}.
+def decided_pairs(ws: Workspace) -> Iterator[dict]:
+    """Every pair with current labels, resolved, in pair order: {pair_id, prompt, extra, a, b, outcome, why,
+    source}. A stream (one pair's labels in memory at a time), so an export of a million pairs stays small.
 
     outcome is 'a' / 'b' (the majority of a-vs-b votes), 'tie' (ties or an even split) or
     'skip' (only skips); why says 'split' for a tie of an even a/b split. Human labels override imported
     ones on the same pair.
     """
-    rows = ws.query(
+    cur = ws.connect().execute(
         """SELECT l.pair_id, l.choice, an.name, p.text AS prompt, p.extra, ra.text AS a, rb.text AS b, pr.source
            FROM labels l JOIN annotators an ON an.id = l.annotator_id JOIN pairs pr ON pr.id = l.pair_id
            JOIN prompts p ON p.id = pr.prompt_id JOIN responses ra ON ra.id = pr.response_a
            JOIN responses rb ON rb.id = pr.response_b
            WHERE l.superseded = 0 ORDER BY l.pair_id"""
     )
-    votes: dict[int, dict[str, Counter]] = {}
-    info: dict[int, dict] = {}
-    for r in rows:
-        kind = "import" if r["name"] == IMPORT_ANNOTATOR else "human"
-        votes.setdefault(r["pair_id"], {"import": Counter(), "human": Counter()})[kind][r["choice"]] += 1
-        info[r["pair_id"]] = {"pair_id": r["pair_id"], "prompt": r["prompt"], "extra": r["extra"], "a": r["a"],
-                              "b": r["b"], "source": r["source"]}
-    out = []
-    for pid, v in votes.items():
-        outcome, why = decide(v["human"], v["import"])
-        out.append({**info[pid], "outcome": outcome, "why": why})
-    return out
+    try:
+        for pid, rows in groupby(cur, key=lambda r: r["pair_id"]):
+            votes = {"import": Counter(), "human": Counter()}
+            for r in rows:
+                votes["import" if r["name"] == IMPORT_ANNOTATOR else "human"][r["choice"]] += 1
+            outcome, why = decide(votes["human"], votes["import"])
+            yield {"pair_id": pid, "prompt": r["prompt"], "extra": r["extra"], "a": r["a"], "b": r["b"],
+                   "source": r["source"], "outcome": outcome, "why": why}
+    finally:
+        cur.close()  # a caller that stops early ends the read at once
 
 
 def decide(human: Counter, imported: Counter) -> tuple[str, str]:
@@ -361,15 +362,17 @@ def decide(human: Counter, imported: Counter) -> tuple[str, str]:
     return outcome, "split" if outcome == "tie" and c["a"] else outcome  # a tie by an even a/b split of votes
 
 
+def preference_row(d: dict) -> dict | None:
+    """{pair_id, prompt, chosen, rejected, source} of a decided pair (decided_pairs) that prefers one side."""
+    if d["outcome"] not in ("a", "b"):
+        return None
+    win, lose = (d["a"], d["b"]) if d["outcome"] == "a" else (d["b"], d["a"])
+    return {"pair_id": d["pair_id"], "prompt": d["prompt"], "chosen": win, "rejected": lose, "source": d["source"]}
+
+
 def preference_pairs(ws: Workspace) -> list[dict]:
     """One {pair_id, prompt, chosen, rejected, source} row per pair whose labels prefer one side."""
-    out = []
-    for d in decided_pairs(ws):
-        if d["outcome"] in ("a", "b"):
-            win, lose = (d["a"], d["b"]) if d["outcome"] == "a" else (d["b"], d["a"])
-            out.append({"pair_id": d["pair_id"], "prompt": d["prompt"], "chosen": win, "rejected": lose,
-                        "source": d["source"]})
-    return out
+    return [row for row in map(preference_row, decided_pairs(ws)) if row]
 
 
 def counts(ws: Workspace) -> dict:
