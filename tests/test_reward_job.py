@@ -16,7 +16,7 @@ from rloo_studio.core.paths import DEMO_DATA
 from rloo_studio.core.thinking import pair_kind
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
-from rloo_studio.reward.job import held_out_rows, preflight, token_length, train_reward, truncate_thinking
+from rloo_studio.reward.job import format_preflight, held_out_rows, preflight, token_length, train_reward, truncate_thinking
 from rloo_studio.runs.runner import JobRunner, read_metrics, read_status
 from rloo_studio.core.models import LoraSpec, load_reward_adapter, load_seq_cls
 
@@ -278,3 +278,22 @@ def test_preflight_counts_what_training_leaves_out_as_training_resolves_labels(w
     assert (pf["ties"], pf["skips"], pf["split_votes"]) == (before["ties"] + 1, before["skips"] + 1,
                                                              before["split_votes"] + 1)
     assert pf["pairs"] == before["pairs"] - 3 and pf["labeled"] == before["labeled"]
+
+
+def test_a_sampled_preflight_says_so_and_estimates_what_the_full_one_counts(workspace):
+    """The page's pre-flight tokenizes at most `sample` pairs (issue 26: a million pairs took 9 minutes): it counts
+    every pair and label, reads the lengths of a seeded random sample, scales the over-length count to all pairs
+    and says so on the page; with fewer pairs than the sample it is the full pre-flight."""
+    cfg = RewardJobConfig(max_length=70)
+    full = preflight(workspace, cfg)
+    part = preflight(workspace, cfg, sample=100)
+    assert full["sampled"] is None and part["sampled"] == 100
+    assert {k: part[k] for k in ("pairs", "labeled", "ties", "skips", "split_votes", "train", "held_out")} == \
+        {k: full[k] for k in ("pairs", "labeled", "ties", "skips", "split_votes", "train", "held_out")}
+    assert 0 < full["over_length"] < full["pairs"]
+    assert abs(part["over_length"] - full["over_length"]) <= 0.25 * full["over_length"] + 5, (part, full)
+    assert abs(part["after"] - full["after"]) <= 0.25 * full["after"] + 5, (part, full)
+    text = format_preflight(part)
+    assert "in a random sample of 100 pairs" in text and "about **" in text, text
+    assert "random sample" not in format_preflight(full)
+    assert preflight(workspace, cfg, sample=10_000) == full  # fewer pairs than the sample: all of them, the same

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -60,14 +61,31 @@ def truncate_thinking(tok, prompt: str, response: str, max_length: int, start: s
     return response
 
 
-def _label_breakdown(ws) -> dict:
-    """Pairs with current labels that have no majority preference, by why, resolved as training resolves them
-    (label.store.decided_pairs: people's labels override imported ones)."""
-    from rloo_studio.label.store import decided_pairs
+PREFLIGHT_SAMPLE = 20_000  # pairs the page's pre-flight tokenizes; above it, the lengths come from a random sample
 
-    whys = [d["why"] for d in decided_pairs(ws)]
-    return {"labeled": len(whys), "ties": whys.count("tie"), "skips": whys.count("skip"),
-            "split_votes": whys.count("split")}
+
+def _breakdown(whys: Counter) -> dict:
+    return {"labeled": sum(whys.values()), "ties": whys["tie"], "skips": whys["skip"], "split_votes": whys["split"]}
+
+
+def labeled_sample(ws, k: int | None = None, seed: int = 0) -> tuple[dict, int, list[dict]]:
+    """One streaming pass over the labeled pairs, resolved as training resolves them (label.store.decided_pairs:
+    people's labels override imported ones): (pairs with no majority preference by why, the number of preference
+    pairs, the preference pairs: all of them, or `k` drawn at random by a seeded reservoir when there are more)."""
+    from rloo_studio.label.store import decided_pairs, preference_row
+
+    whys, rng, kept, n = Counter(), random.Random(seed), [], 0
+    for d in decided_pairs(ws):
+        whys[d["why"]] += 1
+        row = preference_row(d)
+        if row is None:
+            continue
+        n += 1
+        if k is None or len(kept) < k:
+            kept.append(row)
+        elif (j := rng.randrange(n)) < k:
+            kept[j] = row
+    return _breakdown(whys), n, kept
 
 
 def _percentiles(values: list[int]) -> dict:
@@ -78,32 +96,38 @@ def _percentiles(values: list[int]) -> dict:
     return {"p50": p50, "p90": p90, "p99": p99, "max": int(max(values))}
 
 
-def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = None) -> dict:
+def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = None, sample: int | None = None) -> dict:
     """What a run with `cfg` would train on, computed before loading the model (tokenizer only).
 
     over_length counts the pairs TRL's RewardTrainer would silently drop at cfg.max_length
     (either side longer than max_length, EOS included). `after` applies cfg.over_length.
+    `sample` (the page): tokenize at most that many pairs, drawn at random; the lengths are then the sample's,
+    over_length and after are scaled to all pairs, and `sampled` says how many were read.
     """
-    from rloo_studio.label.store import preference_pairs
     from rloo_studio.core.models import load_tokenizer, resolve
 
     tok = tok or load_tokenizer(resolve(cfg.model), cfg.trust_remote_code)
-    pairs = preference_pairs(ws) if pairs is None else pairs
+    if pairs is None:
+        labels, n, pairs = labeled_sample(ws, sample)
+    else:  # the job: every pair it trains on
+        labels, n = labeled_sample(ws, 0)[0], len(pairs)
     rows = pair_rows(tok, pairs, cfg.enable_thinking)
     lens = [_pair_length(tok, r) for r in rows]
-    over = [r["pair_id"] for r, n in zip(rows, lens) if n > cfg.max_length]
+    over = [r["pair_id"] for r, length in zip(rows, lens) if length > cfg.max_length]
     fit = -(-max(lens, default=0) // 64) * 64  # the longest pair, rounded up to a multiple of 64
     after = len(rows) - len(over)
     if cfg.over_length == "fit":
         after = len(rows)
     elif cfg.over_length == "truncate_thinking" and over:
         after = len(_fitting(tok, _truncate_rows(tok, rows, cfg.max_length, _start(tok, cfg)), cfg.max_length))
-    n_eval = int(len(rows) * cfg.eval_fraction)  # the job splits first, then handles lengths
+    scale = n / len(rows) if rows else 1  # 1 unless sampled
+    n_eval = int(n * cfg.eval_fraction)  # the job splits first, then handles lengths
     return {
-        **_label_breakdown(ws), "pairs": len(rows), "lengths": _percentiles(lens), "max_length": cfg.max_length,
-        "over_length": len(over), "over_length_ids": over, "fit_max_length": max(fit, 64), "policy": cfg.over_length,
-        "after": after, "train": len(rows) - n_eval, "held_out": n_eval, "memory": memory.for_reward(cfg),
-        "trust_remote_code": cfg.trust_remote_code,
+        **labels, "pairs": n, "lengths": _percentiles(lens), "max_length": cfg.max_length,
+        "over_length": round(len(over) * scale), "over_length_ids": over, "fit_max_length": max(fit, 64),
+        "policy": cfg.over_length, "after": round(after * scale), "train": n - n_eval, "held_out": n_eval,
+        "memory": memory.for_reward(cfg), "trust_remote_code": cfg.trust_remote_code,
+        "sampled": len(rows) if len(rows) < n else None,
     }
 
 
@@ -129,20 +153,23 @@ def _start(tok, cfg: RewardJobConfig) -> str:
 def format_preflight(pf: dict) -> str:
     """The pre-flight summary as Markdown (for the page and the log)."""
     L = pf.get("lengths") or {}
+    sampled = pf.get("sampled")
     lines = [
         f"**{pf['pairs']}** labeled pairs with a preference; left out: **{pf['ties']}** ties, "
         f"**{pf['skips']}** skips, **{pf['split_votes']}** split votes.",
-        f"Tokens per pair (longer side): p50 {L.get('p50', '–')}, p90 {L.get('p90', '–')}, "
-        f"p99 {L.get('p99', '–')}, max {L.get('max', '–')}.",
+        f"Tokens per pair (longer side){f' in a random sample of {sampled:,} pairs' if sampled else ''}: "
+        f"p50 {L.get('p50', '–')}, p90 {L.get('p90', '–')}, p99 {L.get('p99', '–')}, max {L.get('max', '–')}"
+        + (" (the training run measures every pair)." if sampled else "."),
     ]
     if pf["over_length"]:
         what = {"drop": "TRL's RewardTrainer will **drop** them",
                 "truncate_thinking": "their `<think>` steps will be cut from the end until they fit",
                 "fit": f"max_length will be raised to {max(pf['max_length'], L.get('max', 0))}"}[pf["policy"]]
-        lines.append(f"⚠ **{pf['over_length']}** pairs are longer than max_length={pf['max_length']}: {what}. "
+        lines.append(f"⚠ {'about ' if sampled else ''}**{pf['over_length']}** pairs are longer than "
+                     f"max_length={pf['max_length']}: {what}. "
                      f"(Raise max_length to {pf['fit_max_length']} to keep them all.)")
     else:
-        lines.append(f"All pairs fit in max_length={pf['max_length']}.")
+        lines.append(f"{'Every sampled pair fits' if sampled else 'All pairs fit'} in max_length={pf['max_length']}.")
     lines.append(f"Training on **{pf['train']}** pairs, **{pf['held_out']}** held out for accuracy.")
     if pf.get("memory"):
         lines.append(pf["memory"])

@@ -9,7 +9,7 @@ from rloo_studio.core import form
 from rloo_studio.core.errors import DataError
 from rloo_studio.reward.config import MIN_PAIRS, OPTIMIZERS, OVER_LENGTH, RewardJobConfig
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.reward.job import preflight
+from rloo_studio.reward.job import PREFLIGHT_SAMPLE, preflight
 
 
 CHOICES = {"over_length": OVER_LENGTH, "optim": OPTIMIZERS}  # fields the form offers as a list
@@ -37,7 +37,7 @@ def launch_check(ws: Workspace, cfg: RewardJobConfig) -> dict:
     Loads the tokenizer, never the model."""
     if not 0 <= cfg.seed < 2 ** 32:  # numpy's seeds are 32-bit; set_seed would fail in the job
         raise DataError(f"seed must be a whole number from 0 to {2 ** 32 - 1}, got {cfg.seed}.")
-    pf = preflight(ws, cfg)
+    pf = preflight(ws, cfg, sample=PREFLIGHT_SAMPLE)
     if pf["pairs"] < MIN_PAIRS:
         raise DataError(f"Only {pf['pairs']} labeled pairs with a preference; label at least {MIN_PAIRS} "
                         "(better: 100+) in the Label tab, then train.")

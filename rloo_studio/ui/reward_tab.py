@@ -16,7 +16,7 @@ from rloo_studio.runs import catalog, lifecycle
 from rloo_studio.runs.runner import ACTIVE
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
-from rloo_studio.reward.job import format_preflight, preflight
+from rloo_studio.reward.job import PREFLIGHT_SAMPLE, format_preflight, preflight
 from rloo_studio.core.models import TRUST_WARNING
 from rloo_studio.studio import Studio
 from rloo_studio.reward.charts import PLOTS, REWARD_TITLES, reward_charts
@@ -68,7 +68,8 @@ def on_preset(fields, name):
 
 def on_check(studio: Studio, *values):
     try:
-        return format_preflight(preflight(studio.ws, launch_form.config_from_form(list(values))))
+        cfg = launch_form.config_from_form(list(values))
+        return format_preflight(preflight(studio.ws, cfg, sample=PREFLIGHT_SAMPLE))
     except Exception as exc:  # a bad field or a model that is not there: say so, change nothing
         return f"⚠ {html.escape(explain(exc))}"
 
@@ -185,8 +186,8 @@ def _run_panel(studio: Studio) -> tuple:
     with gr.Row():  # as on the RLOO tab: check, then start / stop / resume
         check_btn = gr.Button("Check data", elem_id="reward-check")
         train_btn = gr.Button("Train", variant="primary", elem_id="reward-train")
-        stop_btn = gr.Button("Stop", variant="stop", elem_id="reward-stop")
-        resume_btn = gr.Button("Resume", elem_id="reward-resume")
+        stop_btn = gr.Button("Stop", variant="stop", elem_id="reward-stop", interactive=False)
+        resume_btn = gr.Button("Resume", elem_id="reward-resume", interactive=False)  # the run panel enables them
     notice = gr.HTML(elem_id="reward-notice")  # what the buttons answer (the timer never overwrites it)
     panel = RunPanel.build(studio, "reward", EMPTY)
     gr.HTML("<div class='legend'>Held-out pairs are measured at each evaluation; step 0 is the "
@@ -236,6 +237,7 @@ def build(studio: Studio):
                        (stop_btn.click, [notice]), (resume_btn.click, [notice]), (runs_table.select, []),
                        (launch_btn.click, [launch_out])], [notice, launch_out])
     live = Live(panel, log, runs_table, cfg_yaml, cli)
+    panel.add_controls(stop_btn, resume_btn)
     follow = panel.follow(partial(on_tick, live), 1.0, Shown, {"watched": watched},
                           [log, runs_table, cfg_yaml, cli], also=(watched,))
 
