@@ -133,6 +133,7 @@ def _groups(items) -> dict[str, str]:
     return group
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks into the node ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.module.__name__.rpartition(".")[2]
