@@ -68,8 +68,11 @@ def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
         page.get_by_role("button", name="Generate", exact=True).click()
         expect(page.get_by_text(re.compile(r"queued \(generate-"))).to_be_visible(timeout=60000)
         _open_tab(page)
+        expect(page.locator("#reward-resume")).to_be_disabled()  # running: Stop, not Resume
         page.locator("#reward-stop").click()
         expect(page.locator("#reward-status")).to_contain_text("stopped at step", timeout=300000)
+        expect(page.locator("#reward-stop")).to_be_disabled(timeout=60000)  # stopped: nothing left to stop ...
+        expect(page.locator("#reward-resume")).to_be_enabled(timeout=60000)  # ... and its checkpoint to resume from
         (run,) = Workspace(app.ws_dir).runs("reward")
         table = page.locator("#reward-runs")
         expect(table).to_contain_text(run["id"])

@@ -39,6 +39,8 @@ def test_rloo_tab_launch_plots_completions_stop(app):
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         expect(page.locator("#rloo-status")).to_contain_text("No RLOO run yet", timeout=LONG)
+        expect(page.locator("#rloo-stop")).to_be_disabled()  # nothing to stop or resume: both look it
+        expect(page.locator("#rloo-resume")).to_be_disabled()
 
         # presets fill the form from the config dataclass
         page.locator("#rloo-preset input").click()
@@ -77,10 +79,13 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         assert all(more[k] > first[k] for k in more), (first, more)  # the plots gained points while we watched
         expect(page.locator("#rloo-status")).to_contain_text("last: loss", timeout=LONG)
         screenshot(page, "rloo-running")
+        expect(page.locator("#rloo-resume")).to_be_disabled()  # a running run: Stop, not Resume
 
         page.locator("#rloo-stop").click()
         expect(page.locator("#rloo-check")).to_contain_text("Stopping", timeout=LONG)
         expect(page.locator("#rloo-status")).to_contain_text("stopped", timeout=LONG)
+        expect(page.locator("#rloo-stop")).to_be_disabled(timeout=LONG)  # stopped: nothing left to stop ...
+        expect(page.locator("#rloo-resume")).to_be_enabled(timeout=LONG)  # ... and its checkpoint to resume from
         (run,) = ws.runs("rloo")
         assert run["status"] == "stopped"
         assert (ws.run_dir(run["id"]) / "adapter" / "adapter_config.json").exists()

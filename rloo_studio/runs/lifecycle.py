@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rloo_studio.core.errors import DataError
+from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import find_run, resumable, run_config
 from rloo_studio.runs.jobs import KINDS
@@ -76,6 +76,22 @@ def stop(ws: Workspace, runner: JobRunner, run_id) -> str:
     if not runner.stop(r["id"]) or runner.status(r["id"]).get("status") not in ACTIVE:
         raise DataError(f"{r['id']} is not running in this app: there is nothing to stop.")
     return f"Stopping {r['id']}: {STOPPING}."
+
+
+def can_stop(runner: JobRunner, run_id: str | None) -> bool:
+    """Whether Stop would stop `run_id`: a job of this app that is queued or running."""
+    return bool(run_id) and run_id in runner.contexts and runner.status(run_id).get("status") in ACTIVE
+
+
+def can_resume(ws: Workspace, runner: JobRunner, kind: str, run_id: str | None) -> bool:
+    """Whether Resume would continue `run_id` (the rule of `resumable`; another job running is said on click)."""
+    if not run_id:
+        return False
+    try:
+        resumable(ws, run_id, kind, runner.status(run_id).get("status"))
+        return True
+    except StudioError:
+        return False
 
 
 def follow(ws: Workspace, kind: str, typed=None) -> str | None:

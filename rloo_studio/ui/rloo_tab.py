@@ -280,8 +280,8 @@ def _actions() -> tuple:
     with gr.Row():
         validate_btn = gr.Button("Check settings", elem_id="rloo-validate")
         launch_btn = gr.Button("Launch", variant="primary", elem_id="rloo-launch")
-        stop_btn = gr.Button("Stop (saves the adapter)", variant="stop", elem_id="rloo-stop")
-        resume_btn = gr.Button("Resume", elem_id="rloo-resume")
+        stop_btn = gr.Button("Stop (saves the adapter)", variant="stop", elem_id="rloo-stop", interactive=False)
+        resume_btn = gr.Button("Resume", elem_id="rloo-resume", interactive=False)  # the run panel enables them
     return check, validate_btn, launch_btn, stop_btn, resume_btn
 
 
@@ -367,6 +367,7 @@ def build(studio: Studio):
                        (cmp_btn.click, [cmp_md]), (launch_btn_write.click, [launch_out])],
                       [check, cmp_md, launch_out])
     shown = {"run": run_dd, "overlay": overlay_dd, "smoothing": smooth, "log_scale": log_scale, "order": order_dd}
+    panel.add_controls(stop_btn, resume_btn)
     follow = panel.follow(partial(on_tick, Live(panel, warn, table)), 2.0, Shown, shown, [warn, table],
                           also=tuple(shown.values()))
 

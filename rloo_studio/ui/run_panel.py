@@ -97,6 +97,7 @@ class RunPanel:
     failure: gr.HTML  # a failed run: its message, the traceback folded
     memo: gr.State  # what each part of the page shows now (see `changed`)
     plots: list[gr.Plot] = field(default_factory=list)
+    controls: tuple = ()  # (Stop, Resume): pressable only when the run shown can be stopped / resumed
 
     @classmethod
     def build(cls, studio: Studio, kind: str, empty: str) -> RunPanel:
@@ -111,6 +112,18 @@ class RunPanel:
             with gr.Row(equal_height=True, elem_classes=live(self.kind)):
                 self.plots += [charts.plot(title, f"{self.kind}-plot-{slug(key)}", **kw)
                                for key, title in titles[i:i + per_row]]
+
+    def add_controls(self, stop: gr.Button, resume: gr.Button) -> None:
+        """Stop and Resume follow the run shown: greyed out when there is nothing to stop or resume (before
+        `follow`, which sends them)."""
+        self.controls = (stop, resume)
+
+    def _controls(self, memo: dict, rid: str | None, status: str | None) -> dict:
+        if not self.controls or not changed(memo, "controls", [rid, status]):
+            return {}
+        ws, runner = self.studio.ws, self.studio.runner
+        ok = (lifecycle.can_stop(runner, rid), lifecycle.can_resume(ws, runner, self.kind, rid))
+        return {button: gr.update(interactive=on) for button, on in zip(self.controls, ok)}
 
     def find(self, typed) -> tuple[str | None, str | None]:
         """(run id, None) for the run typed or picked, else the kind's active or newest run; (None, why) for a
@@ -127,12 +140,12 @@ class RunPanel:
     def nothing(self, memo: dict, status: str | None = None) -> dict:
         """No run to show: the empty status line (or `status`), no failure."""
         memo.pop("failure", None)
-        return {self.status: status or f"<div>{self.empty}</div>", self.failure: ""}
+        return {self.status: status or f"<div>{self.empty}</div>", self.failure: "", **self._controls(memo, None, None)}
 
     def show(self, memo: dict, rid: str, records: list[dict], figures: str = "", extra: str = "") -> dict:
         """The status line of run `rid`, and its failure box when the run or its state changed."""
         st = self.studio.runner.status(rid)
-        out = {self.status: status_html(rid, st, records, figures, extra)}
+        out = {self.status: status_html(rid, st, records, figures, extra), **self._controls(memo, rid, st.get("status"))}
         if changed(memo, "failure", [rid, st.get("status")]):
             out[self.failure] = ""
             if st.get("status") == "failed":
@@ -152,7 +165,7 @@ class RunPanel:
         (ui/inputs.py): every `every` seconds (while the tab is open: ui/app.py), when a widget of `also`
         changes, and fresh when the tab is selected: the tab's live parts are shown once that tick has drawn
         them (`shown_js`). Returns hooks(demo, tab) for the tab's select event."""
-        outputs = [self.status, self.failure, *self.plots, self.memo, *outputs]
+        outputs = [self.status, self.failure, *self.plots, self.memo, *self.controls, *outputs]
         wire = dict(**inputs.bind(tick, form, **widgets, memo=self.memo), outputs=outputs, show_progress="hidden")
         gr.Timer(every).tick(**wire)
         for widget in also:

@@ -12,7 +12,7 @@ from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
 from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
 from rloo_studio.studio import Studio
-from rloo_studio.ui import charts, launch_panel, messages, render, run_panel
+from rloo_studio.ui import charts, launch_panel, messages, render, run_panel, token_view
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
 WIDTHS = ["17%", "7%", "9%", "11%", "10%", "25%", "21%"]  # every column on a 1400 px page; long text wraps
@@ -172,6 +172,12 @@ def export_section(studio: Studio, pick):
     return go, msg
 
 
+def first_rloo(ws, selected) -> str:
+    """The first selected run that is an RLOO run ('' if none is): the one the token view draws."""
+    rloo = {r["id"] for r in ws.runs("rloo")}
+    return next((r for r in _known(ws, selected) if r in rloo), "")
+
+
 def build(studio: Studio):
     ws = studio.ws
     table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, column_widths=WIDTHS,
@@ -191,6 +197,9 @@ def build(studio: Studio):
     strategy, gpus, machines, b_launch, launch_out = launch_panel.controls(
         "runs", "Write launch files for the first selected run")
     b_export, export_msg = export_section(studio, pick)
+    token_run = gr.State("")  # the first selected RLOO run
+    token_view.build(studio, token_run, prefix="runs", latest=False,
+                     title="Token view: what a step of the first selected RLOO run taught, token by token")
 
     b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
     listed = gr.State([r["id"] for r in ws.runs()])
@@ -201,6 +210,7 @@ def build(studio: Studio):
     quiet = dict(show_progress="hidden")
     pick.input(partial(choose, ws), [pick, metric], [metric, details], **quiet).then(
         partial(draw, ws), draw_in, plot, **quiet)
+    pick.input(partial(first_rloo, ws), pick, token_run, **quiet)
     for w in (metric, smooth, log_scale):  # changed by the user, or by choose(): never by the timer
         w.change(partial(draw, ws), draw_in, plot, **quiet)
     delete.click(partial(remove, ws), [pick, confirm], msg).then(partial(refresh, ws), pick, [table, pick]).then(

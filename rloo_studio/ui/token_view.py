@@ -97,23 +97,24 @@ def draw(group: list[dict], step_rows: list[dict]) -> str:
             + legend + body + "</div>")
 
 
-# -- callbacks ----------------------------------------------------------------------------------------------------
+# -- callbacks (wired with functools.partial(callback, ws, latest)) ----------------------------------------------
+# `latest`: an empty run box means the RLOO tab's run (the active or newest one); on the Runs tab it means none.
 
-def _dir(ws, typed):
-    rid = shown_run(ws, typed)
+def _dir(ws, latest, typed):
+    rid = shown_run(ws, typed) if latest else str(typed or "").strip()
     return ws.run_dir(rid) if rid and ws.run(rid) is not None else None
 
 
-def step_choices(ws, typed, current=None):
+def step_choices(ws, latest, typed, current=None):
     """The recorded steps of the run shown, latest first; the one picked stays picked."""
-    d = _dir(ws, typed)
+    d = _dir(ws, latest, typed)
     steps = sorted(tokens.recorded(d), reverse=True) if d else []
     return gr.update(choices=steps, value=current if current in steps else (steps[0] if steps else None))
 
 
-def group_choices(ws, typed, step, current=None):
+def group_choices(ws, latest, typed, step, current=None):
     """The step's groups: 'prompt K · its text · advantages lo..hi'; the widest spread is picked first."""
-    d = _dir(ws, typed)
+    d = _dir(ws, latest, typed)
     rows = tokens.read_tokens(d, step=int(step)) if d and step is not None else []
     groups: dict[int, list[dict]] = {}
     for r in rows:
@@ -129,33 +130,40 @@ def group_choices(ws, typed, step, current=None):
     return gr.update(choices=choices, value=current if current in keys else best)
 
 
-def show(ws, typed, step, prompt) -> str:
-    d = _dir(ws, typed)
+NOTHING = ("<p>No token view yet: it is recorded at each logged step of a run whose completions x "
+           "max_completion_length fit token_view_max_tokens.</p>")
+
+
+def show(ws, latest, typed, step, prompt) -> str:
+    if not latest and not str(typed or "").strip():
+        return "<p>Select an RLOO run in <b>Runs to compare</b> above: the first one selected is drawn here.</p>"
+    d = _dir(ws, latest, typed)
     if d is None or step is None or prompt is None:
-        return ("<p>No token view yet: it is recorded at each logged step of a run whose completions x "
-                "max_completion_length fit token_view_max_tokens.</p>")
+        return NOTHING
     step_rows = tokens.read_tokens(d, step=int(step))
     return draw([r for r in step_rows if r["prompt"] == int(prompt)], step_rows)
 
 
-def build(studio: Studio, run_dd) -> None:
-    """An accordion: a step and a prompt's group of the run shown in `run_dd`, drawn token by token."""
+def build(studio: Studio, run_box, prefix: str = "rloo", latest: bool = True,
+          title: str = "Token view: what a step taught, token by token") -> None:
+    """An accordion: a step and a prompt's group of the run in `run_box` (a run id; empty: the RLOO tab's run if
+    `latest`, else none), drawn token by token. Its widgets' ids start with `prefix`-token-."""
     ws = studio.ws
-    with gr.Accordion("Token view: what a step taught, token by token", open=False, elem_id="rloo-token-acc") as acc:
+    with gr.Accordion(title, open=False, elem_id=f"{prefix}-token-acc") as acc:
         gr.Markdown("Each token is coloured by how much the step's update changed its log-prob (blue: more likely "
                     "now, orange: less). RLOO raises completions with a positive advantage and lowers those with a "
                     "negative one; the verdict says whether this update did.")
         with gr.Row(equal_height=True):
-            step = gr.Dropdown([], label="Step", scale=1, elem_id="rloo-token-step")
-            group = gr.Dropdown([], label="Group (prompt)", scale=4, elem_id="rloo-token-group")
-            refresh = gr.Button("Refresh", scale=1, elem_id="rloo-token-refresh")
-        view = gr.HTML(elem_id="rloo-token-view", css_template=CSS)  # scoped to the view
+            step = gr.Dropdown([], label="Step", scale=1, elem_id=f"{prefix}-token-step")
+            group = gr.Dropdown([], label="Group (prompt)", scale=4, elem_id=f"{prefix}-token-group")
+            refresh = gr.Button("Refresh", scale=1, elem_id=f"{prefix}-token-refresh")
+        view = gr.HTML(elem_id=f"{prefix}-token-view", css_template=CSS)  # scoped to the view
     quiet = dict(show_progress="hidden")
-    steps = dict(fn=partial(step_choices, ws), inputs=[run_dd, step], outputs=step, **quiet)
-    acc.expand(**steps)
-    refresh.click(**steps)
-    run_dd.change(**steps)
-    draw_it = dict(fn=partial(show, ws), inputs=[run_dd, step, group], outputs=view, **quiet)
-    # another step may keep the same group number (no change event): draw after the groups are listed
-    step.change(partial(group_choices, ws), [run_dd, step, group], group, **quiet).then(**draw_it)
+    steps = dict(fn=partial(step_choices, ws, latest), inputs=[run_box, step], outputs=step, **quiet)
+    draw_it = dict(fn=partial(show, ws, latest), inputs=[run_box, step, group], outputs=view, **quiet)
+    groups = dict(fn=partial(group_choices, ws, latest), inputs=[run_box, step, group], outputs=group, **quiet)
+    # another run or step may keep the same step or group number (no change event): list, then draw, each time
+    for event in (acc.expand, refresh.click, run_box.change):
+        event(**steps).then(**groups).then(**draw_it)
+    step.input(**groups).then(**draw_it)
     group.input(**draw_it)
