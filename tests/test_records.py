@@ -16,6 +16,10 @@ def test_search_filter_sort_and_pages(workspace):
     assert hit["pair_id"] in [r["pair_id"] for r in found.rows]
     assert all(hit["prompt"].lower() in (r["prompt"] + r["a"] + r["b"]).lower() for r in found.rows)
     assert query(ws, search="no such text anywhere").total == 0
+    for literal in ("%", "_", "\\", "1%0"):  # typed text is looked for as it is, wildcards of SQL included
+        every = [r for k in range(1, everything.pages + 1) for r in query(ws, per_page=200, page=k).rows]
+        want = sum(any(literal.lower() in t.lower() for t in (r["prompt"], r["a"], r["b"])) for r in every)
+        assert query(ws, search=literal).total == want, literal
     for src in labels.sources(ws):
         page = query(ws, source=src, per_page=200)
         assert page.total and all(r["source"] == src for r in page.rows)

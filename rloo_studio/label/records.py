@@ -27,7 +27,7 @@ SORTS = {
     "newest": "p.created DESC, p.id DESC",
     "oldest": "p.created, p.id",
     "prompt": "pr.text COLLATE NOCASE, p.id",
-    "most labels": "n_labels DESC, p.id",
+    "most labels": "n_labels DESC, p.id",  # n_labels: the pair's counts, kept by triggers (core/workspace.py)
     "flagged first": "p.flag IS NULL, p.id DESC",
 }
 MAX_PER_PAGE = 200
@@ -70,10 +70,9 @@ def _where(search, source, annotator, label, flagged, pair_ids) -> tuple[list[st
     """The filters as SQL conditions on p (pairs), pr (prompts), ra / rb (responses), and their arguments."""
     where, args = ["1"], {}
     text = (search or "").strip()
-    if text:
-        where.append("(instr(lower(pr.text), lower(:q)) OR instr(lower(ra.text), lower(:q)) "
-                     "OR instr(lower(rb.text), lower(:q)))")
-        args["q"] = text
+    if text:  # LIKE is case-blind for ASCII as lower() is, without copying every text
+        where.append("(pr.text LIKE :q ESCAPE '\\' OR ra.text LIKE :q ESCAPE '\\' OR rb.text LIKE :q ESCAPE '\\')")
+        args["q"] = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     if (source or "").strip():
         where.append("p.source = :source")
         args["source"] = source.strip()
@@ -83,8 +82,8 @@ def _where(search, source, annotator, label, flagged, pair_ids) -> tuple[list[st
     if who:
         where.append(f"EXISTS ({cur})")
         args["who"] = who
-    if label == "unlabeled":
-        where.append(f"NOT EXISTS ({cur})")
+    if label == "unlabeled":  # the pair's label counts (kept by triggers), read from the pairs_counts index
+        where.append("p.n_human = 0 AND p.n_import = 0 AND p.n_skip = 0")
     elif label != "any":  # in the viewer's letters: 'a' is a label for the text shown to them as A
         mine = ":label" if label not in SWAP else f"CASE WHEN {_A_FIRST} THEN :label ELSE '{SWAP[label]}' END"
         where.append(f"EXISTS ({cur} AND l.choice = {mine})")
@@ -111,16 +110,17 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     page, per_page = _paging(page, per_page)
     where, args = _where(search, source, annotator, label, flagged, pair_ids)
     args["viewer"] = _annotator_id(ws, viewer)
-    base = (" FROM pairs p JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
-            "JOIN responses rb ON rb.id = p.response_b WHERE " + " AND ".join(where))
-    total = ws.query("SELECT COUNT(*)" + base, args)[0][0]
+    texts = (" JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
+             "JOIN responses rb ON rb.id = p.response_b")
+    cond = " WHERE " + " AND ".join(where)
+    # counted on pairs alone unless the search reads the texts: the joins cost a million lookups each
+    total = ws.query("SELECT COUNT(*) FROM pairs p" + (texts if "q" in args else "") + cond, args)[0][0]
     pages = max(1, -(-total // per_page))
     page = min(page, pages)
     rows = ws.query(
         "SELECT p.id AS pair_id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag, p.created, "
-        f"{_A_FIRST} AS a_first, "
-        "(SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0) AS n_labels"
-        + base + f" ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
+        f"{_A_FIRST} AS a_first, p.n_human + p.n_import + p.n_skip AS n_labels FROM pairs p"
+        + texts + cond + f" ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
         {**args, "lim": per_page, "off": (page - 1) * per_page})
     votes = _votes(ws, [r["pair_id"] for r in rows])
     return Page([as_seen(dict(r), votes.get(r["pair_id"], []), bool(r["a_first"]), viewer) for r in rows],
