@@ -67,7 +67,7 @@ def bench_reward_model(calls: int) -> None:
 
 def _cfg(steps: int):
     from rloo_studio.rloo.config import RlooJobConfig
-    from rloo_studio.core.models import LoraSpec
+    from rloo_studio.core.model_options import LoraSpec
 
     return RlooJobConfig(rewards=["correctness"], reward_weights=[1.0], num_generations=4,
                          per_device_train_batch_size=16, max_steps=steps, beta=0.02, save_steps=10_000,

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from rloo_studio.core.models import LoraSpec
+from rloo_studio.core.model_options import LoraSpec
 
 TRAIN = dict(max_steps=2, beta=0.0, per_device_train_batch_size=8, num_generations=4, lora=LoraSpec(r=4, alpha=8),
              max_completion_length=48, save_steps=100, learning_rate=5e-2)

@@ -12,7 +12,7 @@ from rloo_studio.reward import breakdown as reward_breakdown
 from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.reward.job import held_out_rows, train_reward
 from rloo_studio.runs.runner import JobRunner, read_metrics
-from rloo_studio.core.models import LoraSpec
+from rloo_studio.core.model_options import LoraSpec
 
 THINK = "<think>\n7+5+0=12\n\n3+4+1=8\n</think>\n\nThe answer is {a}."
 PLAIN = "The answer is {a}."

@@ -86,7 +86,7 @@ def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
     from rloo_studio.label.generate import GenerateConfig
     from rloo_studio.reward.config import RewardJobConfig
     from rloo_studio.rloo.config import RlooJobConfig
-    from rloo_studio.core.models import ships_code
+    from rloo_studio.core.model_options import ships_code
 
     assert not any(c().trust_remote_code for c in (RewardJobConfig, RlooJobConfig, GenerateConfig))  # off by default
     folder = tmp_path / "custom"
@@ -111,7 +111,8 @@ def _run_with_adapter(tmp_path, model, **settings):
     import torch
     import yaml
     from peft import get_peft_model
-    from rloo_studio.core.models import LoraSpec, lora_config
+    from rloo_studio.core.models import lora_config
+    from rloo_studio.core.model_options import LoraSpec
 
     base, _, _ = load_causal_lm(str(model), "transformers", trust_remote_code=True)
     peft = get_peft_model(base, lora_config(LoraSpec(r=4, alpha=8), "CAUSAL_LM"))

@@ -1,5 +1,4 @@
 """The offline Qwen3 tokenizer and tiny models match the real Qwen3 where it matters to the studio."""
-import pytest
 
 
 def test_tokenizer_matches_qwen3(qwen3_tokenizer):

@@ -50,7 +50,7 @@ def test_parse_from_inside_the_reasoning():
 
 
 def test_reward_model_trains_on_one_think_and_the_responses_own_reasoning(qwen3_tokenizer):
-    from rloo_studio.reward.job import pair_rows, preflight, RewardJobConfig  # noqa: F401
+    from rloo_studio.reward.job import pair_rows
 
     pairs = [{"prompt": PROMPT, "chosen": REASONED, "rejected": "<think>\nguess\n</think>\n\n41", "pair_id": 1},
              {"prompt": PROMPT, "chosen": QWEN3_STYLE, "rejected": "guess</think>41", "pair_id": 2}]

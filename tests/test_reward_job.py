@@ -18,7 +18,8 @@ from rloo_studio.core.errors import ConfigError
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
 from rloo_studio.reward.job import format_preflight, held_out_rows, preflight, token_length, train_reward, truncate_thinking
 from rloo_studio.runs.runner import JobRunner, read_metrics, read_status
-from rloo_studio.core.models import LoraSpec, load_reward_adapter, load_seq_cls
+from rloo_studio.core.models import load_reward_adapter, load_seq_cls
+from rloo_studio.core.model_options import LoraSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT = dict(per_device_train_batch_size=8, eval_fraction=0.1, lora=LoraSpec(r=8, alpha=8))

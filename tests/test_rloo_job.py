@@ -14,7 +14,7 @@ from rloo_studio.rloo.job import preflight, train_rloo
 from rloo_studio.rloo.compare import compare, read_eval
 from rloo_studio.rloo.samples import read_samples
 from rloo_studio.runs.runner import JobRunner, read_metrics
-from rloo_studio.core.models import LoraSpec
+from rloo_studio.core.model_options import LoraSpec
 from reward_run_fixture import seeded_reward_run
 
 ROOT = Path(__file__).resolve().parent.parent

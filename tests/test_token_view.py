@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.core.models import LoraSpec
+from rloo_studio.core.model_options import LoraSpec
 from rloo_studio.rloo import tokens
 from rloo_studio.rloo.config import RlooJobConfig
 

@@ -7,7 +7,7 @@ from rloo_studio.reward.job import train_reward
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, read_metrics
-from rloo_studio.core.models import LoraSpec
+from rloo_studio.core.model_options import LoraSpec
 
 
 def _lora_state(path):

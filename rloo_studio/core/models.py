@@ -17,9 +17,7 @@ import torch  # noqa: E402
 
 from rloo_studio.core.errors import ModelLoadError  # noqa: E402
 from rloo_studio.core.paths import outside_allowed  # noqa: E402
-from rloo_studio.core.model_options import (  # noqa: E402,F401  (re-exported: callers import them from here)
-    BACKENDS, DEFAULT_TARGETS, TRUST_SHORT, TRUST_WARNING, LoraSpec, check_remote_code, ships_code,
-)
+from rloo_studio.core.model_options import BACKENDS, LoraSpec, check_remote_code  # noqa: E402
 
 def resolve(name_or_path: str) -> str:
     """A local folder for a path or a hub id already in the local cache; never downloads."""

@@ -174,7 +174,7 @@ def format_preflight(pf: dict) -> str:
     if pf.get("memory"):
         lines.append(pf["memory"])
     if pf.get("trust_remote_code"):
-        from rloo_studio.core.models import TRUST_WARNING
+        from rloo_studio.core.model_options import TRUST_WARNING
 
         lines.append("⚠ " + TRUST_WARNING)
     return "\n\n".join(lines)
@@ -190,7 +190,9 @@ def _load_model(cfg: RewardJobConfig, ctx: RunContext):
     if cfg.use_unsloth and bootstrap.UNSLOTH_VERSION and torch.cuda.is_available():
         from unsloth import FastModel
 
-        from rloo_studio.core.models import load_locked, check_remote_code, default_dtype
+        from rloo_studio.core.models import load_locked, default_dtype
+
+        from rloo_studio.core.model_options import check_remote_code
 
         path = resolve(cfg.model)
         check_remote_code(path, cfg.trust_remote_code)

@@ -17,7 +17,8 @@ from rloo_studio.rloo.samples import SamplesCallback, TokensCallback, WarningsCa
 from rloo_studio.runs.runner import RunContext, resume_point
 from rloo_studio.core.memory import for_rloo
 from rloo_studio.core.rule_rewards import RULES
-from rloo_studio.core.models import add_lora, check_remote_code, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
+from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
+from rloo_studio.core.model_options import check_remote_code
 from rloo_studio.rloo import rewards
 from rloo_studio.rloo.rewards import custom_reward_path
 from rloo_studio.runs.callback import StudioCallback

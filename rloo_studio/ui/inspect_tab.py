@@ -17,7 +17,7 @@ from rloo_studio.inspect.dataset import dataset_view
 from rloo_studio.inspect import model_input
 from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.label.store import flag_for_relabel
-from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
+from rloo_studio.core.model_options import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.studio import Studio
 from rloo_studio.core.thinking import SPLIT_MODES

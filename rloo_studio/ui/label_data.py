@@ -14,7 +14,7 @@ from rloo_studio.core.errors import explain
 from rloo_studio.label.exporting import FORMATS, export
 from rloo_studio.label.generate import GenerateConfig, generate_candidates
 from rloo_studio.label.importing import import_upload
-from rloo_studio.core.models import TRUST_SHORT, TRUST_WARNING
+from rloo_studio.core.model_options import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.label.prompts import prompt_sets
 from rloo_studio.label.demo_data import demo_summary, seed_demo
 from rloo_studio.studio import Studio

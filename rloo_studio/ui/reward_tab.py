@@ -17,7 +17,7 @@ from rloo_studio.runs.runner import ACTIVE
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
 from rloo_studio.reward.job import PREFLIGHT_SAMPLE, format_preflight, preflight
-from rloo_studio.core.models import TRUST_WARNING
+from rloo_studio.core.model_options import TRUST_WARNING
 from rloo_studio.studio import Studio
 from rloo_studio.reward.charts import PLOTS, REWARD_TITLES, reward_charts
 from rloo_studio.ui import launch_panel, messages, render, run_panel

@@ -21,7 +21,7 @@ from rloo_studio.rloo.config import LATEST
 from rloo_studio.rloo import compare as rloo_eval
 from rloo_studio.core import memory, model_choices
 from rloo_studio.rloo.charts import CHART_TITLES, PLOTS, rloo_charts
-from rloo_studio.core.models import TRUST_WARNING
+from rloo_studio.core.model_options import TRUST_WARNING
 from rloo_studio.runs import lifecycle, run_warnings, tail
 from rloo_studio.runs.catalog import find_run, trained_adapters
 from rloo_studio.studio import Studio
