@@ -20,8 +20,9 @@ to label per prompt), imports both into one workspace through the real import pa
              page 1 of 20 rows), a deep page, and the tab's filter choices (store.sources, records.annotators);
              the queries are interleaved, one uncounted round first
   export     `export(ws, out.jsonl)` of every labeled pair, in a subprocess (wall time, peak RSS)
-  preflight  the reward pre-flight (reward.job.preflight: token-length percentiles, over-length count) on the
-             demo model's tokenizer, in a subprocess under a time limit (--preflight-limit); its parts timed apart
+  preflight  the reward pre-flight as the Reward tab runs it (reward.job.preflight with its sample: token-length
+             percentiles, over-length count) on the demo model's tokenizer, in a subprocess under a time limit
+             (--preflight-limit); its parts timed apart
   memory     RSS of a process that opens the Studio on the workspace and computes the Label tab's first pair
              and the Records tab's first page, against the same on an empty workspace (interleaved subprocesses)
 
@@ -190,13 +191,14 @@ def run_child(what: str, ws: Path, file: Path | None = None, tree: str | None = 
 
 
 def preflight_child(args) -> dict:
-    """The reward pre-flight at this size, and its parts timed apart: resolving the labels (decided_pairs, which
-    preflight runs twice: preference_pairs and the label breakdown), and tokenizing a sample of pairs (the rate)."""
+    """The reward pre-flight at this size as the Reward tab runs it (one streaming pass over the labels, lengths
+    from a sample of PREFLIGHT_SAMPLE pairs), and its parts timed apart: resolving the labels (decided_pairs), the
+    preference pairs as the job reads them, and tokenizing a sample of pairs (the rate; the job tokenizes all)."""
     from rloo_studio.core.models import load_tokenizer, resolve
     from rloo_studio.core.workspace import Workspace
     from rloo_studio.label.store import decided_pairs, preference_pairs
     from rloo_studio.reward.config import RewardJobConfig
-    from rloo_studio.reward.job import _pair_length, pair_rows, preflight
+    from rloo_studio.reward.job import PREFLIGHT_SAMPLE, _pair_length, pair_rows, preflight
 
     ws, cfg = Workspace(args.ws), RewardJobConfig()
     tok = load_tokenizer(resolve(cfg.model), cfg.trust_remote_code)
@@ -218,9 +220,9 @@ def preflight_child(args) -> dict:
         out["sample_p50"] = sorted(lens)[len(lens) // 2]
     else:
         t0 = time.perf_counter()
-        pf = preflight(ws, cfg, tok=tok)
-        out = {"preflight_s": round(time.perf_counter() - t0, 2), "pairs": pf["pairs"], "lengths": pf["lengths"],
-               "over_length": pf["over_length"]}
+        pf = preflight(ws, cfg, tok=tok, sample=PREFLIGHT_SAMPLE)  # as the Reward tab runs it
+        out = {"preflight_s": round(time.perf_counter() - t0, 2), "pairs": pf["pairs"], "sampled": pf["sampled"],
+               "lengths": pf["lengths"], "over_length": pf["over_length"]}
     return out
 
 
