@@ -28,7 +28,7 @@ run: $(STAMP)
 	$(PY) app.py
 
 test: $(STAMP) chromium
-	$(PY) -m pytest -q -n 2 --dist loadgroup tests
+	$(PY) -m pytest -q tests
 
 # The core tests only: no browser, no training (markers set in tests/conftest.py).
 test-fast: $(STAMP)

@@ -148,6 +148,8 @@ def pytest_collection_modifyitems(config, items):
         g = group[item.module.__name__.rpartition(".")[2]]
         firsts.setdefault(g, i)
         item.add_marker(pytest.mark.xdist_group(g))
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # one process: the files' own order
     # stable: a group's modules keep their order, and each module's tests stay together
     items.sort(key=lambda it: (rank.get(group[it.module.__name__.rpartition(".")[2]], len(rank)),
                                firsts[group[it.module.__name__.rpartition(".")[2]]]))

@@ -117,8 +117,8 @@ def _write_dataset(splits: dict[str, Iterator[str]], out: Path, tmp: Path) -> Pa
     from datasets import Dataset, DatasetDict
 
     parts = {}
-    for name, lines in splits.items():
-        path = tmp / f"split-{name or 'all'}.jsonl"
+    for name, lines in splits.items():  # a new file each call: datasets caches a file by its path and mtime
+        path = Path(tempfile.mkstemp(prefix=f"split-{name or 'all'}-", suffix=".jsonl", dir=tmp)[1])
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(lines)
         parts[name] = Dataset.from_json(str(path), cache_dir=str(tmp / "cache"))
@@ -153,6 +153,8 @@ def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bo
             raise DataError("no labeled pairs with a preference to export yet")
         paths = []
         if test_fraction > 0:
+            if n < 2:
+                raise DataError(f"A train/test split needs at least 2 labeled pairs; there is {n}.")
             test = set(random.Random(seed).sample(range(n), max(1, int(n * test_fraction))))
             if out.suffix.lower() in (".jsonl", ".parquet"):
                 paths += [_write(rows, _with_tag(out, "train"), tmp, lambda i: i not in test),

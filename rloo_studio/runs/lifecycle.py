@@ -73,14 +73,15 @@ def refuse_if_busy(ws: Workspace, runner: JobRunner | None) -> None:
 def stop(ws: Workspace, runner: JobRunner, run_id) -> str:
     """Ask a run of this app to stop; returns what will happen, or raises a DataError saying why not."""
     r = find_run(ws, run_id)
-    if not runner.stop(r["id"]) or runner.status(r["id"]).get("status") not in ACTIVE:
+    if not can_stop(runner, r["id"]) or not runner.stop(r["id"]):
         raise DataError(f"{r['id']} is not running in this app: there is nothing to stop.")
     return f"Stopping {r['id']}: {STOPPING}."
 
 
 def can_stop(runner: JobRunner, run_id: str | None) -> bool:
     """Whether Stop would stop `run_id`: a job of this app that is queued or running."""
-    return bool(run_id) and run_id in runner.contexts and runner.status(run_id).get("status") in ACTIVE
+    ctx = runner.contexts.get(run_id) if run_id else None
+    return ctx is not None and not ctx.final  # queued (no status written yet) or running
 
 
 def can_resume(ws: Workspace, runner: JobRunner, kind: str, run_id: str | None) -> bool:
