@@ -215,7 +215,7 @@ def build(studio: Studio):
         w.change(partial(draw, ws), draw_in, plot, **quiet)
     delete.click(partial(remove, ws), [pick, confirm], msg).then(partial(refresh, ws), pick, [table, pick]).then(
         lambda: False, None, confirm).then(partial(choose, ws), [pick, metric], [metric, details]).then(
-        partial(draw, ws), draw_in, plot)
+        partial(draw, ws), draw_in, plot).then(partial(first_rloo, ws), pick, token_run)
     messages.clear_on([(pick.input, []), (delete.click, [msg]), (b_launch.click, [launch_out]),
                        (b_export.click, [export_msg])], [msg, launch_out])
 
