@@ -50,6 +50,17 @@ def labels_of(ws_dir, name) -> list[int]:
         (name,))]
 
 
+# Holds for 3 s every event the page sends except those that carry the name (the page-load view): the page selects
+# its first tab as it loads, before the name is filled, and that select's view then reaches the page after the
+# load's view. It wiped the pair about one second tab in three under load.
+LOAD_VIEW_FIRST = """(() => {
+  const real = window.fetch, name = %s;
+  window.heldEvents = 0;
+  window.fetch = (url, opts) => String(url).includes('/queue/join') && !String((opts || {}).body || '').includes(name)
+    ? (window.heldEvents++, new Promise(r => setTimeout(r, 3000)).then(() => real(url, opts))) : real(url, opts);
+})();"""
+
+
 def test_reload_and_a_second_tab_show_the_same_pair_in_the_same_order(app):
     with open_page(app.url) as page:
         first = start_labeling(page, "reloader")
@@ -57,15 +68,12 @@ def test_reload_and_a_second_tab_show_the_same_pair_in_the_same_order(app):
         expect(page.get_by_label("Your name")).to_have_value("reloader", timeout=30000)
         wait_for_pair(page, first[0])
         assert shown(page) == first  # the same pair, the same side on the left
-        tab = page.context.new_page()  # a second tab of the same browser
+        tab = page.context.new_page()  # a second tab of the same browser, whose page-load view comes back first:
+        tab.add_init_script(LOAD_VIEW_FIRST % json.dumps("reloader"))  # the race that wiped its pair (stop 32)
         tab.goto(app.url)
-        try:
-            wait_for_pair(tab, first[0])
-        except AssertionError:
-            # KNOWN BUG (issue 25 note, stop 30): about one first paint in three of a second tab shows the name
-            # but no pair ("Enter your name"); the same tab reloaded shows the pair. Still checked: same pair.
-            tab.reload()
-            wait_for_pair(tab, first[0])
+        wait_for_pair(tab, first[0])
+        tab.wait_for_timeout(4000)  # the held events (the tab's own select among them) have come back
+        assert tab.evaluate("window.heldEvents") > 0
         assert shown(tab) == first
         tab.close()  # a closed page's pair comes back at once to the same person, not after CLAIM_SECONDS
         page.locator("#lbl-progress").click()

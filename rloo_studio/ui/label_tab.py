@@ -144,6 +144,15 @@ def first_view(studio: Studio, form: LabelInputs):
     return *show_next(studio, form, RESTARTED if form.boot not in ("", BOOT) else ""), BOOT
 
 
+def back_on_tab(studio: Studio, form: LabelInputs):
+    """The tab selected: the session's pair again. The page also selects its first tab as it loads, before the load
+    event has filled the name and this browser's id; a view drawn then (no name) could reach the page after the
+    load's view and wipe its pair, so it draws nothing until both are known."""
+    if not (form.name or "").strip() or not form.session:
+        return unchanged()
+    return show_next(studio, form)
+
+
 def relabel(studio: Studio, form: LabelInputs):
     store.release(studio.ws, form.session)
     return show_next(studio, form)
@@ -392,7 +401,7 @@ def build(studio: Studio):
             None, boot, None, js=remember_js(key, "boot")).then(
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
-        tab.select(**next_pair(show_next), outputs=outs).then(
+        tab.select(**next_pair(back_on_tab), outputs=outs).then(
             lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by).then(
             lambda: (sources_update(studio), guidelines_md(studio)), None, [src, guides])  # sent from other tabs
 
