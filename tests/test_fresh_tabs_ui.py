@@ -23,7 +23,8 @@ from rloo_studio.core.workspace import Workspace
 from rloo_studio.rloo.config import preset
 from rloo_studio.runs.runner import prepare_run, write_status
 
-# One entry per animation frame from now on: [ms, part visible?, part's text, charts: [x-axis range, points' x]].
+# One entry per animation frame from now on: [ms, part visible?, part's text, charts: [x-axis range, points' x],
+# the part has a box (its tab is shown)?, what its ::before shows ('' if nothing)].
 FRAMES_JS = """([part, charts]) => {
   const frames = window.__frames = [];  // a recording started earlier stops: it writes to its own list
   const t0 = performance.now();
@@ -35,7 +36,9 @@ FRAMES_JS = """([part, charts]) => {
       if (!g || !g._fullLayout || !g._fullLayout.xaxis) return null;
       return [g._fullLayout.xaxis.range.slice(), (g.data || []).flatMap(t => [...(t.x || [])])];
     });
-    frames.push([performance.now() - t0, shown(el), el ? el.innerText : '', plots]);
+    const boxed = !!el && !!el.offsetParent, note = boxed ? getComputedStyle(el, '::before') : null;
+    frames.push([performance.now() - t0, shown(el), el ? el.innerText : '', plots, boxed,
+                 note && note.visibility === 'visible' && note.content !== 'none' ? note.content : '']);
     if (frames === window.__frames && frames.length < 3000) requestAnimationFrame(loop);
   };
   loop();
@@ -50,7 +53,12 @@ def first_shown(page, tab: str, part: str, charts: str = "#none") -> list:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     frames = page.evaluate("window.__frames")
     assert not frames[0][1], f"{part} was already visible before {tab} was clicked"
-    return next(f for f in frames if f[1])
+    i = next(i for i, f in enumerate(frames) if f[1])
+    # while the tab is shown and its part not yet current, the part's place says so (not a blank space)
+    assert any(f[4] for f in frames[:i]), f"{part} was drawn current in the frame its tab appeared"
+    blank = [f[0] for f in frames[:i] if f[4] and "Updating" not in f[5]]
+    assert not blank, f"{part}: blank, not 'Updating…', {len(blank)} frames from {blank[0]:.0f} ms after the click"
+    return frames[i]
 
 
 def assert_axes_cover(frame, where: str, at_least: int | None = None) -> None:

@@ -26,11 +26,16 @@ from rloo_studio.runs.chart_data import Chart
 from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, inputs, render
 
+# Said in place of a stale part's first line (the status line, the runs table) while its fresh tick is queued:
+# under load that can take seconds, and a blank space reads as "nothing here".
+UPDATING = ("content:'Updating to the current state\\2026'; visibility:visible; font-style:italic; "
+            "color:var(--body-text-color-subdued)")
 CSS = """
 .run-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
 .run-status .failed, .run-status .bad {color:var(--error-text-color, #c00); font-weight:600}
 .run-status progress {width:14em; vertical-align:middle; margin:0 .6em}
-""" + "".join(f"body:not(.fresh-{k}) .live-{k} {{visibility:hidden}}\n" for k in ("reward", "rloo", "runs"))
+""" + "".join(f"body:not(.fresh-{k}) .live-{k} {{visibility:hidden}}\n"
+              f"body:not(.fresh-{k}) .block.live-{k}.live-note::before {{{UPDATING}}}\n" for k in ("reward", "rloo", "runs"))
 
 # On every tab's selection, in the browser (no server round trip), first of the tab's select events: every
 # tab's live parts are stale, so the tab left is hidden when it comes back until its fresh tick has drawn it.
@@ -38,9 +43,11 @@ LEAVE_JS = "() => { for (const c of [...document.body.classList]) if (c.startsWi
            "document.body.classList.remove(c); }"
 
 
-def live(key: str) -> list[str]:
-    """elem_classes of a part that shows a run's state: hidden after its tab is left until drawn afresh."""
-    return [f"live-{key}"]
+def live(key: str, note: bool = False) -> list[str]:
+    """elem_classes of a part that shows a run's state: hidden after its tab is left until drawn afresh; a
+    `note` part says "Updating…" meanwhile (one per tab: the first thing the eye reads; on its outer block, as
+    Gradio puts elem_classes on an HTML component's inner div too)."""
+    return [f"live-{key}"] + (["live-note"] if note else [])
 
 
 def shown_js(key: str) -> str:
@@ -102,7 +109,7 @@ class RunPanel:
     @classmethod
     def build(cls, studio: Studio, kind: str, empty: str) -> RunPanel:
         """The status line and the failure box, here; the charts go where the tab calls add_charts."""
-        status = gr.HTML(elem_id=f"{kind}-status", elem_classes=["run-status", *live(kind)])
+        status = gr.HTML(elem_id=f"{kind}-status", elem_classes=["run-status", *live(kind, note=True)])
         return cls(studio, kind, empty, status, gr.HTML(elem_id=f"{kind}-failure", elem_classes=live(kind)),
                    gr.State({}))
 

@@ -181,7 +181,7 @@ def first_rloo(ws, selected) -> str:
 def build(studio: Studio):
     ws = studio.ws
     table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, column_widths=WIDTHS,
-                         elem_id="runs-table", elem_classes=run_panel.live("runs"))  # shown once current
+                         elem_id="runs-table", elem_classes=run_panel.live("runs", note=True))  # shown once current
     with gr.Row():
         pick = gr.Dropdown([r["id"] for r in ws.runs()], multiselect=True, label="Runs to compare", scale=3,
                            elem_id="runs-pick")
