@@ -16,6 +16,17 @@ NAME = "guidelines-reader"  # an annotator of this test's own: the workspace is 
 TEXT = "# Prefer the right sum\n\n- check every digit line\n- a tie only when both answers are right"
 
 
+# The page's events sent in its first 3 s are held 2 s (in the browser): the page-load events land after the
+# guidelines were typed, as on a busy machine. A value the load event sent for the edit box replaced the typed
+# text, and Save then said "Guidelines removed" (seen under two test workers at 95% load).
+LOAD_LANDS_LATE = """(() => {
+  const real = window.fetch;
+  window.heldEvents = 0;
+  window.fetch = (url, opts) => String(url).includes('/queue/join') && performance.now() < 3000
+    ? (window.heldEvents++, new Promise(r => setTimeout(r, 2000)).then(() => real(url, opts))) : real(url, opts);
+})();"""
+
+
 @pytest.fixture(scope="module")
 def app(demo_app):
     return demo_app  # no test on it sets guidelines or starts an RLOO run
@@ -23,10 +34,15 @@ def app(demo_app):
 
 def test_guidelines_stay_after_a_reload_and_progress_moves_after_a_label(app):
     ws = Workspace(app.ws_dir)
-    with open_page(app.url) as page:
+    with open_page("about:blank") as page:
+        page.add_init_script(LOAD_LANDS_LATE)
+        page.goto(app.url)
         expect(page.locator("#lbl-guidelines")).to_contain_text("No labeling guidelines", timeout=30_000)
         page.get_by_role("button", name=re.compile("^Edit the guidelines")).click()
         page.locator("#lbl-guidelines-edit textarea").fill(TEXT)
+        page.wait_for_timeout(3000)  # the held page-load events have landed
+        assert page.evaluate("window.heldEvents") > 0
+        expect(page.locator("#lbl-guidelines-edit textarea")).to_have_value(TEXT)
         page.locator("#lbl-guidelines-save").click()
         expect(page.locator("#lbl-guidelines-msg")).to_contain_text("Guidelines saved", timeout=30_000)
         expect(page.locator("#lbl-guidelines h1")).to_have_text("Prefer the right sum")
@@ -35,6 +51,8 @@ def test_guidelines_stay_after_a_reload_and_progress_moves_after_a_label(app):
         expect(page.locator("#lbl-guidelines h1")).to_have_text("Prefer the right sum", timeout=30_000)
         expect(page.locator("#lbl-guidelines li")).to_have_text(["check every digit line",
                                                                  "a tie only when both answers are right"])
+        page.get_by_role("button", name=re.compile("^Edit the guidelines")).click()  # the stored text, to edit
+        expect(page.locator("#lbl-guidelines-edit textarea")).to_have_value(TEXT, timeout=30_000)
 
         page.get_by_label("Your name").fill(NAME)
         page.get_by_label("Your name").press("Enter")

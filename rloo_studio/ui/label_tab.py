@@ -259,27 +259,35 @@ def guidelines_md(studio: Studio) -> str:
 
 
 def save_guidelines(studio: Studio, text):
-    """(guidelines shown, message): stored for the whole workspace, or a plain message and nothing saved."""
+    """(guidelines shown, message, stored text): stored for the whole workspace, or a plain message and nothing
+    saved."""
     try:
         kept = guidelines.save(studio.ws, text)
     except Exception as e:  # too long, or the disk refused: say so, the stored text stays as it was
-        return gr.skip(), status_html(explain(e), True)
+        return gr.skip(), status_html(explain(e), True), gr.skip()
     return kept or NO_GUIDELINES, status_html("Guidelines saved: everyone labeling in this workspace sees them." if kept
-                                       else "Guidelines removed.")
+                                              else "Guidelines removed."), kept
+
+
+# The edit box is filled in the browser as it opens (no round trip), with the stored text unless something is typed:
+# a value sent by the page-load event could land after the person typed and replace it (then "Guidelines removed").
+FILL_EDIT_JS = "(stored, typed) => (typed || '').trim() ? typed : stored"
 
 
 def guidelines_section(studio: Studio):
     """Shown above the pair: the workspace's guidelines (markdown), editable by anyone labeling."""
     with gr.Accordion("Labeling guidelines", open=True, elem_id="lbl-guidelines-box"):
         shown = gr.Markdown(lambda: guidelines_md(studio), elem_id="lbl-guidelines")
-        with gr.Accordion("Edit the guidelines (markdown, shared by everyone labeling in this workspace)", open=False):
-            text = gr.Textbox(lambda: guidelines.get(studio.ws), lines=5, max_lines=30, show_label=False,
-                              placeholder="# What makes a response better\n- the right answer first\n- ...",
-                              elem_id="lbl-guidelines-edit")
+        stored = gr.Textbox(lambda: guidelines.get(studio.ws), visible=False)  # as stored when the page loaded
+        with gr.Accordion("Edit the guidelines (markdown, shared by everyone labeling in this workspace)",
+                          open=False) as edit:
+            text = gr.Textbox(lines=5, max_lines=30, show_label=False, elem_id="lbl-guidelines-edit",
+                              placeholder="# What makes a response better\n- the right answer first\n- ...")
             with gr.Row():
                 save = gr.Button("Save guidelines", scale=0, min_width=180, elem_id="lbl-guidelines-save")
                 note = gr.HTML(elem_id="lbl-guidelines-msg")
-    save.click(partial(save_guidelines, studio), text, [shown, note])
+    edit.expand(None, [stored, text], text, js=FILL_EDIT_JS)
+    save.click(partial(save_guidelines, studio), text, [shown, note, stored])
     return shown
 
 
