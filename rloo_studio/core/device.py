@@ -14,6 +14,7 @@ def describe() -> dict:
         free, total = torch.cuda.mem_get_info(i)
         name = f"{torch.cuda.get_device_name(i)} ({total / 2**30:.0f} GB, {free / 2**30:.0f} GB free)"
     else:
-        name = f"CPU ({torch.get_num_threads()} threads, {os.cpu_count()} cores)"
+        n, cores = torch.get_num_threads(), os.cpu_count()
+        name = f"CPU ({n} thread{'s' * (n != 1)}, {cores} core{'s' * (cores != 1)})"
     backend = f"Unsloth {bootstrap.UNSLOTH_VERSION}" if bootstrap.UNSLOTH_VERSION else "transformers + PEFT"
     return {"device": name, "cuda": torch.cuda.is_available(), "backend": backend, "unsloth_error": bootstrap.UNSLOTH_ERROR}
