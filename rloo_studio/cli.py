@@ -6,6 +6,7 @@
     python -m rloo_studio eval-demo   [--model PATH] [--adapter DIR] [--n 500]
     python -m rloo_studio runs [list | show RUN.. [--step N [--prompt K]] | compare RUN.. --metric KEY] --workspace DIR
     python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --prompt T --response T [--json]
+    python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --file ROWS.jsonl
     python -m rloo_studio import FILE  --workspace DIR [--name NAME] [--keep-duplicates]
     python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
     python -m rloo_studio export-model RUN --workspace DIR --out DIR [--merged]
@@ -17,8 +18,9 @@ import json
 import os
 import signal
 import sys
+import time
 
-from rloo_studio.core.errors import StudioError
+from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.core.paths import DEFAULT_WORKSPACE
 from rloo_studio.core.config import build
 from rloo_studio.core.paths import ASSETS
@@ -156,6 +158,10 @@ def cmd_export_model(a) -> int:
 def cmd_score(a) -> int:
     from rloo_studio.inspect.scoring import score_json
 
+    if a.file:
+        return score_file(a)
+    if a.prompt is None or a.response is None:
+        raise DataError("score needs --prompt and --response, or --file with one JSON object per line.")
     ws = Workspace(a.workspace) if a.reward_run else None
     response = sys.stdin.read() if a.response == "-" else a.response
     think = None if a.enable_thinking is None else a.enable_thinking == "true"
@@ -168,6 +174,35 @@ def cmd_score(a) -> int:
               + ("  (truncated: reasoning never closed)" if out["truncated"] else ""))
         for k, s in enumerate(out["steps"], 1):
             print(f"  step {k:>2} {s['score']:+.4f} ({s['delta']:+.4f})  {s['text'][:60]!r}")
+    return 0
+
+
+def score_file(a) -> int:
+    """`score --file F`: every row of a JSON-lines file scored (inspect.dataset.score_rows), one JSON line out
+    per row; progress on stderr; a reward run's scores kept in its folder (a second look is read)."""
+    from rloo_studio.inspect.dataset import run_cache, score_rows
+    from rloo_studio.inspect.scoring import load_scorer
+    from rloo_studio.label.reading import iter_rows
+
+    rows = [row for _, row in iter_rows(a.file)[1]]
+    ws = Workspace(a.workspace) if a.reward_run else None
+    think = None if a.enable_thinking is None else a.enable_thinking == "true"
+    scorer = load_scorer(ws, a.reward_run, a.reward_model, a.trust_remote_code, think)
+    cache = run_cache(ws, a.reward_run, scorer) if a.reward_run and scorer.trained else None
+    last = [0.0]
+
+    def tell(p) -> None:
+        if time.monotonic() - last[0] >= 2 or p.done == p.total:
+            last[0] = time.monotonic()
+            left = f", about {lifecycle.describe_time(p.eta)} left" if p.eta is not None and p.done < p.total else ""
+            print(f"scored {p.done:,} of {p.total:,} responses{left}", file=sys.stderr, flush=True)
+
+    try:
+        for row in score_rows(scorer, rows, cache, tell):
+            print(json.dumps(row, ensure_ascii=False))
+    finally:
+        if cache is not None:
+            cache.close()
     return 0
 
 
@@ -298,8 +333,10 @@ def _add_score(sub) -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--reward-run", metavar="RUN_ID", help="a trained reward run of the workspace")
     g.add_argument("--reward-model", metavar="PATH", help="a reward adapter folder, or a base model (untrained head)")
-    p.add_argument("--prompt", required=True)
-    p.add_argument("--response", required=True, help="the response text ('-' reads it from stdin)")
+    p.add_argument("--prompt")
+    p.add_argument("--response", help="the response text ('-' reads it from stdin)")
+    p.add_argument("--file", metavar="JSONL", help="score every row instead: {prompt, response} rows get a score, "
+                   "{prompt, chosen, rejected} rows both scores and the margin; one JSON line out per row")
     p.add_argument("--split", choices=["blank", "line", "sentence"], default="blank", help="step split (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--enable-thinking", choices=["true", "false"], default=None,

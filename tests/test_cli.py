@@ -69,6 +69,38 @@ def test_score_prints_a_cut_response_without_an_answer_score(tmp_path, capsys):
     assert "answer alone —" in out and "truncated" in out and "step  1" in out, out
 
 
+def test_score_a_file_prints_a_line_per_row_with_the_single_texts_scores(tmp_path, capsys):
+    """`score --file`: {prompt, response} rows get their score, {prompt, chosen, rejected} rows both scores and
+    the margin, each equal to scoring that text alone; other keys kept; progress on stderr; a bad row refused
+    in words before anything is scored."""
+    from rloo_studio.cli import main
+    from rloo_studio.core.paths import DEMO_MODEL
+    from rloo_studio.inspect.scoring import score_json
+
+    good, bad = "<think>\n1+2+0=3\n</think>\n\nThe answer is 3.", "The answer is 4."
+    rows = [{"prompt": "What is 1 + 2?", "response": good, "id": "a"},
+            {"prompt": "What is 1 + 2?", "chosen": good, "rejected": bad, "id": "b"},
+            {"prompt": "What is 20 + 22?", "response": "The answer is 42."}]
+    f = tmp_path / "rows.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = ["score", "--workspace", str(tmp_path / "ws"), "--reward-model", str(DEMO_MODEL)]
+    assert main([*base, "--file", str(f)]) == 0
+    cap = capsys.readouterr()
+    out = [json.loads(line) for line in cap.out.splitlines()]
+    alone = lambda p, r: score_json(None, None, str(DEMO_MODEL), p, r)["total"]  # noqa: E731
+    assert [o["id"] for o in out[:2]] == ["a", "b"] and len(out) == 3
+    assert out[0]["score"] == pytest.approx(alone(rows[0]["prompt"], good), abs=1e-5)
+    assert out[1]["chosen_score"] == pytest.approx(alone(rows[1]["prompt"], good), abs=1e-5)
+    assert out[1]["rejected_score"] == pytest.approx(alone(rows[1]["prompt"], bad), abs=1e-5)
+    assert out[1]["margin"] == pytest.approx(out[1]["chosen_score"] - out[1]["rejected_score"])
+    assert out[2]["score"] == pytest.approx(alone(rows[2]["prompt"], "The answer is 42."), abs=1e-5)
+    assert "scored 3 of 3 responses" in cap.err
+    f.write_text(json.dumps(rows[0]) + "\n" + json.dumps({"prompt": "q", "chosen": "x"}) + "\n")
+    assert main([*base, "--file", str(f)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and "Row 2 needs a prompt and a response" in cap.err, cap.err
+
+
 def test_score_a_model_with_its_own_code_only_with_the_flag(tmp_path):
     from custom_model import make_custom_code_model
 

@@ -194,3 +194,86 @@ def test_dataset_view_on_the_demo_pairs(trained_ws):
     assert all(p.margin < 0 for p in v.disagreements) and len(v.disagreements) <= 5
     first = v.pairs[0]
     assert abs(first.chosen_score - score_texts(sc, [first.prompt], [first.chosen])[0]) < 1e-4
+
+
+def test_the_dataset_view_scores_each_pair_as_the_pair_view_does_and_a_second_look_is_kept(trained_ws):
+    """Issue 26: the labeled set scored in token-budget batches, last token only, equals each pair scored on
+    its own (the Pair view's path); the scores are kept in the run's folder, a second look scores nothing, a
+    stopped scoring keeps what it did and the next one goes on from there, and a new adapter empties the cache."""
+    import os
+
+    from rloo_studio.inspect.dataset import Stopped, dataset_view, run_cache, score_labeled
+    from rloo_studio.label.store import preference_pairs
+
+    ws, rid = trained_ws, trained_ws.trained_run
+    sc = load_scorer(ws, reward_run=rid)
+    (ws.run_dir(rid) / "scores.sqlite").unlink(missing_ok=True)
+    seen = []
+    cache = run_cache(ws, rid, sc)
+    view = dataset_view(sc, ws, top=5, cache=cache, progress=seen.append)
+    rows = preference_pairs(ws)
+    assert [p.pair_id for p in view.pairs] == [r["pair_id"] for r in rows]
+    texts = {(r["prompt"], t) for r in rows for t in (r["chosen"], r["rejected"])}
+    assert len(cache) == len(texts) and seen[-1].done == seen[-1].total == len(texts) and seen[-1].kept == 0
+    for p in view.pairs[:: max(1, len(view.pairs) // 12)]:  # a dozen pairs across the set, each scored alone
+        alone = score_responses(sc, [(p.prompt, p.chosen), (p.prompt, p.rejected)], answer_alone=False)
+        assert p.chosen_score == pytest.approx(alone[0].total, abs=1e-5)
+        assert p.rejected_score == pytest.approx(alone[1].total, abs=1e-5)
+
+    again = []
+    second = dataset_view(sc, ws, top=5, cache=cache, progress=again.append)
+    assert again == []  # every score read from the cache, nothing scored
+    assert [(p.chosen_score, p.rejected_score) for p in second.pairs] == \
+           [(p.chosen_score, p.rejected_score) for p in view.pairs]
+    cache.close()
+
+    (ws.run_dir(rid) / "scores.sqlite").unlink()
+    cache = run_cache(ws, rid, sc)
+
+    def stop_at_the_third_batch(p):
+        seen.append(p)
+        if len(seen) == 3:
+            raise Stopped("stopped")
+
+    seen.clear()
+    with pytest.raises(Stopped):
+        score_labeled(sc, rows, cache, stop_at_the_third_batch, batch_tokens=1024)
+    kept = len(cache)
+    assert 0 < kept == seen[-1].done < len(texts)  # the batches scored before the stop, kept
+    seen.clear()
+    scores = score_labeled(sc, rows, cache, seen.append, batch_tokens=1024)
+    assert seen[0].kept == kept and seen[-1].done == len(texts) - kept  # went on from there
+    assert [s for pair in scores for s in pair] == \
+           pytest.approx([s for p in view.pairs for s in (p.chosen_score, p.rejected_score)], abs=1e-5)
+    cache.close()
+
+    adapter = ws.run_dir(rid) / "adapter" / "adapter_model.safetensors"
+    st = adapter.stat()
+    os.utime(adapter, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # the run saved its adapter again
+    cache = run_cache(ws, rid, sc)
+    assert len(cache) == 0
+    cache.close()
+
+
+def test_the_dataset_views_stop_keeps_what_was_scored_and_the_next_look_goes_on(trained_ws):
+    """The Inspect tab's Dataset callback: its progress says how far it is and how long is left; Stop ends it
+    after the batch in hand with a plain message; the next look reads the kept scores and scores the rest."""
+    from rloo_studio.ui import inspect_tab
+
+    ws, rid = trained_ws, trained_ws.trained_run
+    (ws.run_dir(rid) / "scores.sqlite").unlink(missing_ok=True)
+    form = inspect_tab.InspectInputs(reward_model=rid)
+    said = []
+
+    def stop_at_once(fraction, desc="", unit=""):
+        said.append((fraction, desc))
+        inspect_tab.stop_dataset(ws)  # as the Stop button does, while the first batch is reported
+
+    summary, hist, rows = inspect_tab.do_dataset(ws, form, progress=stop_at_once)
+    assert "Stopped after" in summary and "Their scores are kept" in summary and rows == [], summary
+    (done, total), desc = said[0]
+    assert 0 < done < total and desc.startswith(f"Scoring {done:,} of {total:,} responses · about ")
+    said.clear()
+    summary, hist, rows = inspect_tab.do_dataset(ws, form, progress=lambda f, desc="", unit="": said.append(desc))
+    assert "accuracy" in summary.lower() and "<svg" in hist, summary
+    assert f"({done:,} kept from an earlier look)" in said[0] and said[-1].startswith(f"Scoring {total - done:,} of")

@@ -11,6 +11,7 @@ RLOO's reward-model reward (rloo.rewards) all build that same text here.
     reward_ids(tok, prompt_text, response_text)    that text tokenized as TRL tokenizes it
     format_text(tok, prompt, response)             from a raw prompt and response: chat template applied
     format_ids(tok, prompt, response)              ... and tokenized
+    format_ids_many(tok, prompts, responses)       format_ids of many, in one tokenizer call
     prompt_ids(tok, prompt_text)                   the ids a tokenized text starts with for this prompt
                                                    (what the token-id path puts before a completion's ids)
 """
@@ -41,6 +42,21 @@ def format_text(tok, prompt, response: str, enable_thinking: bool = True) -> str
 def format_ids(tok, prompt, response: str, enable_thinking: bool = True) -> list[int]:
     """format_text tokenized as TRL's RewardTrainer tokenizes it."""
     return list(tok(text=format_text(tok, prompt, response, enable_thinking))["input_ids"])
+
+
+def format_ids_many(tok, prompts: list, responses: list[str], enable_thinking: bool = True) -> list[list[int]]:
+    """format_ids of each (prompt, response): each distinct prompt rendered once (a pair's two responses share
+    it), the texts tokenized in one call (the tokenizer's batch path)."""
+    if not responses:
+        return []
+    tpl, chats = template_info(tok, enable_thinking), {}
+    texts = []
+    for prompt, response in zip(prompts, responses):
+        key = prompt if isinstance(prompt, str) else repr(prompt)
+        if key not in chats:
+            chats[key] = chat_prompt(tok, prompt, enable_thinking)
+        texts.append(reward_text(tok, chats[key], continuation(tpl, response)))
+    return [list(x) for x in tok(text=texts)["input_ids"]]
 
 
 def prompt_ids(tok, prompt_text: str) -> list[int]:

@@ -1,17 +1,35 @@
 """The labeled set as the reward model sees it: every pair scored, accuracy, the margin histogram, the
 pairs the model disagrees with, and whether scores follow length (Inspect's Dataset view, the records
-table). Scoring itself is reward.scoring's; `summarize` needs no model."""
+table). `summarize` needs no model.
+
+Scoring the set (`score_labeled`) costs about one batched forward pass over its tokens: each text is
+scored once (a text in two pairs too), read at its last token only, in batches of similar length under a
+token budget (scoring.length_batches), a chunk of texts tokenized at a time so that memory stays bounded.
+A reward run's scores are kept in its folder (score_cache), so a second look is read, not computed; a
+progress callback sees every batch and may stop the work (what was scored stays kept)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
-from rloo_studio.core.errors import DataError
+from rloo_studio.core.errors import DataError, StudioError
+from rloo_studio.core.reward_input import format_ids_many
 from rloo_studio.core.stats import correlation
 from rloo_studio.core.thinking import Template
 from rloo_studio.label.store import preference_pairs
 from rloo_studio.core.thinking import pair_kind
-from rloo_studio.inspect.scoring import Scorer, load_scorer, parse_response, score_texts
+from rloo_studio.inspect.score_cache import ScoreCache, text_key
+from rloo_studio.inspect.scoring import Scorer, final_scores, load_scorer, parse_response
 from rloo_studio.runs.catalog import adapter_dir, find_run
+
+CHUNK = 4096
+"""Texts tokenized and scored at a time."""
+BATCH_TOKENS = 16384
+"""Padded tokens per forward pass (rows x the longest of the batch); bench/bench_dataset_scoring.py."""
+
+
+class Stopped(StudioError):
+    """The scoring was stopped by the person; what it scored is kept."""
 
 LENGTH_BIAS_WARN = 0.5
 """|Pearson r| of score vs length at or above which the dataset view warns."""
@@ -98,16 +116,93 @@ def summarize(pairs: list[PairScore], bins: int = 20, top: int = 10, warn_r: flo
     )
 
 
-def dataset_view(scorer: Scorer, ws, batch_size: int = 16, top: int = 10) -> DatasetView:
-    """Score every labeled pair (label.store.preference_pairs) and summarize."""
+@dataclass
+class Progress:
+    """What score_labeled tells its callback after each batch."""
+    done: int  # texts scored so far in this call
+    total: int  # texts this call scores (those not already kept)
+    kept: int  # texts whose score was already kept (not scored again)
+    seconds: float  # since the first batch began
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the pace so far (None before the first batch)."""
+        return self.seconds / self.done * (self.total - self.done) if self.done else None
+
+
+def run_cache(ws, reward_run: str, scorer: Scorer) -> ScoreCache:
+    """The score cache of a trained reward run's model."""
+    return ScoreCache(ws.run_dir(reward_run), adapter_dir(ws, reward_run) / "adapter_model.safetensors",
+                      scorer.enable_thinking)
+
+
+def score_kept(scorer: Scorer, items: list[tuple], cache: ScoreCache | None = None, progress=None,
+               batch_tokens: int = BATCH_TOKENS) -> list[float]:
+    """The score of each (prompt, response): kept scores read from `cache`, every other text scored once (a
+    text met twice too) and kept. progress(Progress) after each batch; it may raise (Stopped)."""
+    keys = [text_key(p, t) for p, t in items]
+    known = cache.get(keys) if cache else {}
+    todo: dict[bytes, tuple] = {}
+    for k, item in zip(keys, items):
+        if k not in known:
+            todo.setdefault(k, item)
+    todo_items, t0, done = list(todo.items()), time.perf_counter(), 0
+    for c in range(0, len(todo_items), CHUNK):
+        part = todo_items[c:c + CHUNK]
+        ids = format_ids_many(scorer.tok, [p for _, (p, _) in part], [t for _, (_, t) in part],
+                              scorer.enable_thinking)
+
+        def kept(idx, scores, part=part):
+            nonlocal done
+            got = [(part[i][0], s) for i, s in zip(idx, scores)]
+            known.update(got)
+            if cache is not None:
+                cache.put(got)
+            done += len(got)
+            if progress is not None:
+                progress(Progress(done, len(todo_items), len(known) - done, time.perf_counter() - t0))
+
+        final_scores(scorer, ids, batch_size=1 << 16, batch_tokens=batch_tokens, on_batch=kept)
+    return [known[k] for k in keys]
+
+
+def score_labeled(scorer: Scorer, rows: list[dict], cache: ScoreCache | None = None, progress=None,
+                  batch_tokens: int = BATCH_TOKENS) -> list[tuple[float, float]]:
+    """(chosen score, rejected score) of each {prompt, chosen, rejected} row (score_kept)."""
+    s = score_kept(scorer, [(r["prompt"], t) for r in rows for t in (r["chosen"], r["rejected"])], cache,
+                   progress, batch_tokens)
+    return list(zip(s[::2], s[1::2]))
+
+
+def score_rows(scorer: Scorer, rows: list[dict], cache: ScoreCache | None = None, progress=None) -> list[dict]:
+    """`score --file`: each {prompt, response} row gets its "score"; each {prompt, chosen, rejected} row its
+    "chosen_score", "rejected_score" and "margin"; the row's other keys are kept."""
+    items = []
+    for n, r in enumerate(rows, 1):
+        sides = ("response",) if "response" in r else ("chosen", "rejected")
+        if not isinstance(r.get("prompt"), (str, list)) or any(not isinstance(r.get(k), str) for k in sides):
+            raise DataError(f"Row {n} needs a prompt and a response, or a prompt, a chosen and a rejected "
+                            f"response (text); it has {', '.join(sorted(r)) or 'nothing'}.")
+        items += [(r["prompt"], r[k]) for k in sides]
+    it = iter(score_kept(scorer, items, cache, progress))
+    out = []
+    for r in rows:
+        if "response" in r:
+            out.append({**r, "score": next(it)})
+        else:
+            c, j = next(it), next(it)
+            out.append({**r, "chosen_score": c, "rejected_score": j, "margin": c - j})
+    return out
+
+
+def dataset_view(scorer: Scorer, ws, top: int = 10, cache: ScoreCache | None = None, progress=None) -> DatasetView:
+    """Score every labeled pair (label.store.preference_pairs; score_labeled) and summarize."""
     rows = preference_pairs(ws)
     if not rows:
         raise DataError("No labeled pairs with a preference yet: label some in the Label tab.")
-    prompts = [r["prompt"] for r in rows for _ in (0, 1)]
-    texts = [t for r in rows for t in (r["chosen"], r["rejected"])]
-    s = score_texts(scorer, prompts, texts, batch_size)
-    pairs = [PairScore(r["pair_id"], r["prompt"], r["chosen"], r["rejected"], s[2 * k], s[2 * k + 1],
-                       r.get("source") or "") for k, r in enumerate(rows)]
+    scores = score_labeled(scorer, rows, cache, progress)
+    pairs = [PairScore(r["pair_id"], r["prompt"], r["chosen"], r["rejected"], c, j, r.get("source") or "")
+             for r, (c, j) in zip(rows, scores)]
     return summarize(pairs, top=top, template=scorer.template)
 
 
@@ -124,7 +219,12 @@ def disagreements(ws, reward_run: str) -> list[int]:
     state = tuple(ws.query("SELECT COUNT(*), MAX(id) FROM labels")[0])
     key = (str(ws.root), rid, ad.stat().st_mtime, state)
     if key not in _DISAGREE:
-        view = dataset_view(load_scorer(ws, reward_run=rid), ws, top=1 << 30)
+        scorer = load_scorer(ws, reward_run=rid)
+        cache = run_cache(ws, rid, scorer)
+        try:
+            view = dataset_view(scorer, ws, top=1 << 30, cache=cache)
+        finally:
+            cache.close()
         _DISAGREE.clear()
         _DISAGREE[key] = [p.pair_id for p in view.disagreements]
     return list(_DISAGREE[key])

@@ -20,7 +20,7 @@ from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transforme
 import torch  # noqa: E402
 
 from rloo_studio.core.errors import DataError, ModelLoadError  # noqa: E402
-from rloo_studio.core.reward_input import format_text  # noqa: E402  (the text the reward model trained on)
+from rloo_studio.core.reward_input import format_ids_many, format_text  # noqa: E402  (the text it trained on)
 from rloo_studio.core.thinking import answer_alone as alone_text, body_start, chat_prompt, parse, template_info, token_span  # noqa: E402
 from rloo_studio.core.models import load_reward_adapter, load_seq_cls, resolve, run_setting, run_trusts_code
 from rloo_studio.label.store import preference_pairs
@@ -154,54 +154,91 @@ def _encode(tok, prompt: str, response: str, enable_thinking: bool = True):
     return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]], base, k
 
 
-@torch.no_grad()
-def position_scores(scorer: Scorer, id_lists: list[list[int]], batch_size: int = 8,
-                    padding_side: str = "right") -> list[list[float]]:
-    """The head's score at every position of each sequence: one forward pass per batch.
+def length_batches(lengths: list[int], batch_size: int = 8, batch_tokens: int | None = None) -> list[list[int]]:
+    """Indices into `lengths`, shortest first, cut into batches of at most `batch_size` sequences and, with
+    `batch_tokens`, at most that many padded tokens (rows x the widest): short texts go many to a batch, long
+    ones few, and a batch pads only up to its own longest (sorted, so that is little)."""
+    out: list[list[int]] = [[]]
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        b = out[-1]
+        if b and (len(b) >= batch_size or (batch_tokens and lengths[i] * (len(b) + 1) > batch_tokens)):
+            out.append(b := [])
+        b.append(i)
+    return out if out[0] else []
 
-    Sequences are batched by length; position ids follow the attention mask so that left and
-    right padding see the same positions.
-    """
-    if padding_side not in ("left", "right"):
-        raise ValueError("padding_side must be 'left' or 'right'")
-    backbone, head = _parts(scorer.model)
+
+def _padded(id_lists: list[list[int]], idx: list[int], pad: int, padding_side: str = "right"):
+    """(input ids, attention mask, position ids) of the sequences `idx`, padded to the longest of them;
+    position ids follow the mask so that left and right padding see the same positions."""
+    width = max(len(id_lists[i]) for i in idx)
+    ids = torch.full((len(idx), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(idx), width), dtype=torch.long)
+    for r, i in enumerate(idx):
+        n = len(id_lists[i])
+        cols = slice(0, n) if padding_side == "right" else slice(width - n, width)
+        ids[r, cols] = torch.tensor(id_lists[i])
+        mask[r, cols] = 1
+    return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+def _check_length(scorer: Scorer, id_lists: list[list[int]]) -> None:
     limit = getattr(scorer.model.config, "max_position_embeddings", None)
     if limit and id_lists and max(map(len, id_lists)) > limit:
         raise DataError(f"The text is {max(map(len, id_lists))} tokens; this model reads at most {limit}.")
+
+
+def _pad_id(scorer: Scorer) -> int:
+    return scorer.tok.pad_token_id if scorer.tok.pad_token_id is not None else 0
+
+
+@torch.no_grad()
+def position_scores(scorer: Scorer, id_lists: list[list[int]], batch_size: int = 8,
+                    padding_side: str = "right") -> list[list[float]]:
+    """The head's score at every position of each sequence: one forward pass per batch (length_batches)."""
+    if padding_side not in ("left", "right"):
+        raise ValueError("padding_side must be 'left' or 'right'")
+    _check_length(scorer, id_lists)
+    backbone, head = _parts(scorer.model)
     device = next(scorer.model.parameters()).device
-    pad = scorer.tok.pad_token_id if scorer.tok.pad_token_id is not None else 0
-    order = sorted(range(len(id_lists)), key=lambda i: len(id_lists[i]))
     out: list[list[float]] = [[] for _ in id_lists]
-    for b in range(0, len(order), max(1, batch_size)):
-        idx = order[b : b + batch_size]
-        width = max(len(id_lists[i]) for i in idx)
-        ids = torch.full((len(idx), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(idx), width), dtype=torch.long)
-        for r, i in enumerate(idx):
-            n = len(id_lists[i])
-            cols = slice(0, n) if padding_side == "right" else slice(width - n, width)
-            ids[r, cols] = torch.tensor(id_lists[i])
-            mask[r, cols] = 1
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    for idx in length_batches([len(x) for x in id_lists], batch_size):
+        ids, mask, pos = _padded(id_lists, idx, _pad_id(scorer), padding_side)
         hidden = backbone(input_ids=ids.to(device), attention_mask=mask.to(device),
                           position_ids=pos.to(device)).last_hidden_state
         s = head(hidden).squeeze(-1).float().cpu()
+        width = ids.shape[1]
         for r, i in enumerate(idx):
             n = len(id_lists[i])
             out[i] = (s[r, :n] if padding_side == "right" else s[r, width - n :]).tolist()
     return out
 
 
-def final_scores(scorer: Scorer, id_lists: list[list[int]], batch_size: int = 8) -> list[float]:
-    """The head at the last token of each sequence: what the sequence classifier outputs, what TRL trained."""
-    with torch.inference_mode():
-        return [s[-1] for s in position_scores(scorer, id_lists, batch_size)]
+@torch.inference_mode()
+def final_scores(scorer: Scorer, id_lists: list[list[int]], batch_size: int = 8, batch_tokens: int | None = None,
+                 on_batch=None) -> list[float]:
+    """The head at the last token of each sequence: what the sequence classifier outputs, what TRL trained.
+    One forward pass per batch (length_batches), the head applied to the last token's hidden state only.
+    on_batch(indices, scores) after each batch (progress, a cache; it may raise to stop)."""
+    _check_length(scorer, id_lists)
+    backbone, head = _parts(scorer.model)
+    device = next(scorer.model.parameters()).device
+    out = [0.0] * len(id_lists)
+    for idx in length_batches([len(x) for x in id_lists], batch_size, batch_tokens):
+        ids, mask, pos = _padded(id_lists, idx, _pad_id(scorer))
+        hidden = backbone(input_ids=ids.to(device), attention_mask=mask.to(device),
+                          position_ids=pos.to(device)).last_hidden_state
+        last = hidden[torch.arange(len(idx), device=hidden.device), mask.sum(-1).to(hidden.device) - 1]
+        scores = head(last).squeeze(-1).float().cpu().tolist()
+        for i, v in zip(idx, scores):
+            out[i] = v
+        if on_batch is not None:
+            on_batch(idx, scores)
+    return out
 
 
 def score_texts(scorer: Scorer, prompts: list[str], responses: list[str], batch_size: int = 8) -> list[float]:
     """Total score of each prompt + response (the head at EOS), batched."""
-    ids = [_encode(scorer.tok, p, r, scorer.enable_thinking)[0] for p, r in zip(prompts, responses)]
-    return final_scores(scorer, ids, batch_size)
+    return final_scores(scorer, format_ids_many(scorer.tok, prompts, responses, scorer.enable_thinking), batch_size)
 
 
 def score_responses(scorer: Scorer, items: list[tuple[str, str]], split: str = "blank", batch_size: int = 8,

@@ -6,14 +6,16 @@ Thin: every callback reads widgets, calls rloo_studio.inspect.scoring, and forma
 from __future__ import annotations
 
 import html
+import threading
 from dataclasses import dataclass, replace
 from functools import partial
 
 import gradio as gr
 
 from rloo_studio.runs import catalog
+from rloo_studio.runs.lifecycle import describe_time
 from rloo_studio.inspect import scoring
-from rloo_studio.inspect.dataset import dataset_view
+from rloo_studio.inspect.dataset import Progress, Stopped, dataset_view, run_cache
 from rloo_studio.inspect import model_input
 from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.label.store import flag_for_relabel
@@ -141,15 +143,51 @@ def do_load(ws, form: InspectInputs):
             *do_pair(ws, replace(form, prompt=texts["prompt"], chosen=texts["chosen"], rejected=texts["rejected"])))
 
 
-def do_dataset(ws, form: InspectInputs):
+_STOPS: dict[str, threading.Event] = {}  # per workspace: Stop asks the Dataset view's scoring to end
+
+
+def _stop_event(ws) -> threading.Event:
+    return _STOPS.setdefault(str(ws.root), threading.Event())
+
+
+def progress_text(p: Progress) -> str:
+    left = f" · about {describe_time(p.eta)} left" if p.eta is not None else ""
+    kept = f" ({p.kept:,} kept from an earlier look)" if p.kept else ""
+    return f"Scoring {p.done:,} of {p.total:,} responses{kept}{left}"
+
+
+def do_dataset(ws, form: InspectInputs, progress=gr.Progress()):
+    """Score every labeled pair (a trained run's scores are kept in its folder: a second look is read) and
+    summarize; a progress bar with the time left, and Stop (what was scored stays kept)."""
+    stop, cache = _stop_event(ws), None
+    stop.clear()
+
+    def tell(p: Progress) -> None:  # after each batch, scored and kept
+        progress((p.done, p.total), desc=progress_text(p), unit="responses")
+        if stop.is_set():
+            kept = "Their scores are kept: “Score all labeled pairs” goes on from there." if cache else \
+                "Scores of the base model's untrained head are not kept."
+            raise Stopped(f"Stopped after {p.done:,} of {p.total:,} responses. {kept}")
+
     try:
         scorer = scorer_for(ws, form)
-        view = dataset_view(scorer, ws, top=20)
+        if form.reward_model and form.reward_model != BASE:
+            cache = run_cache(ws, form.reward_model, scorer)
+        view = dataset_view(scorer, ws, top=20, cache=cache, progress=tell)
+    except Stopped as exc:
+        return f"<div class='rs-note' id='inspect-ds-stopped'>{html.escape(str(exc))}</div>", "", []
     except Exception as exc:  # noqa: BLE001
         return _error(exc), "", []
+    finally:
+        if cache is not None:
+            cache.close()
     rows = [[p.pair_id, round(p.margin, 4), round(p.chosen_score, 4), round(p.rejected_score, 4),
              p.prompt[:120]] for p in view.disagreements]
     return dataset_html(view, scorer), hist_svg(view), rows
+
+
+def stop_dataset(ws) -> None:
+    _stop_event(ws).set()
 
 
 def pick(evt: gr.SelectData):
@@ -252,7 +290,9 @@ def _pair():
 
 
 def _dataset():
-    ds_btn = gr.Button("Score all labeled pairs", variant="primary", elem_id="inspect-dataset")
+    with gr.Row():
+        ds_btn = gr.Button("Score all labeled pairs", variant="primary", elem_id="inspect-dataset")
+        ds_stop = gr.Button("Stop", scale=0, min_width=120, elem_id="inspect-dataset-stop")
     ds_summary = gr.HTML(elem_id="inspect-ds-summary")
     hist = gr.HTML(elem_id="inspect-hist")
     gr.Markdown("**Pairs the model disagrees with most** — click a row to choose it.")
@@ -263,7 +303,7 @@ def _dataset():
         open_btn = gr.Button("Open in pair view", scale=0, min_width=160, elem_id="inspect-open")
         relabel_btn = gr.Button("Send to Label for re-labeling", scale=0, min_width=220, elem_id="inspect-relabel")
     ds_msg = gr.HTML(elem_id="inspect-ds-msg")
-    return ds_btn, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg
+    return ds_btn, ds_stop, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg
 
 
 def build(studio: Studio):
@@ -276,7 +316,7 @@ def build(studio: Studio):
         with gr.Tab("Pair", id="pair"):
             pair_id, load_btn, pair_prompt, chosen, rejected, pair_btn, pair_out = _pair()
         with gr.Tab("Dataset", id="dataset"):
-            ds_btn, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg = _dataset()
+            ds_btn, ds_stop, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg = _dataset()
 
     def scored(callback, **widgets):  # an event that scores with the chosen reward model
         return inputs.bind(partial(callback, ws), InspectInputs, reward_model=model, base_model=base,
@@ -289,6 +329,7 @@ def build(studio: Studio):
                    outputs=pair_out)
     load_btn.click(**scored(do_load, pair_id=pair_id, split=split), outputs=[pair_prompt, chosen, rejected, *pair_out])
     ds_btn.click(**scored(do_dataset), outputs=[ds_summary, hist, dis])
+    ds_stop.click(partial(stop_dataset, ws), None, None, show_progress="hidden")
     dis.select(pick, None, picked_pair)
     open_btn.click(**scored(do_open, pair_id=picked_pair, split=split),
                    outputs=[pair_id, pair_prompt, chosen, rejected, views, ds_msg, *pair_out])
