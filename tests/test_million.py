@@ -160,7 +160,7 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
     con.commit()
     con.close()
     ws = Workspace(tmp_path / "old")
-    assert ws.schema_version() == len(SCHEMA) == 6
+    assert ws.schema_version() == len(SCHEMA) == 7
     indexes = {r[0] for r in ws.query("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "labels_pair_who" in indexes and "labels_pair" not in indexes
     assert ws.query("SELECT n_human FROM pairs")[0][0] == 1  # the counts' triggers still hold
@@ -175,3 +175,7 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
         "EXPLAIN QUERY PLAN SELECT p.id FROM pairs p JOIN prompts pr ON pr.id = p.prompt_id "
         "ORDER BY p.created DESC, p.id DESC LIMIT 20"))
     assert "pairs_created" in newest and "TEMP B-TREE" not in newest, newest
+    most = " ".join(r[3] for r in ws.query(  # schema 7: 'most labels' walks its index too
+        f"EXPLAIN QUERY PLAN SELECT p.id FROM pairs p ORDER BY {records.SORTS['most labels']} LIMIT 20"))
+    assert "pairs_n_labels" in most and "TEMP B-TREE" not in most, most
+    assert [r["pair_id"] for r in records.query(ws, sort="prompt").rows] == [1]  # the prompt walk's page

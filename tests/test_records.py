@@ -38,6 +38,18 @@ def test_search_filter_sort_and_pages(workspace):
     assert by_prompt == sorted(by_prompt)
 
 
+def test_the_prompt_order_walks_its_index_or_sorts_and_both_give_the_same_pages(workspace, monkeypatch):
+    """'prompt' walks the prompt index when most pairs match and sorts the matches when few do: same pages."""
+    from rloo_studio.label import records
+
+    ws = workspace
+    pages = lambda **kw: [[r["pair_id"] for r in query(ws, sort="prompt", page=p, per_page=30, **kw).rows]  # noqa
+                          for p in (1, 2, 5)]
+    walked, walked_a = pages(), pages(label="a")
+    monkeypatch.setattr(records, "WALK_ROWS", 0)  # never walk: sort every match
+    assert pages() == walked and pages(label="a") == walked_a and walked[0]
+
+
 def test_relabel_from_a_row_changes_the_label_in_the_store(workspace):
     ws = workspace
     row = query(ws, search="Compute", label="unlabeled").rows[0]

@@ -27,10 +27,11 @@ SORTS = {
     "newest": "p.created DESC, p.id DESC",
     "oldest": "p.created, p.id",
     "prompt": "pr.text COLLATE NOCASE, p.id",
-    "most labels": "n_labels DESC, p.id",  # n_labels: the pair's counts, kept by triggers (core/workspace.py)
+    "most labels": "p.n_human + p.n_import + p.n_skip DESC, p.id",  # counts kept by triggers; index pairs_n_labels
     "flagged first": "p.flag IS NULL, p.id DESC",
 }
 MAX_PER_PAGE = 200
+WALK_ROWS = 200_000  # the 'prompt' order walks the prompt index when it expects to read at most this many pairs
 SWAP = {"a": "b", "b": "a"}
 # 1 when the pair's response_a is the viewer's A (their pair_order, else the stored order)
 _A_FIRST = ("COALESCE((SELECT po.a_shown_left FROM pair_order po WHERE po.pair_id = p.id "
@@ -66,7 +67,7 @@ def _paging(page, per_page) -> tuple[int, int]:
     return page, per_page
 
 
-def _where(search, source, annotator, label, flagged, pair_ids) -> tuple[list[str], dict]:
+def _where(search, source, annotator, label, flagged, pair_ids, viewer: int = -1) -> tuple[list[str], dict]:
     """The filters as SQL conditions on p (pairs), pr (prompts), ra / rb (responses), and their arguments."""
     where, args = ["1"], {}
     text = (search or "").strip()
@@ -85,7 +86,9 @@ def _where(search, source, annotator, label, flagged, pair_ids) -> tuple[list[st
     if label == "unlabeled":  # the pair's label counts (kept by triggers), read from the pairs_counts index
         where.append("p.n_human = 0 AND p.n_import = 0 AND p.n_skip = 0")
     elif label != "any":  # in the viewer's letters: 'a' is a label for the text shown to them as A
-        mine = ":label" if label not in SWAP else f"CASE WHEN {_A_FIRST} THEN :label ELSE '{SWAP[label]}' END"
+        # (no viewer, or one who never labeled: the stored order, with no look-up of their order per pair)
+        swap = label in SWAP and viewer != -1
+        mine = f"CASE WHEN {_A_FIRST} THEN :label ELSE '{SWAP[label]}' END" if swap else ":label"
         where.append(f"EXISTS ({cur} AND l.choice = {mine})")
         args["label"] = label
     if pair_ids is not None:
@@ -108,8 +111,9 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     if sort not in SORTS:
         raise DataError(f"Unknown order {sort!r}: choose one of {', '.join(SORTS)}.")
     page, per_page = _paging(page, per_page)
-    where, args = _where(search, source, annotator, label, flagged, pair_ids)
-    args["viewer"] = _annotator_id(ws, viewer)
+    viewer_id = _annotator_id(ws, viewer)
+    where, args = _where(search, source, annotator, label, flagged, pair_ids, viewer_id)
+    args["viewer"] = viewer_id
     texts = (" JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
              "JOIN responses rb ON rb.id = p.response_b")
     cond = " WHERE " + " AND ".join(where)
@@ -117,11 +121,22 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     total = ws.query("SELECT COUNT(*) FROM pairs p" + (texts if "q" in args else "") + cond, args)[0][0]
     pages = max(1, -(-total // per_page))
     page = min(page, pages)
-    rows = ws.query(
+    # The page's pair ids first, reading the texts only where the search or the order needs them; then the texts
+    # of those pairs alone (a deep page's skipped rows carry no texts through the sort).
+    source = " FROM pairs p" + (texts if "q" in args else " JOIN prompts pr ON pr.id = p.prompt_id"
+                                if sort == "prompt" else "")
+    if sort == "prompt" and (page * per_page) * ws.query("SELECT COUNT(*) FROM pairs")[0][0] <= WALK_ROWS * total:
+        # Walk the prompts in their index order and stop after this page, where SQLite would sort every match,
+        # when that walk reads few rows (about page * per_page * all pairs / matches); else sort the matches.
+        source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id" + (
+            texts.split("JOIN prompts pr ON pr.id = p.prompt_id")[1] if "q" in args else "")
+    ids = [r[0] for r in ws.query(f"SELECT p.id{source}{cond} ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
+                                  {**args, "lim": per_page, "off": (page - 1) * per_page})]
+    at = {pid: k for k, pid in enumerate(ids)}
+    rows = sorted(ws.query(
         "SELECT p.id AS pair_id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag, p.created, "
-        f"{_A_FIRST} AS a_first, p.n_human + p.n_import + p.n_skip AS n_labels FROM pairs p"
-        + texts + cond + f" ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
-        {**args, "lim": per_page, "off": (page - 1) * per_page})
+        f"{_A_FIRST} AS a_first FROM pairs p{texts} WHERE p.id IN (SELECT value FROM json_each(:ids_page))",
+        {"viewer": args["viewer"], "ids_page": json.dumps(ids)}), key=lambda r: at[r["pair_id"]])
     votes = _votes(ws, [r["pair_id"] for r in rows])
     return Page([as_seen(dict(r), votes.get(r["pair_id"], []), bool(r["a_first"]), viewer) for r in rows],
                 total, page, pages)
