@@ -1,6 +1,6 @@
 """Scoring the labeled set (Inspect's Dataset view) against a bare batched forward pass over the same tokens.
 
-    .venv/bin/python bench/bench_dataset_scoring.py [--repeats 7] [--big-repeats 5] [--budgets 4096 16384 65536]
+    .venv/bin/python bench/bench_dataset_scoring.py [--repeats 7] [--big-repeats 5] [--budgets 1024 2048 4096 16384]
 
 The texts: every labeled pair of the bundled demo data (both responses, chat template applied, as the reward
 model reads them). Variants, interleaved (A, B, C, ... A, B, C, ...) after one uncounted round:
@@ -94,7 +94,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--big-repeats", type=int, default=5)
-    ap.add_argument("--budgets", type=int, nargs="+", default=[4096, 16384, 65536])
+    ap.add_argument("--budgets", type=int, nargs="+", default=[1024, 2048, 4096, 16384])
     ap.add_argument("--only", choices=["demo", "big"])
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:

@@ -87,8 +87,10 @@ def test_bad_model_path_is_a_message_not_a_traceback(page):
 
 def test_dataset_view_opens_a_disagreement(page):
     page.get_by_role("tab", name="Dataset").click()
+    expect(page.locator("#inspect-dataset-stop")).to_be_disabled()  # Stop: only while the set is being scored
     page.locator("#inspect-dataset").click()
     expect(page.locator("[data-testid=accuracy]")).to_have_text(re.compile(r"\d+\.\d%"), timeout=120_000)
+    expect(page.locator("#inspect-dataset-stop")).to_be_disabled()
     expect(page.locator("[data-testid=margin-hist] rect").first).to_be_attached()
     groups = page.locator("[data-testid=groups]")  # accuracy by kind of pair and by source, as a reward run reports it
     expect(groups).to_contain_text("only chosen reasons")

@@ -292,7 +292,7 @@ def _pair():
 def _dataset():
     with gr.Row():
         ds_btn = gr.Button("Score all labeled pairs", variant="primary", elem_id="inspect-dataset")
-        ds_stop = gr.Button("Stop", scale=0, min_width=120, elem_id="inspect-dataset-stop")
+        ds_stop = gr.Button("Stop", scale=0, min_width=120, interactive=False, elem_id="inspect-dataset-stop")
     ds_summary = gr.HTML(elem_id="inspect-ds-summary")
     hist = gr.HTML(elem_id="inspect-hist")
     gr.Markdown("**Pairs the model disagrees with most** — click a row to choose it.")
@@ -328,7 +328,9 @@ def build(studio: Studio):
     pair_btn.click(**scored(do_pair, prompt=pair_prompt, chosen=chosen, rejected=rejected, split=split),
                    outputs=pair_out)
     load_btn.click(**scored(do_load, pair_id=pair_id, split=split), outputs=[pair_prompt, chosen, rejected, *pair_out])
-    ds_btn.click(**scored(do_dataset), outputs=[ds_summary, hist, dis])
+    ds_btn.click(lambda: gr.update(interactive=True), None, ds_stop, show_progress="hidden").then(  # Stop: while it runs
+        **scored(do_dataset), outputs=[ds_summary, hist, dis]).then(
+        lambda: gr.update(interactive=False), None, ds_stop, show_progress="hidden")
     ds_stop.click(partial(stop_dataset, ws), None, None, show_progress="hidden")
     dis.select(pick, None, picked_pair)
     open_btn.click(**scored(do_open, pair_id=picked_pair, split=split),
