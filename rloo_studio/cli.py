@@ -184,7 +184,8 @@ def score_file(a) -> int:
     from rloo_studio.inspect.scoring import load_scorer
     from rloo_studio.label.reading import iter_rows
 
-    rows = [row for _, row in iter_rows(a.file)[1]]
+    unit, numbered = iter_rows(a.file)
+    numbers, rows = zip(*numbered) if (numbered := list(numbered)) else ((), ())
     ws = Workspace(a.workspace) if a.reward_run else None
     think = None if a.enable_thinking is None else a.enable_thinking == "true"
     scorer = load_scorer(ws, a.reward_run, a.reward_model, a.trust_remote_code, think)
@@ -198,7 +199,7 @@ def score_file(a) -> int:
             print(f"scored {p.done:,} of {p.total:,} responses{left}", file=sys.stderr, flush=True)
 
     try:
-        for row in score_rows(scorer, rows, cache, tell):
+        for row in score_rows(scorer, list(rows), cache, tell, list(numbers), unit.capitalize()):
             print(json.dumps(row, ensure_ascii=False))
     finally:
         if cache is not None:

@@ -98,7 +98,7 @@ def test_score_a_file_prints_a_line_per_row_with_the_single_texts_scores(tmp_pat
     f.write_text(json.dumps(rows[0]) + "\n" + json.dumps({"prompt": "q", "chosen": "x"}) + "\n")
     assert main([*base, "--file", str(f)]) == 2
     cap = capsys.readouterr()
-    assert cap.out == "" and "Row 2 needs a prompt and a response" in cap.err, cap.err
+    assert cap.out == "" and "Line 2 needs a prompt and a response" in cap.err, cap.err
 
 
 def test_score_a_model_with_its_own_code_only_with_the_flag(tmp_path):

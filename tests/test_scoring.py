@@ -249,10 +249,14 @@ def test_the_dataset_view_scores_each_pair_as_the_pair_view_does_and_a_second_lo
 
     adapter = ws.run_dir(rid) / "adapter" / "adapter_model.safetensors"
     st = adapter.stat()
+    old = run_cache(ws, rid, sc)  # a scoring under the adapter as it was, still writing after it changed
     os.utime(adapter, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # the run saved its adapter again
     cache = run_cache(ws, rid, sc)
     assert len(cache) == 0
+    old.put([(b"k" * 16, 1.0)])
+    assert len(cache) == 0 and cache.get([b"k" * 16]) == {}  # the old model's score is never read as the new one's
     cache.close()
+    old.close()
 
 
 def test_the_dataset_views_stop_keeps_what_was_scored_and_the_next_look_goes_on(trained_ws):
@@ -262,18 +266,22 @@ def test_the_dataset_views_stop_keeps_what_was_scored_and_the_next_look_goes_on(
 
     ws, rid = trained_ws, trained_ws.trained_run
     (ws.run_dir(rid) / "scores.sqlite").unlink(missing_ok=True)
-    form = inspect_tab.InspectInputs(reward_model=rid)
+    _, token = inspect_tab.start_scoring()  # what the Score button does first (Stop enabled)
+    form = inspect_tab.InspectInputs(reward_model=rid, scoring=token)
     said = []
 
     def stop_at_once(fraction, desc="", unit=""):
         said.append((fraction, desc))
-        inspect_tab.stop_dataset(ws)  # as the Stop button does, while the first batch is reported
+        inspect_tab.stop_dataset(token)  # as the Stop button does, while the first batch is reported
 
+    other = inspect_tab.start_scoring()[1]
+    inspect_tab.stop_dataset(other)  # another page's Stop does not end this scoring (it ends at its own)
     summary, hist, rows = inspect_tab.do_dataset(ws, form, progress=stop_at_once)
     assert "Stopped after" in summary and "Their scores are kept" in summary and rows == [], summary
     (done, total), desc = said[0]
     assert 0 < done < total and desc.startswith(f"Scoring {done:,} of {total:,} responses · about ")
     said.clear()
+    form = inspect_tab.InspectInputs(reward_model=rid, scoring=inspect_tab.start_scoring()[1])
     summary, hist, rows = inspect_tab.do_dataset(ws, form, progress=lambda f, desc="", unit="": said.append(desc))
     assert "accuracy" in summary.lower() and "<svg" in hist, summary
     assert f"({done:,} kept from an earlier look)" in said[0] and said[-1].startswith(f"Scoring {total - done:,} of")

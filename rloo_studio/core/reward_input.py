@@ -52,7 +52,7 @@ def format_ids_many(tok, prompts: list, responses: list[str], enable_thinking: b
     tpl, chats = template_info(tok, enable_thinking), {}
     texts = []
     for prompt, response in zip(prompts, responses):
-        key = prompt if isinstance(prompt, str) else repr(prompt)
+        key = repr(prompt)  # a str and a list of messages never share a key
         if key not in chats:
             chats[key] = chat_prompt(tok, prompt, enable_thinking)
         texts.append(reward_text(tok, chats[key], continuation(tpl, response)))

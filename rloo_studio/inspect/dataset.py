@@ -137,10 +137,10 @@ class Progress:
         return self.seconds / self.done * (self.total - self.done) if self.done else None
 
 
-def run_cache(ws, reward_run: str, scorer: Scorer) -> ScoreCache:
-    """The score cache of a trained reward run's model."""
-    return ScoreCache(ws.run_dir(reward_run), adapter_dir(ws, reward_run) / "adapter_model.safetensors",
-                      scorer.enable_thinking)
+def run_cache(ws, reward_run: str, scorer: Scorer) -> ScoreCache | None:
+    """The score cache of a trained reward run's model (None when the run saved no adapter weights file)."""
+    weights = adapter_dir(ws, reward_run) / "adapter_model.safetensors"
+    return ScoreCache(ws.run_dir(reward_run), weights, scorer.enable_thinking) if weights.exists() else None
 
 
 def score_kept(scorer: Scorer, items: list[tuple], cache: ScoreCache | None = None, progress=None,
@@ -148,7 +148,7 @@ def score_kept(scorer: Scorer, items: list[tuple], cache: ScoreCache | None = No
     """The score of each (prompt, response): kept scores read from `cache`, every other text scored once (a
     text met twice too) and kept. progress(Progress) after each batch; it may raise (Stopped)."""
     keys = [text_key(p, t) for p, t in items]
-    known = cache.get(keys) if cache else {}
+    known = cache.get(keys) if cache is not None else {}
     todo: dict[bytes, tuple] = {}
     for k, item in zip(keys, items):
         if k not in known:
@@ -181,14 +181,16 @@ def score_labeled(scorer: Scorer, rows: list[dict], cache: ScoreCache | None = N
     return list(zip(s[::2], s[1::2]))
 
 
-def score_rows(scorer: Scorer, rows: list[dict], cache: ScoreCache | None = None, progress=None) -> list[dict]:
+def score_rows(scorer: Scorer, rows: list[dict], cache: ScoreCache | None = None, progress=None,
+               numbers: list[int] | None = None, unit: str = "Row") -> list[dict]:
     """`score --file`: each {prompt, response} row gets its "score"; each {prompt, chosen, rejected} row its
-    "chosen_score", "rejected_score" and "margin"; the row's other keys are kept."""
+    "chosen_score", "rejected_score" and "margin"; the row's other keys are kept. numbers: each row's number in
+    its file (for the messages; default 1, 2, ...)."""
     items = []
-    for n, r in enumerate(rows, 1):
+    for n, r in zip(numbers or range(1, len(rows) + 1), rows):
         sides = ("response",) if "response" in r else ("chosen", "rejected")
         if not isinstance(r.get("prompt"), (str, list)) or any(not isinstance(r.get(k), str) for k in sides):
-            raise DataError(f"Row {n} needs a prompt and a response, or a prompt, a chosen and a rejected "
+            raise DataError(f"{unit} {n} needs a prompt and a response, or a prompt, a chosen and a rejected "
                             f"response (text); it has {', '.join(sorted(r)) or 'nothing'}.")
         items += [(r["prompt"], r[k]) for k in sides]
     it = iter(score_kept(scorer, items, cache, progress))
@@ -231,7 +233,8 @@ def disagreements(ws, reward_run: str) -> list[int]:
         try:
             view = dataset_view(scorer, ws, top=1 << 30, cache=cache)
         finally:
-            cache.close()
+            if cache is not None:
+                cache.close()
         _DISAGREE.clear()
         _DISAGREE[key] = [p.pair_id for p in view.disagreements]
     return list(_DISAGREE[key])

@@ -6,6 +6,7 @@ Thin: every callback reads widgets, calls rloo_studio.inspect.scoring, and forma
 from __future__ import annotations
 
 import html
+import secrets
 import threading
 from dataclasses import dataclass, replace
 from functools import partial
@@ -47,6 +48,7 @@ class InspectInputs:
     chosen: str = ""  # Pair: the two responses compared
     rejected: str = ""
     pair_id: float | None = None  # a labeled pair of the store, as typed or picked
+    scoring: str = ""  # the Dataset view's scoring in this page (a token Stop names; start_scoring)
 
 
 def _error(exc: BaseException | str) -> str:
@@ -143,11 +145,15 @@ def do_load(ws, form: InspectInputs):
             *do_pair(ws, replace(form, prompt=texts["prompt"], chosen=texts["chosen"], rejected=texts["rejected"])))
 
 
-_STOPS: dict[str, threading.Event] = {}  # per workspace: Stop asks the Dataset view's scoring to end
+_STOPS: dict[str, threading.Event] = {}  # one per scoring started (its token): Stop asks that one to end
 
 
-def _stop_event(ws) -> threading.Event:
-    return _STOPS.setdefault(str(ws.root), threading.Event())
+def start_scoring():
+    """(Stop enabled, this scoring's token): made before the scoring is queued, so a Stop pressed while it waits
+    still counts, and a Stop in one page never ends another page's scoring."""
+    token = secrets.token_hex(8)
+    _STOPS[token] = threading.Event()
+    return gr.update(interactive=True), token
 
 
 def progress_text(p: Progress) -> str:
@@ -159,14 +165,13 @@ def progress_text(p: Progress) -> str:
 def do_dataset(ws, form: InspectInputs, progress=gr.Progress()):
     """Score every labeled pair (a trained run's scores are kept in its folder: a second look is read) and
     summarize; a progress bar with the time left, and Stop (what was scored stays kept)."""
-    stop, cache = _stop_event(ws), None
-    stop.clear()
+    stop, cache = _STOPS.get(form.scoring) or threading.Event(), None
 
     def tell(p: Progress) -> None:  # after each batch, scored and kept
         progress((p.done, p.total), desc=progress_text(p), unit="responses")
-        if stop.is_set():
-            kept = "Their scores are kept: “Score all labeled pairs” goes on from there." if cache else \
-                "Scores of the base model's untrained head are not kept."
+        if stop.is_set() and p.done < p.total:  # a Stop during the last batch: the view is complete, show it
+            kept = "Their scores are kept: “Score all labeled pairs” goes on from there." if cache is not None \
+                else "Scores of the base model's untrained head are not kept."
             raise Stopped(f"Stopped after {p.done:,} of {p.total:,} responses. {kept}")
 
     try:
@@ -179,6 +184,7 @@ def do_dataset(ws, form: InspectInputs, progress=gr.Progress()):
     except Exception as exc:  # noqa: BLE001
         return _error(exc), "", []
     finally:
+        _STOPS.pop(form.scoring, None)
         if cache is not None:
             cache.close()
     rows = [[p.pair_id, round(p.margin, 4), round(p.chosen_score, 4), round(p.rejected_score, 4),
@@ -186,8 +192,9 @@ def do_dataset(ws, form: InspectInputs, progress=gr.Progress()):
     return dataset_html(view, scorer), hist_svg(view), rows
 
 
-def stop_dataset(ws) -> None:
-    _stop_event(ws).set()
+def stop_dataset(token: str | None) -> None:
+    if token in _STOPS:
+        _STOPS[token].set()
 
 
 def pick(evt: gr.SelectData):
@@ -309,6 +316,7 @@ def _dataset():
 def build(studio: Studio):
     ws = studio.ws
     picked = gr.State(False)  # the user chose a reward model by hand: keep it; else follow the newest run
+    scoring = gr.State("")  # the token of this page's Dataset scoring (start_scoring)
     model, refresh_btn, split, base, trust = _chooser(ws)
     with gr.Tabs() as views:
         with gr.Tab("Single", id="single"):
@@ -328,10 +336,10 @@ def build(studio: Studio):
     pair_btn.click(**scored(do_pair, prompt=pair_prompt, chosen=chosen, rejected=rejected, split=split),
                    outputs=pair_out)
     load_btn.click(**scored(do_load, pair_id=pair_id, split=split), outputs=[pair_prompt, chosen, rejected, *pair_out])
-    ds_btn.click(lambda: gr.update(interactive=True), None, ds_stop, show_progress="hidden").then(  # Stop: while it runs
-        **scored(do_dataset), outputs=[ds_summary, hist, dis]).then(
+    ds_btn.click(start_scoring, None, [ds_stop, scoring], show_progress="hidden").then(  # Stop: while it runs
+        **scored(do_dataset, scoring=scoring), outputs=[ds_summary, hist, dis]).then(
         lambda: gr.update(interactive=False), None, ds_stop, show_progress="hidden")
-    ds_stop.click(partial(stop_dataset, ws), None, None, show_progress="hidden")
+    ds_stop.click(stop_dataset, scoring, None, show_progress="hidden")
     dis.select(pick, None, picked_pair)
     open_btn.click(**scored(do_open, pair_id=picked_pair, split=split),
                    outputs=[pair_id, pair_prompt, chosen, rejected, views, ds_msg, *pair_out])
