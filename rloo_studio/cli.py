@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import nullcontext
 
 from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.core.paths import DEFAULT_WORKSPACE
@@ -189,7 +190,6 @@ def score_file(a) -> int:
     ws = Workspace(a.workspace) if a.reward_run else None
     think = None if a.enable_thinking is None else a.enable_thinking == "true"
     scorer = load_scorer(ws, a.reward_run, a.reward_model, a.trust_remote_code, think)
-    cache = run_cache(ws, a.reward_run, scorer) if a.reward_run and scorer.trained else None
     last = [0.0]
 
     def tell(p) -> None:
@@ -198,12 +198,9 @@ def score_file(a) -> int:
             left = f", about {lifecycle.describe_time(p.eta)} left" if p.eta is not None and p.done < p.total else ""
             print(f"scored {p.done:,} of {p.total:,} responses{left}", file=sys.stderr, flush=True)
 
-    try:
+    with run_cache(ws, a.reward_run, scorer) or nullcontext() as cache:  # a run's scores kept in its folder
         for row in score_rows(scorer, list(rows), cache, tell, list(numbers), unit.capitalize()):
             print(json.dumps(row, ensure_ascii=False))
-    finally:
-        if cache is not None:
-            cache.close()
     return 0
 
 

@@ -10,6 +10,7 @@ progress callback sees every batch and may stop the work (what was scored stays 
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from rloo_studio.core.errors import DataError, StudioError
@@ -137,10 +138,13 @@ class Progress:
         return self.seconds / self.done * (self.total - self.done) if self.done else None
 
 
-def run_cache(ws, reward_run: str, scorer: Scorer) -> ScoreCache | None:
-    """The score cache of a trained reward run's model (None when the run saved no adapter weights file)."""
-    weights = adapter_dir(ws, reward_run) / "adapter_model.safetensors"
-    return ScoreCache(ws.run_dir(reward_run), weights, scorer.enable_thinking) if weights.exists() else None
+def run_cache(ws, reward_run: str | None, scorer: Scorer) -> ScoreCache | None:
+    """The score cache of a trained reward run's model (None for no run, or a run that saved no adapter weights
+    file). Closed on leaving `with run_cache(...) as cache:` (nothing to close for None)."""
+    weights = adapter_dir(ws, reward_run) / "adapter_model.safetensors" if reward_run else None
+    if weights is None or not weights.exists():
+        return None
+    return ScoreCache(ws.run_dir(reward_run), weights, scorer.enable_thinking)
 
 
 def score_kept(scorer: Scorer, items: list[tuple], cache: ScoreCache | None = None, progress=None,
@@ -229,12 +233,8 @@ def disagreements(ws, reward_run: str) -> list[int]:
     key = (str(ws.root), rid, ad.stat().st_mtime, state)
     if key not in _DISAGREE:
         scorer = load_scorer(ws, reward_run=rid)
-        cache = run_cache(ws, rid, scorer)
-        try:
+        with run_cache(ws, rid, scorer) or nullcontext() as cache:
             view = dataset_view(scorer, ws, top=1 << 30, cache=cache)
-        finally:
-            if cache is not None:
-                cache.close()
         _DISAGREE.clear()
         _DISAGREE[key] = [p.pair_id for p in view.disagreements]
     return list(_DISAGREE[key])

@@ -61,3 +61,9 @@ class ScoreCache:
 
     def close(self) -> None:
         self.con.close()
+
+    def __enter__(self) -> "ScoreCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

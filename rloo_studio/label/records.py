@@ -114,8 +114,9 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     viewer_id = _annotator_id(ws, viewer)
     where, args = _where(search, source, annotator, label, flagged, pair_ids, viewer_id)
     args["viewer"] = viewer_id
-    texts = (" JOIN prompts pr ON pr.id = p.prompt_id JOIN responses ra ON ra.id = p.response_a "
-             "JOIN responses rb ON rb.id = p.response_b")
+    prompt = " JOIN prompts pr ON pr.id = p.prompt_id"
+    replies = " JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b"
+    texts = prompt + replies
     cond = " WHERE " + " AND ".join(where)
     # counted on pairs alone unless the search reads the texts: the joins cost a million lookups each
     total = ws.query("SELECT COUNT(*) FROM pairs p" + (texts if "q" in args else "") + cond, args)[0][0]
@@ -123,13 +124,12 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     page = min(page, pages)
     # The page's pair ids first, reading the texts only where the search or the order needs them; then the texts
     # of those pairs alone (a deep page's skipped rows carry no texts through the sort).
-    source = " FROM pairs p" + (texts if "q" in args else " JOIN prompts pr ON pr.id = p.prompt_id"
-                                if sort == "prompt" else "")
+    source = " FROM pairs p" + (texts if "q" in args else prompt if sort == "prompt" else "")
     if sort == "prompt" and (page * per_page) * ws.query("SELECT COUNT(*) FROM pairs")[0][0] <= WALK_ROWS * total:
         # Walk the prompts in their index order and stop after this page, where SQLite would sort every match,
         # when that walk reads few rows (about page * per_page * all pairs / matches); else sort the matches.
         source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id" + (
-            texts.split("JOIN prompts pr ON pr.id = p.prompt_id")[1] if "q" in args else "")
+            replies if "q" in args else "")
     ids = [r[0] for r in ws.query(f"SELECT p.id{source}{cond} ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
                                   {**args, "lim": per_page, "off": (page - 1) * per_page})]
     at = {pid: k for k, pid in enumerate(ids)}
