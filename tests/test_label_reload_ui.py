@@ -165,6 +165,11 @@ def test_an_open_page_keeps_the_name_and_pair_over_an_app_restart(tmp_path, monk
             a.stop()
             monkeypatch.setattr(browser, "free_port", lambda: port)
             with running_app(ws_dir, seed=False):
+                # A page that saw the connection drop says so and reloads itself once the app answers again
+                # (Gradio polls every 2 s); a press in the moment of that reload can be lost with the old page
+                # (its spinner runs on), so the person, like this test, presses once the page has settled.
+                expect(page.get_by_text("Connection to the server was lost")).to_have_count(0, timeout=30000)
+                page.wait_for_load_state()
                 page.locator("#lbl-progress").click()
                 page.keyboard.press("1")
                 # Either the server takes the press for the pair on the page, or Gradio reloads the page on
