@@ -125,9 +125,14 @@ def test_rows_written_in_several_chunks_count_as_in_one(tmp_path, monkeypatch, k
     def run(chunk: int) -> tuple[dict, list]:
         monkeypatch.setattr(importing, "CHUNK_ROWS", chunk)
         ws = Workspace(tmp_path / f"ws{chunk}")
+        trigger = ws.query("SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
         importing.import_file(ws, old)
         res = asdict(importing.import_file(ws, src))
         labels = [tuple(r) for r in ws.query("SELECT pair_id, choice FROM labels ORDER BY id")]
+        # The import counts its new pairs' labels itself (the counting trigger is off meanwhile): each pair's
+        # counts are those of its labels, and the triggers are as they were.
+        assert ws.query("SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name") == trigger
+        assert counted(ws) == recounted(ws) and sum(n for _, n, _ in counted(ws)) == len(labels)
         return res, labels
 
     whole, in_chunks = run(1000), run(2)
@@ -179,3 +184,16 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
         f"EXPLAIN QUERY PLAN SELECT p.id FROM pairs p ORDER BY {records.SORTS['most labels']} LIMIT 20"))
     assert "pairs_n_labels" in most and "TEMP B-TREE" not in most, most
     assert [r["pair_id"] for r in records.query(ws, sort="prompt").rows] == [1]  # the prompt walk's page
+
+
+def counted(ws) -> list[tuple]:
+    return [tuple(r) for r in ws.query("SELECT id, n_import, n_human + n_skip + n_tie FROM pairs ORDER BY id")]
+
+
+def recounted(ws) -> list[tuple]:
+    return [tuple(r) for r in ws.query(
+        """SELECT p.id, (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE l.pair_id = p.id
+                         AND l.superseded = 0 AND l.choice != 'skip' AND a.name = 'import'),
+                  (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE l.pair_id = p.id
+                   AND l.superseded = 0 AND a.name != 'import')
+           FROM pairs p ORDER BY p.id""")]

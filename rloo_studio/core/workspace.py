@@ -72,7 +72,7 @@ SCHEMA = [
     INSERT OR IGNORE INTO pair_order (pair_id, annotator_id, a_shown_left)
         SELECT pair_id, annotator_id, a_shown_left FROM labels WHERE a_shown_left IS NOT NULL ORDER BY id DESC;
     """,
-    # 3: imports skip pairs already in the workspace: importing.pair_key() of prompt + both responses (NULL: not yet computed)
+    # 3: imports skip pairs already in the workspace: import_store.pair_key() of prompt + both responses (NULL: not yet computed)
     """
     ALTER TABLE pairs ADD COLUMN dedup_key TEXT;
     CREATE INDEX IF NOT EXISTS pairs_dedup_key ON pairs(dedup_key);

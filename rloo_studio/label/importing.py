@@ -10,9 +10,10 @@ Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk; read by rea
 Every problem is a DataError naming the file, the row (line for JSONL) and the field; an import
 is all or nothing: nothing is written unless every row is valid.
 
-The file is read twice, one row at a time (reading.iter_rows): first every row is checked, then the rows are
-written, CHUNK_ROWS to a transaction, so that memory does not grow with the file (a JSONL file; the other formats
-are read whole) and people labeling meanwhile wait at most for one chunk's write. An import stopped while it writes
+The file is read once, one row at a time (reading.iter_rows): every row is checked and kept, as checked, in a
+temporary file; then the rows are written from it, CHUNK_ROWS to a transaction (import_store.Batch), so that memory
+does not grow with the file (a JSONL file; the other formats are read whole) and people labeling meanwhile wait at
+most for one chunk's write. An import stopped while it writes
 (the process killed) leaves the chunks it committed; importing the file again adds the rest and nothing twice.
 
 Imports are idempotent and lose nothing: a row already in the workspace is skipped and counted, unless
@@ -26,8 +27,9 @@ Pairs carry a `dedup_key` (pair_key()), indexed, so the check is one indexed que
 """
 from __future__ import annotations
 
-import hashlib
 import json
+import marshal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from itertools import chain, combinations, islice
@@ -37,7 +39,8 @@ from typing import Iterable, Iterator
 from rloo_studio.label import shapes as S
 from rloo_studio.core.errors import DataError
 from rloo_studio.label.store import IMPORT_ANNOTATOR
-from rloo_studio.label.prompts import add_imported_label, add_pair, add_prompt, add_response, get_or_create_set
+from rloo_studio.label.import_store import Batch, Match, existing_pairs, fill_keys, pair_key
+from rloo_studio.label.prompts import add_imported_label, add_prompt, get_or_create_set
 from rloo_studio.label.reading import Progress, iter_rows
 from rloo_studio.label.shapes import Row
 from rloo_studio.core.workspace import Workspace
@@ -176,7 +179,7 @@ def _scaled(progress: Progress | None, lo: float, hi: float, what: str) -> Progr
 def import_file(ws: Workspace, path: str | Path, name: str | None = None, progress: Progress | None = None,
                 expect: tuple[str, ...] | None = None, keep_duplicates: bool = False) -> ImportResult:
     """Check every row, then write them all (or nothing, when a row is not valid), reading the file one row at a
-    time in both passes.
+    time and keeping the checked rows in a temporary file in the workspace folder for the writing pass.
 
     expect: the kinds the caller can use (the RLOO tab wants a prompt set); another kind is refused.
     keep_duplicates: also write rows already in the workspace, as new pairs (a prompt set holds each
@@ -187,20 +190,40 @@ def import_file(ws: Workspace, path: str | Path, name: str | None = None, progre
     if expect and kind not in expect:
         raise DataError(f"{p.name} holds {KIND_WORDS[kind]}; here it must be "
                         + " or ".join(KIND_WORDS[k] for k in expect) + ". Import it in the Label tab instead.")
-    n, columns, kept = 0, set(), []
-    for rec in records:  # every row checked before anything is written
+    with tempfile.TemporaryFile(dir=ws.root, prefix="import-") as spool:
+        n, columns = _check_all(records, spool)
+        if progress:
+            progress(0.4, f"checked {n:,} rows; writing")
+        return write_records(ws, kind, _unspooled(spool), name, progress, keep_duplicates=keep_duplicates, total=n,
+                             columns=tuple(sorted(columns)))
+
+
+def _check_all(records: Iterator[Row], spool) -> tuple[int, set]:
+    """Check every row before anything is written, keeping the checked rows in `spool` (a file: marshal, a chunk
+    to a record), so that memory holds one chunk and the writing pass reads them back without parsing and
+    checking the file again. The rows' number and their extra columns."""
+    n, columns, chunk = 0, set(), []
+    for rec in records:
         n += 1
         columns.update(rec.extra)
-        if n <= CHUNK_ROWS:
-            kept.append(rec)
-    if progress:
-        progress(0.4, f"checked {n:,} rows; writing")
-    if n > CHUNK_ROWS:
-        _, records = _records(p)  # read again: a big file's checked rows are not kept in memory
-    else:
-        records = kept
-    return write_records(ws, kind, records, name, progress, keep_duplicates=keep_duplicates, total=n,
-                         columns=tuple(sorted(columns)))
+        chunk.append((rec.prompt, rec.responses, rec.extra, rec.preferred))
+        if len(chunk) == CHUNK_ROWS:
+            _spool(spool, chunk)
+            chunk = []
+    if chunk:
+        _spool(spool, chunk)
+    spool.seek(0)
+    return n, columns
+
+
+def _spool(spool, chunk: list) -> None:
+    data = marshal.dumps(chunk)  # with its length first: marshal.load from a file reads it 3x slower than loads
+    spool.write(len(data).to_bytes(8, "little") + data)
+
+
+def _unspooled(spool) -> Iterator[Row]:
+    while head := spool.read(8):
+        yield from (Row(*r) for r in marshal.loads(spool.read(int.from_bytes(head, "little"))))
 
 
 def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None,
@@ -222,60 +245,6 @@ def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None
     except DataError:
         shutil.rmtree(folder, ignore_errors=True)  # a refused file leaves nothing behind
         raise
-
-
-def pair_key(prompt: str, turns, a: str, b: str) -> str:
-    """What makes two pairs the same comparison: the prompt (text and turns) and the two responses, either order."""
-    x, y = sorted((a, b))
-    blob = json.dumps([prompt, turns if isinstance(turns, list) and turns else None, x, y],
-                      ensure_ascii=False, separators=(",", ":"))
-    return hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def fill_keys(con) -> None:
-    """Give a dedup_key to pairs written without one (the demo seed, generated candidates, older imports)."""
-    rows = con.execute(
-        """SELECT p.id, pr.text, pr.extra, ra.text, rb.text FROM pairs p JOIN prompts pr ON pr.id = p.prompt_id
-           JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b
-           WHERE p.dedup_key IS NULL""")
-    keys = []
-    for pid, prompt, extra, a, b in rows:
-        try:
-            turns = json.loads(extra or "{}").get(S.TURNS)
-        except (ValueError, AttributeError):
-            turns = None
-        keys.append((pair_key(prompt, turns, a, b), pid))
-    con.executemany("UPDATE pairs SET dedup_key=? WHERE id=?", keys)
-
-
-@dataclass
-class _Match:
-    """A pair with a row's key: its id, its response A's text, and the choices imported for it so far
-    (True: by this import)."""
-    pair: int
-    a_text: str
-    imported: dict[str, bool]
-
-
-def _existing_pairs(con, keys, since_label: int) -> dict[str, list[_Match]]:
-    """The pairs of the workspace that have one of these keys, oldest first, with their imported labels (those
-    with an id above since_label were written by this import): one indexed join."""
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS import_keys (k TEXT PRIMARY KEY)")
-    con.execute("DELETE FROM temp.import_keys")
-    con.executemany("INSERT OR IGNORE INTO temp.import_keys (k) VALUES (?)", ((k,) for k in keys))
-    found: dict[str, list[_Match]] = {}
-    for k, pid, a_text, choices in con.execute(
-            # `+l.annotator_id`: look the labels up by pair (labels_pair_who), never by annotator (labels_mine),
-            # which would scan every imported label once per pair (minutes at 50,000 pairs)
-            """SELECT t.k, p.id, ra.text, (SELECT group_concat(l.choice || (l.id > :since)) FROM labels l
-                   WHERE l.pair_id = p.id AND l.superseded = 0
-                   AND +l.annotator_id = (SELECT id FROM annotators WHERE name = :ann))
-               FROM temp.import_keys t JOIN pairs p ON p.dedup_key = t.k JOIN responses ra ON ra.id = p.response_a
-               ORDER BY p.id""", {"ann": IMPORT_ANNOTATOR, "since": since_label}):
-        found.setdefault(k, []).append(_Match(pid, a_text, {c[:-1]: c[-1] == "1" for c in (choices or "").split(",")
-                                                            if c}))
-    con.execute("DELETE FROM temp.import_keys")
-    return found
 
 
 def _write_prompts(con, sid: int, records: Iterable[Row], total: int, progress: Progress | None,
@@ -361,18 +330,24 @@ def write_records(ws: Workspace, kind: str, records: Iterable[Row], name: str, p
 
 def _write_chunk(con, chunk: list[Row], t: _Tally, sid: int, source: str, name: str, ann: int | None, now: float,
                  keep_duplicates: bool) -> None:
-    """Write one chunk of rows inside the caller's transaction, counting into t."""
+    """Write one chunk of rows inside the caller's transaction, counting into t: the new rows go into a Batch,
+    written at the end (or before a row adds its label to a pair the batch holds)."""
     plans = [[(a, b, pair_key(rec.prompt, rec.turns, rec.responses[a], rec.responses[b]))
               for a, b in ([(0, 1)] if rec.preferred else candidate_pairs(len(rec.responses)))]
              for rec in chunk]
-    found: dict[str, list[_Match]] = {}
+    found: dict[str, list[Match]] = {}
     if not keep_duplicates:
-        found = _existing_pairs(con, (k for plan in plans for _, _, k in plan), t.since_label)
+        found = existing_pairs(con, (k for plan in plans for _, _, k in plan), t.since_label)
     before = {k for k, ms in found.items() if any(m.pair <= t.since_pair for m in ms)}  # there before this import
+    batch = Batch.start(con, sid, {rec.prompt for rec, plan in zip(chunk, plans) if any(x[2] not in found for x in plan)},
+                        source, name, ann, now)
     for rec, plan in zip(chunk, plans):
         new = [x for x in plan if x[2] not in found]
         if rec.preferred and not new:  # this comparison is there: add the row's label, unless it has it
-            outcome = _label_existing(con, found[plan[0][2]], rec, ann, now)
+            matches = found[plan[0][2]]
+            if batch.holds(matches[0].pair):
+                batch.flush()  # the pair is written (and its label counted) before a label is added to it
+            outcome = _label_existing(con, matches, rec, ann, now)
             t.skipped += outcome in ("skipped", "repeated")
             t.repeated += outcome == "repeated"
             t.labeled += outcome in ("labeled", "split")
@@ -382,12 +357,16 @@ def _write_chunk(con, chunk: list[Row], t: _Tally, sid: int, source: str, name: 
             t.skipped += 1
             t.repeated += not all(k in before for _, _, k in plan)
             continue
-        pid = add_prompt(con, sid, rec.prompt, rec.extra)
-        t.prompt_ids.add(pid)
-        t.pairs += _add_pairs(con, pid, rec, new, source, name, ann, now, None if keep_duplicates else found)
+        pairs = batch.pairs(rec, new)
+        t.prompt_ids.add(batch.prompt_ids[rec.prompt])
+        t.pairs += len(pairs)
+        if not keep_duplicates:  # a later row of the file finds them
+            for (a, _, key), pair in zip(new, pairs):
+                found.setdefault(key, []).append(Match(pair, rec.responses[a], {"a": True} if rec.preferred else {}))
+    batch.flush()
 
 
-def _label_existing(con, matches: list[_Match], rec: Row, ann: int, now: float) -> str:
+def _label_existing(con, matches: list[Match], rec: Row, ann: int, now: float) -> str:
     """Add a preference row's label to the pair already there: 'skipped' if it has that imported label
     ('repeated' when the earlier label came from this same file), else 'labeled', or 'split' when the pair
     held the opposite imported label."""
@@ -400,20 +379,3 @@ def _label_existing(con, matches: list[_Match], rec: Row, ann: int, now: float) 
     split = bool(m.imported)
     m.imported[choice[m.pair]] = True
     return "split" if split else "labeled"
-
-
-def _add_pairs(con, pid: int, rec: Row, new: list, source: str, name: str, ann: int | None, now: float,
-               found: dict[str, list[_Match]] | None) -> int:
-    """Write the row's responses and its new pairs under prompt pid (labeled 'a' for a preference row);
-    record them in found so a later row of the same file finds them. Returns the pairs written."""
-    rids: dict[int, int] = {}
-    for a, b, key in new:
-        for j in (a, b):
-            if j not in rids:
-                rids[j] = add_response(con, pid, rec.responses[j], source, now)
-        pair = add_pair(con, pid, rids[a], rids[b], name, now, key)
-        if rec.preferred:
-            add_imported_label(con, pair, ann, now=now)
-        if found is not None:
-            found.setdefault(key, []).append(_Match(pair, rec.responses[a], {"a": True} if rec.preferred else {}))
-    return len(new)

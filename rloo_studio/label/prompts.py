@@ -44,7 +44,7 @@ def add_response(con, prompt_id: int, text: str, source: str, now: float | None 
 def add_pair(con, prompt_id: int, response_a: int, response_b: int, source: str, now: float | None = None,
              dedup_key: str | None = None) -> int:
     """A pair of two responses to one prompt (unlabeled); `dedup_key` lets a later import find it again (pairs
-    written without one get theirs from importing.fill_keys when an import first needs them)."""
+    written without one get theirs from import_store.fill_keys when an import first needs them)."""
     cols, vals = "prompt_id, response_a, response_b, source, created", [prompt_id, response_a, response_b, source,
                                                                        now or time.time()]
     if dedup_key is not None:

@@ -7,7 +7,7 @@ A group is the k completions of one prompt at one step. Two ways to pick the pai
   disagreement  the two completions the reward model orders most strongly against the rule rewards
                 (the run must have used the reward_model reward and at least one other).
 Pairs are written without labels (people label them). A pair already in the workspace (the same prompt
-and the same two responses, in either order: importing.pair_key) is not written again.
+and the same two responses, in either order: import_store.pair_key) is not written again.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from itertools import combinations
 
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.label.importing import fill_keys, pair_key
+from rloo_studio.label.import_store import fill_keys, pair_key
 from rloo_studio.label.prompts import add_pair, add_prompt, add_response, get_or_create_set
 from rloo_studio.runs.catalog import find_run, run_config
 from rloo_studio.runs.runner import read_jsonl
