@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from rloo_studio.label import shapes as S
 from rloo_studio.label.store import IMPORT_ANNOTATOR
 
-COUNT_TRIGGER = "label_counts_add"  # core/workspace.py: a new current label adds itself to its pair's counts
+COUNT_TRIGGER = "label_counts_add"
+_KEY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder, not one per key  # core/workspace.py: a new current label adds itself to its pair's counts
 
 
 def pair_key(prompt: str, turns, a: str, b: str) -> str:
     """What makes two pairs the same comparison: the prompt (text and turns) and the two responses, either order."""
-    x, y = sorted((a, b))
-    blob = json.dumps([prompt, turns if isinstance(turns, list) and turns else None, x, y],
-                      ensure_ascii=False, separators=(",", ":"))
+    x, y = (a, b) if a <= b else (b, a)
+    blob = _KEY_JSON([prompt, turns if isinstance(turns, list) and turns else None, x, y])
     return hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
@@ -55,28 +55,24 @@ class Match:
 
 def existing_pairs(con, keys, since_label: int) -> dict[str, list[Match]]:
     """The pairs of the workspace that have one of these keys, oldest first, with their imported labels (those
-    with an id above since_label were written by this import): one indexed join."""
-    _fill_temp(con, "import_keys", keys)
+    with an id above since_label were written by this import). Two set-based reads: the keys' pairs from the key
+    index (keys in order: neighbouring index pages), then those pairs' rows, texts and labels in id order (a
+    chunk of a file imported before lies on neighbouring pages)."""
+    ids = sorted(con.execute("SELECT p.id, j.value FROM json_each(?) j CROSS JOIN pairs p ON p.dedup_key = j.value",
+                             (json.dumps(sorted(set(keys))),)), key=lambda r: r[0])
+    key_of = dict(ids)
     found: dict[str, list[Match]] = {}
-    for k, pid, a_text, choices in con.execute(
+    for pid, a_text, choices in sorted(con.execute(
             # `+l.annotator_id`: look the labels up by pair (labels_pair_who), never by annotator (labels_mine),
             # which would scan every imported label once per pair (minutes at 50,000 pairs)
-            """SELECT t.k, p.id, ra.text, (SELECT group_concat(l.choice || (l.id > :since)) FROM labels l
+            """SELECT p.id, ra.text, (SELECT group_concat(l.choice || (l.id > :since)) FROM labels l
                    WHERE l.pair_id = p.id AND l.superseded = 0
                    AND +l.annotator_id = (SELECT id FROM annotators WHERE name = :ann))
-               FROM temp.import_keys t JOIN pairs p ON p.dedup_key = t.k JOIN responses ra ON ra.id = p.response_a
-               ORDER BY p.id""", {"ann": IMPORT_ANNOTATOR, "since": since_label}):
-        found.setdefault(k, []).append(Match(pid, a_text, {c[:-1]: c[-1] == "1" for c in (choices or "").split(",")
-                                                           if c}))
-    con.execute("DELETE FROM temp.import_keys")
+               FROM json_each(:ids) j CROSS JOIN pairs p ON p.id = j.value JOIN responses ra ON ra.id = p.response_a""",
+            {"ann": IMPORT_ANNOTATOR, "since": since_label, "ids": json.dumps([i for i, _ in ids])}), key=lambda r: r[0]):
+        found.setdefault(key_of[pid], []).append(Match(pid, a_text, {c[:-1]: c[-1] == "1"
+                                                                     for c in (choices or "").split(",") if c}))
     return found
-
-
-def _fill_temp(con, table: str, values) -> None:
-    """A temporary one-column table holding these values (once each), for a set-based join."""
-    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} (k TEXT PRIMARY KEY)")
-    con.execute(f"DELETE FROM temp.{table}")
-    con.executemany(f"INSERT OR IGNORE INTO temp.{table} (k) VALUES (?)", ((v,) for v in values))
 
 
 @dataclass
@@ -96,10 +92,8 @@ class Batch:
     @classmethod
     def start(cls, con, set_id: int, texts, source: str, name: str, annotator: int | None, now: float) -> "Batch":
         """A batch for a chunk whose rows have these prompt texts: those already in the set are looked up at once."""
-        _fill_temp(con, "import_texts", texts)
-        ids = dict(con.execute("SELECT p.text, p.id FROM temp.import_texts t JOIN prompts p "
-                               "ON p.set_id = ? AND p.text = t.k", (set_id,)))
-        con.execute("DELETE FROM temp.import_texts")
+        ids = dict(con.execute("SELECT p.text, p.id FROM json_each(?) j CROSS JOIN prompts p ON p.set_id = ? AND p.text = j.value",
+                               (json.dumps(sorted(texts), ensure_ascii=False), set_id)))
         b = cls(con, set_id, source, name, annotator, now, ids)
         b._number()
         return b
