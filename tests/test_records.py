@@ -36,6 +36,21 @@ def test_search_filter_sort_and_pages(workspace):
         assert query(ws, sort=s).total == everything.total
     by_prompt = [r["prompt"].lower() for r in query(ws, sort="prompt", per_page=200).rows]
     assert by_prompt == sorted(by_prompt)
+    # a search's count and pages (one pass over the texts) are those of the same search done by hand, in each order
+    every = [r for k in range(1, everything.pages + 1) for r in query(ws, per_page=200, page=k).rows]
+    word = "compute"
+    want = {r["pair_id"] for r in every if any(word in t.lower() for t in (r["prompt"], r["a"], r["b"]))}
+    assert 7 < len(want) < len(every)
+    for s in SORTS:
+        first = query(ws, search=word, sort=s, per_page=7)
+        assert first.total == len(want) and first.pages == -(-len(want) // 7), s
+        pages = [r["pair_id"] for k in range(1, first.pages + 1)
+                 for r in query(ws, search=word, sort=s, per_page=7, page=k).rows]
+        assert sorted(pages) == sorted(want), s
+        ids = [r["pair_id"] for r in query(ws, sort=s, per_page=200, page=1).rows]
+        assert [i for i in ids if i in want] == pages[:len([i for i in ids if i in want])], s
+        past = query(ws, search=word, sort=s, per_page=7, page=999)  # past the end: the last page
+        assert past.page == first.pages and [r["pair_id"] for r in past.rows] == pages[(first.pages - 1) * 7:], s
 
 
 def test_the_prompt_order_walks_its_index_or_sorts_and_both_give_the_same_pages(workspace, monkeypatch):

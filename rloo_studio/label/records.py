@@ -115,23 +115,12 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     where, args = _where(search, source, annotator, label, flagged, pair_ids, viewer_id)
     args["viewer"] = viewer_id
     prompt = " JOIN prompts pr ON pr.id = p.prompt_id"
-    replies = " JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b"
-    texts = prompt + replies
+    texts = prompt + " JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b"
     cond = " WHERE " + " AND ".join(where)
-    # counted on pairs alone unless the search reads the texts: the joins cost a million lookups each
-    total = ws.query("SELECT COUNT(*) FROM pairs p" + (texts if "q" in args else "") + cond, args)[0][0]
-    pages = max(1, -(-total // per_page))
-    page = min(page, pages)
-    # The page's pair ids first, reading the texts only where the search or the order needs them; then the texts
-    # of those pairs alone (a deep page's skipped rows carry no texts through the sort).
-    source = " FROM pairs p" + (texts if "q" in args else prompt if sort == "prompt" else "")
-    if sort == "prompt" and (page * per_page) * ws.query("SELECT COUNT(*) FROM pairs")[0][0] <= WALK_ROWS * total:
-        # Walk the prompts in their index order and stop after this page, where SQLite would sort every match,
-        # when that walk reads few rows (about page * per_page * all pairs / matches); else sort the matches.
-        source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id" + (
-            replies if "q" in args else "")
-    ids = [r[0] for r in ws.query(f"SELECT p.id{source}{cond} ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
-                                  {**args, "lim": per_page, "off": (page - 1) * per_page})]
+    if "q" in args:
+        ids, total, page = _searched(ws, " FROM pairs p" + texts + cond, args, sort, page, per_page)
+    else:
+        ids, total, page = _filtered(ws, prompt, cond, args, sort, page, per_page)
     at = {pid: k for k, pid in enumerate(ids)}
     rows = sorted(ws.query(
         "SELECT p.id AS pair_id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag, p.created, "
@@ -139,7 +128,39 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
         {"viewer": args["viewer"], "ids_page": json.dumps(ids)}), key=lambda r: at[r["pair_id"]])
     votes = _votes(ws, [r["pair_id"] for r in rows])
     return Page([as_seen(dict(r), votes.get(r["pair_id"], []), bool(r["a_first"]), viewer) for r in rows],
-                total, page, pages)
+                total, page, max(1, -(-total // per_page)))
+
+
+def _filtered(ws: Workspace, prompt: str, cond: str, args: dict, sort: str, page: int,
+              per_page: int) -> tuple[list[int], int, int]:
+    """The page's pair ids (reading the texts only where the order needs them: a deep page's skipped rows carry
+    no texts through the sort), the number of matches (counted on pairs alone) and the page shown."""
+    total = ws.query("SELECT COUNT(*) FROM pairs p" + cond, args)[0][0]
+    page = min(page, max(1, -(-total // per_page)))
+    source = " FROM pairs p" + (prompt if sort == "prompt" else "")
+    if sort == "prompt" and (page * per_page) * ws.query("SELECT COUNT(*) FROM pairs")[0][0] <= WALK_ROWS * total:
+        # Walk the prompts in their index order and stop after this page, where SQLite would sort every match,
+        # when that walk reads few rows (about page * per_page * all pairs / matches); else sort the matches.
+        source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id"
+    return _page_ids(ws, source + cond, args, sort, page, per_page), total, page
+
+
+def _searched(ws: Workspace, source: str, args: dict, sort: str, page: int,
+              per_page: int) -> tuple[list[int], int, int]:
+    """The same for a text search, which reads every text: the count and the page's ids come from one pass (a
+    count, then the page, read them twice); a page past the last asks again for the last."""
+    rows = ws.query(f"SELECT p.id, COUNT(*) OVER (){source} ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
+                    {**args, "lim": per_page, "off": (page - 1) * per_page})
+    if rows:
+        return [r[0] for r in rows], rows[0][1], page
+    total = ws.query(f"SELECT COUNT(*){source}", args)[0][0]
+    last = max(1, -(-total // per_page))
+    return (_page_ids(ws, source, args, sort, last, per_page) if total else []), total, last
+
+
+def _page_ids(ws: Workspace, source: str, args: dict, sort: str, page: int, per_page: int) -> list[int]:
+    return [r[0] for r in ws.query(f"SELECT p.id{source} ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
+                                   {**args, "lim": per_page, "off": (page - 1) * per_page})]
 
 
 def _annotator_id(ws: Workspace, name: str) -> int:
