@@ -110,10 +110,10 @@ def pytest_configure(config):
 # A module's tests run on one worker (its module fixtures start once); modules that use the same shared app
 # form one group, so that app starts once. The slowest groups go first: xdist hands out the first groups
 # round-robin, so the long ones run side by side instead of one of them at the end with the other worker idle.
-SHARED_APP_FIXTURES = ("demo_app", "upload_limit_app", "trained_app")
+SHARED_APP_FIXTURES = ("demo_app", "upload_limit_app", "trained_app", "first_runs_app")
 SLOW_FIRST = ["test_whole_loop", "test_charts_ui", "test_rloo_learns", "demo_app", "test_typed_input_ui",
               "test_faults", "test_qwen3_ui", "test_concurrent_labeling", "trained_app", "test_accelerate",
-              "test_rloo_ui", "test_reward_job", "test_fresh_tabs_ui", "test_qwen3_cli", "test_reward_ui", "test_cli"]
+              "first_runs_app", "test_reward_job", "test_fresh_tabs_ui", "test_qwen3_cli", "test_cli"]
 
 
 def _groups(items) -> dict[str, str]:
@@ -215,9 +215,21 @@ def trained_app(tmp_path_factory, qwen3_model):
         yield a
 
 
+@pytest.fixture(scope="session")
+def first_runs_app(tmp_path_factory):
+    """No flags, a demo workspace, for the modules that check the first run of their kind: test_reward_ui (no
+    reward run before its own) and test_rloo_ui (no RLOO run before its own). Neither labels a pair nor starts a
+    run of the other's kind, so they share one app start."""
+    from browser import running_app
+
+    with running_app(tmp_path_factory.mktemp("first-runs-app") / "ws") as a:
+        SHARED_APPS["first_runs_app"] = a
+        yield a
+
+
 def pytest_collection_finish(session):
     for item in session.items:
-        for name in ("demo_app", "upload_limit_app", "trained_app"):
+        for name in SHARED_APP_FIXTURES:
             if name in getattr(item, "fixturenames", ()):
                 LAST_USER[name] = item.nodeid
 

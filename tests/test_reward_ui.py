@@ -5,14 +5,13 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser import fill, open_page, running_app, screenshot
+from browser import fill, open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("reward-ui") / "ws") as a:
-        yield a
+def app(first_runs_app):
+    return first_runs_app  # shared with test_rloo_ui (tests/conftest.py)
 
 
 def _loss_points(page) -> int:

@@ -5,7 +5,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser import fill, open_page, running_app, screenshot
+from browser import fill, open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 
 LONG = 900_000  # ms: a shared 2-core machine can be slow; the test waits for behaviour, not for time
@@ -15,9 +15,8 @@ POINTS_JS = """el => Math.max(0, ...[...el.querySelectorAll('g.scatterlayer g.tr
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("rloo-ui") / "ws") as a:
-        yield a
+def app(first_runs_app):
+    return first_runs_app  # shared with test_reward_ui (tests/conftest.py)
 
 
 def _points(page, plot):
