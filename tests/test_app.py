@@ -1,3 +1,4 @@
+import time
 import urllib.error
 import urllib.request
 
@@ -25,6 +26,18 @@ def test_serves_on_loopback_only(app):
         assert r.status == 200
     addrs = {c.laddr.ip for c in psutil.Process(app.proc.pid).net_connections("inet") if c.status == "LISTEN"}
     assert addrs == {"127.0.0.1"}
+
+
+def test_an_idle_app_leaves_the_cpu_alone(app):
+    """With no page open and no job running the app uses about 1% of a core (Gradio's queue, looking for work every
+    1 ms, took about 4%: ui/app.py calm_queue); a CPU training run and the other tests get the rest."""
+    proc = psutil.Process(app.proc.pid)
+    time.sleep(2)  # past the end of any page the module's earlier tests closed
+    before, t0 = proc.cpu_times(), time.monotonic()
+    time.sleep(12)
+    after, seconds = proc.cpu_times(), time.monotonic() - t0
+    share = (after.user + after.system - before.user - before.system) / seconds
+    assert share < 0.025, f"the idle app used {share:.1%} of a core"
 
 
 def test_shell_shows_device_backend_workspace_and_runs(app):

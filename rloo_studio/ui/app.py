@@ -97,11 +97,27 @@ def served_paths(studio: Studio) -> tuple[list[str], list[str]]:
     return [str(ws.exports_dir)], [str(p) for p in blocked]
 
 
+# Gradio's queue looks for work every 1 ms while it has none, and for progress to send every 10 ms
+# (gradio/queueing.py, Queue.__init__): about 4% of a core for an app nobody is using, taken from a CPU training run
+# (and, in the test suite, from every other test while a shared app idles). Every 10 ms and 50 ms: about 1%, for at
+# most 10 ms more before an event starts. Gradio has no public setting for them;
+# tests/test_app.py::test_an_idle_app_leaves_the_cpu_alone checks the outcome.
+QUEUE_IDLE_S = {"sleep_when_free": 0.01, "progress_update_sleep_when_free": 0.05}
+
+
+def calm_queue(demo) -> None:
+    queue = getattr(demo, "_queue", None)
+    for name, seconds in QUEUE_IDLE_S.items():
+        if hasattr(queue, name):
+            setattr(queue, name, seconds)
+
+
 def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tuple[str, str] | None = None,
            block: bool = True, max_upload_mb: int = 500):
     use_workspace_temp(studio.ws)  # before the Blocks are built: they read it then
     demo = build_ui(studio)
     demo.queue(default_concurrency_limit=4)
+    calm_queue(demo)
     allowed, blocked = served_paths(studio)
     demo.launch(
         server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block,
