@@ -148,11 +148,11 @@ def _filtered(ws: Workspace, prompt: str, cond: str, args: dict, sort: str, page
 def _searched(ws: Workspace, source: str, args: dict, sort: str, page: int,
               per_page: int) -> tuple[list[int], int, int]:
     """The same for a text search, which reads every text: the count and the page's ids come from one pass (a
-    count, then the page, read them twice); a page past the last asks again for the last."""
+    count, then the page, read them twice); a page past the last counts, then asks for the last."""
     rows = ws.query(f"SELECT p.id, COUNT(*) OVER (){source} ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
                     {**args, "lim": per_page, "off": (page - 1) * per_page})
-    if rows:
-        return [r[0] for r in rows], rows[0][1], page
+    if rows or page == 1:  # (no match at all: nothing to count again)
+        return [r[0] for r in rows], rows[0][1] if rows else 0, page
     total = ws.query(f"SELECT COUNT(*){source}", args)[0][0]
     last = max(1, -(-total // per_page))
     return (_page_ids(ws, source, args, sort, last, per_page) if total else []), total, last
