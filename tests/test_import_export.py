@@ -451,3 +451,34 @@ def test_export_refuses_a_file_name_too_long_in_plain_words_and_writes_nothing(w
     msg = explain(OSError(36, "File name too long", "x" * 300))
     assert msg.startswith("That file name is too long") and "log.txt" not in msg
     assert "log.txt" not in explain(ValueError("odd")) and "log.txt" in explain(ValueError("odd"), in_run=True)
+
+
+def test_a_datasets_folder_in_numpy_format_imports_its_texts_as_texts(empty_workspace, tmp_path):
+    """load_from_disk restores a saved numpy format: its cells are numpy strings and floats. They are kept as the
+    texts and numbers they are (the checked rows wait in a temporary file between the passes: that file keeps
+    their types), as a prompt set and as preference pairs."""
+    from datasets import Dataset
+
+    ws = empty_workspace
+    prompts = Dataset.from_list([{"prompt": "p1", "score": 0.5}, {"prompt": "p2", "score": 1.5}])
+    prompts.set_format("numpy")
+    prompts.save_to_disk(tmp_path / "prompts")
+    assert import_file(ws, tmp_path / "prompts").prompts == 2
+    assert load_prompt_set(ws, "prompts") == [{"prompt": "p1", "score": 0.5}, {"prompt": "p2", "score": 1.5}]
+    pairs = Dataset.from_list([{"prompt": "q", "chosen": "right", "rejected": "wrong"}])
+    pairs.set_format("numpy")
+    pairs.save_to_disk(tmp_path / "pairs")
+    assert import_file(ws, tmp_path / "pairs").pairs == 1
+    assert [(p["prompt"], p["chosen"], p["rejected"]) for p in L.preference_pairs(ws)] == [("q", "right", "wrong")]
+
+
+def test_a_prompt_holding_a_nul_character_is_found_again(empty_workspace, tmp_path):
+    """A prompt already in the set is found by its text, a NUL character in it included: a second file with the
+    same prompt and other responses adds its pair to that prompt."""
+    ws = empty_workspace
+    for k, (a, b) in enumerate([("x", "y"), ("u", "v")]):
+        f = tmp_path / f"f{k}.jsonl"
+        f.write_text(json.dumps({"prompt": "say a\u0000b", "chosen": a, "rejected": b}) + "\n")
+        assert import_file(ws, f, name="set").pairs == 1
+    assert [tuple(r) for r in ws.query("SELECT text FROM prompts")] == [("say a\u0000b",)]
+    assert ws.query("SELECT COUNT(*) FROM pairs")[0][0] == 2

@@ -197,3 +197,22 @@ def recounted(ws) -> list[tuple]:
                   (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE l.pair_id = p.id
                    AND l.superseded = 0 AND a.name != 'import')
            FROM pairs p ORDER BY p.id""")]
+
+
+def test_a_full_disk_mid_import_says_so_and_keeps_the_counting_trigger(tmp_path, monkeypatch):
+    """SQLite may end the transaction itself (a full disk): the error seen is that one, not a failed re-creation of
+    the trigger or a rollback with no transaction, and the store keeps its triggers."""
+    import sqlite3
+
+    monkeypatch.setattr(importing, "CHUNK_ROWS", 500)
+    ws = Workspace(tmp_path / "ws")
+    triggers = ws.query("SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
+    src = tmp_path / "f.jsonl"
+    src.write_text("".join(json.dumps({"prompt": f"q{i} " + "x" * 200, "chosen": f"right {i}", "rejected": f"wrong {i}"})
+                           + "\n" for i in range(3000)))
+    con = ws.connect()
+    con.execute(f"PRAGMA max_page_count = {con.execute('PRAGMA page_count').fetchone()[0] + 60}")
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        importing.import_file(ws, src)
+    assert ws.query("SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name") == triggers
+    assert counted(ws) == recounted(ws)

@@ -221,7 +221,8 @@ class Workspace:
         try:
             yield con
         except BaseException:
-            con.execute("ROLLBACK")
+            if con.in_transaction:  # SQLite may have rolled back itself (disk full): the error is the one to see
+                con.execute("ROLLBACK")
             raise
         con.execute("COMMIT")
 

@@ -92,8 +92,13 @@ class Batch:
     @classmethod
     def start(cls, con, set_id: int, texts, source: str, name: str, annotator: int | None, now: float) -> "Batch":
         """A batch for a chunk whose rows have these prompt texts: those already in the set are looked up at once."""
+        plain = sorted(t for t in texts if "\x00" not in t)  # json_each never matches a text holding a NUL
         ids = dict(con.execute("SELECT p.text, p.id FROM json_each(?) j CROSS JOIN prompts p ON p.set_id = ? AND p.text = j.value",
-                               (json.dumps(sorted(texts), ensure_ascii=False), set_id)))
+                               (json.dumps(plain, ensure_ascii=False), set_id)))
+        for text in set(texts).difference(plain):
+            row = con.execute("SELECT id FROM prompts WHERE set_id = ? AND text = ?", (set_id, text)).fetchone()
+            if row:
+                ids[text] = row[0]
         b = cls(con, set_id, source, name, annotator, now, ids)
         b._number()
         return b
@@ -163,4 +168,5 @@ def counted_by_hand(con):
     try:
         yield
     finally:
-        con.execute(sql)
+        if con.in_transaction:  # (SQLite ends a transaction itself on some errors, disk full: the drop is undone)
+            con.execute(sql)

@@ -28,7 +28,7 @@ Pairs carry a `dedup_key` (pair_key()), indexed, so the check is one indexed que
 from __future__ import annotations
 
 import json
-import marshal
+import pickle
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -199,7 +199,7 @@ def import_file(ws: Workspace, path: str | Path, name: str | None = None, progre
 
 
 def _check_all(records: Iterator[Row], spool) -> tuple[int, set]:
-    """Check every row before anything is written, keeping the checked rows in `spool` (a file: marshal, a chunk
+    """Check every row before anything is written, keeping the checked rows in `spool` (a file: pickle, a chunk
     to a record), so that memory holds one chunk and the writing pass reads them back without parsing and
     checking the file again. The rows' number and their extra columns."""
     n, columns, chunk = 0, set(), []
@@ -217,13 +217,15 @@ def _check_all(records: Iterator[Row], spool) -> tuple[int, set]:
 
 
 def _spool(spool, chunk: list) -> None:
-    data = marshal.dumps(chunk)  # with its length first: marshal.load from a file reads it 3x slower than loads
+    # pickle keeps every value's type as checked (marshal wrote a numpy str from a datasets folder as its bytes);
+    # with its length first: load from a file reads it 3x slower than loads
+    data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
     spool.write(len(data).to_bytes(8, "little") + data)
 
 
 def _unspooled(spool) -> Iterator[Row]:
     while head := spool.read(8):
-        yield from (Row(*r) for r in marshal.loads(spool.read(int.from_bytes(head, "little"))))
+        yield from (Row(*r) for r in pickle.loads(spool.read(int.from_bytes(head, "little"))))
 
 
 def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None,
