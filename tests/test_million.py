@@ -216,3 +216,23 @@ def test_a_full_disk_mid_import_says_so_and_keeps_the_counting_trigger(tmp_path,
         importing.import_file(ws, src)
     assert ws.query("SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name") == triggers
     assert counted(ws) == recounted(ws)
+
+
+def test_the_label_tab_says_an_import_stopped_by_a_full_disk_kept_what_it_wrote(tmp_path, monkeypatch):
+    """Checking finds nothing wrong; the disk fills while the rows are written: the page does not say 'nothing was
+    changed' (the chunks committed stay), it says what stopped it and that importing again adds the rest."""
+    from rloo_studio.studio import Studio
+    from rloo_studio.ui.label_data import ImportInputs, do_import
+
+    monkeypatch.setattr(importing, "CHUNK_ROWS", 100)
+    studio = Studio(tmp_path / "ws", seed_demo=False)
+    src = tmp_path / "f.jsonl"
+    src.write_text("".join(json.dumps({"prompt": f"q{i} " + "x" * 200, "chosen": f"right {i}", "rejected": f"wrong {i}"})
+                           + "\n" for i in range(3000)))
+    con = studio.ws.connect()
+    con.execute(f"PRAGMA max_page_count = {con.execute('PRAGMA page_count').fetchone()[0] + 200}")
+    said = do_import(studio, ImportInputs(path=str(src)), progress=lambda *a, **k: None)[0]
+    written = studio.ws.query("SELECT COUNT(*) FROM pairs")[0][0]
+    assert 0 < written < 3000
+    assert "The import stopped: The disk is full" in said and "The rows it had written are kept" in said, said
+    assert "nothing was changed" not in said and "Traceback" not in said

@@ -38,6 +38,8 @@ def explain(exc: BaseException, in_run: bool = False) -> str:
         where = f" writing {exc.filename}" if exc.filename else ""
         return (f"The disk is full{where}. Free some space (old runs' checkpoints are the usual culprit), "
                 "then resume the run: earlier checkpoints are kept.")
+    if "database or disk is full" in text:  # SQLite's words for it
+        return "The disk is full: the workspace's database could not grow. Free some space, then try again."
     if isinstance(exc, OSError) and exc.errno == 36:  # ENAMETOOLONG
         return "That file name is too long for the file system; choose a shorter name (at most 200 characters)."
     if isinstance(exc, MemoryError) or "out of memory" in text.lower() or type(exc).__name__ == "OutOfMemoryError":

@@ -10,7 +10,7 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.core.errors import explain
+from rloo_studio.core.errors import DataError, explain
 from rloo_studio.label.exporting import FORMATS, export
 from rloo_studio.label.generate import GenerateConfig, generate_candidates
 from rloo_studio.label.importing import import_upload
@@ -79,9 +79,11 @@ def do_import(studio: Studio, form: ImportInputs, progress=gr.Progress()):
     try:
         kw = {"keep_duplicates": True} if form.keep_duplicates else {}  # skipping rows already there is the default
         res = import_upload(studio.ws, form.path, progress=lambda frac, what: progress(frac, desc=what), **kw)
-    except Exception as e:  # every failure is a message; the import wrote nothing
-        return (status_html(f"Import refused, nothing was changed: {explain(e)}", True), *label_render.unchanged(),
-                gr.update(), None, empty_update(studio))
+    except Exception as e:  # every failure is a message
+        said = (f"Import refused, nothing was changed: {explain(e)}" if isinstance(e, DataError)  # found while checking
+                else f"The import stopped: {explain(e)}. The rows it had written are kept; importing the file again "
+                     "adds the rest, nothing twice.")  # while writing (a full disk): the chunks committed stay
+        return (status_html(said, True), *label_render.unchanged(), gr.update(), None, empty_update(studio))
     finally:
         discard_upload(studio.ws, form.path)  # the workspace keeps its own copy (uploads/); Gradio's goes
     view = label_render.show_next(studio, form)
