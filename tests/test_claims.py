@@ -46,3 +46,30 @@ def test_a_browser_shows_one_annotators_pair_a_new_name_frees_the_old_names_clai
     L.next_pair(workspace, "bob", "shared-browser")  # the same browser, the name changed
     held = workspace.query("SELECT a.name FROM claims c JOIN annotators a ON a.id = c.annotator_id")
     assert [r[0] for r in held] == ["bob"]  # alice's pair is not held for a page that shows bob's
+
+
+def test_a_key_pressed_on_a_page_from_before_a_restart_labels_the_pair_it_shows(tmp_path):
+    """The Label tab's key callback, as a new start of the app meets it: the page shows a pair the server never
+    handed out in this process (no `shown`), and names it (`screen`). The pair is labeled, and the page is told."""
+    from dataclasses import replace
+
+    from rloo_studio.studio import Studio
+    from rloo_studio.ui import label_tab
+    from rloo_studio.ui.label_render import LabelInputs
+
+    before = Studio(tmp_path / "ws", seed_demo=True)
+    form = LabelInputs(name="ann", session="browser-1")
+    on_page = L.next_pair(before.ws, "ann", "browser-1")
+    after = Studio(tmp_path / "ws")  # the app restarted on the same workspace
+    out = label_tab.label(after, "left", replace(form, shown=None, screen=str(on_page.pair_id)))
+    status, now_shown = out[3], out[5]
+    assert label_tab.RESTARTED in status
+    assert now_shown is not None and now_shown.pair_id != on_page.pair_id  # the next pair
+    (pair_id, annotator), = after.ws.query(
+        "SELECT l.pair_id, a.name FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE a.name = 'ann'")
+    assert pair_id == on_page.pair_id
+    # A page showing another pair than the one this browser holds saves nothing, and says so.
+    out = label_tab.label(after, "left", replace(form, shown=None, screen="999999"))
+    assert label_tab.RESTARTED in out[3] and label_tab.NOTHING_SAVED in out[3]
+    assert len(after.ws.query("SELECT 1 FROM labels l JOIN annotators a ON a.id = l.annotator_id "
+                              "WHERE a.name = 'ann'")) == 1

@@ -25,6 +25,30 @@ button:disabled, button[disabled] {opacity: .45 !important; cursor: not-allowed 
     box-shadow: none !important}
 """
 
+# Gradio's page reloads itself after the app restarts only when an event was in flight as the connection broke. A page
+# whose event stream was open with none in flight keeps the dead stream marked open, and its next event (a label key)
+# waits forever (Gradio's client does not reopen a broken stream: gradio-app/gradio#13584). So every page asks which
+# start of the app it talks to, at once and every 3 s, and reloads when that changes; the tabs keep their place
+# across a reload. tests/test_label_reload_ui.py checks it.
+RELOAD_ON_RESTART = """
+<script>
+(() => {
+  const url = new URL('gradio_api/app_id', location.href);
+  let seen = null;
+  const check = async () => {
+    try {
+      const r = await fetch(url, {cache: 'no-store'});
+      if (!r.ok) return;
+      const id = await r.text();  // as text: the id is a 64-bit number
+      if (seen === null) seen = id; else if (id !== seen) location.reload();
+    } catch (e) {}  // the app is away: ask again later
+  };
+  check();
+  setInterval(check, 3000);
+})();
+</script>
+"""
+
 TABS = [("Label", label_tab), ("Records", records_tab), ("Reward model", reward_tab), ("Inspect", inspect_tab),
         ("RLOO", rloo_tab), ("Runs", runs_tab), ("Playground", playground_tab)]
 
@@ -122,7 +146,7 @@ def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tupl
     demo.launch(
         server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block,
         css=CSS + run_panel.CSS + "".join(getattr(m, "CSS", "") for _, m in TABS),  # each tab may add its own
-        head="".join(getattr(m, "HEAD", "") for _, m in TABS),  # ... and scripts (keyboard shortcuts)
+        head=RELOAD_ON_RESTART + "".join(getattr(m, "HEAD", "") for _, m in TABS),  # ... and scripts (keys)
         show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
         allowed_paths=allowed, blocked_paths=blocked,  # downloads of exported files; nothing else on disk
         app_kwargs={"middleware": [Middleware(IncomingGuard, incoming=str(studio.ws.incoming_dir))]},
