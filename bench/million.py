@@ -360,7 +360,10 @@ def record_queries(ws) -> list[tuple[str, dict]]:
     qs = [("all, newest (the tab's first page)", {}),
           ("search: a rare text", {"search": "candidate set 12345)"}),
           ("search: a common word", {"search": "apples"}),
-          ("search: no match", {"search": "zzz-no-such-text"})]
+          ("search: no match", {"search": "zzz-no-such-text"}),
+          ("search: a rare response text", {"search": "Answer 749999:"}),
+          ("search: a text in half the responses", {"search": "The answer is"}),
+          ("search: a text in every response", {"search": "think"})]
     qs += [(f"source: {s}", {"source": s}) for s in sources]
     qs += [("annotator: ann1", {"annotator": "ann1"})]
     qs += [(f"label: {x}", {"label": x}) for x in records.LABELS if x != "any"]

@@ -36,21 +36,48 @@ def test_search_filter_sort_and_pages(workspace):
         assert query(ws, sort=s).total == everything.total
     by_prompt = [r["prompt"].lower() for r in query(ws, sort="prompt", per_page=200).rows]
     assert by_prompt == sorted(by_prompt)
-    # a search's count and pages (one pass over the texts) are those of the same search done by hand, in each order
+    assert_search_as_by_hand(ws, "compute")
+
+
+def assert_search_as_by_hand(ws, word):
+    """A search's count and pages are those of the same search done by hand, in each order; a page past the end
+    is the last."""
+    everything = query(ws, per_page=200)
     every = [r for k in range(1, everything.pages + 1) for r in query(ws, per_page=200, page=k).rows]
-    word = "compute"
-    want = {r["pair_id"] for r in every if any(word in t.lower() for t in (r["prompt"], r["a"], r["b"]))}
-    assert 7 < len(want) < len(every)
+    want = {r["pair_id"] for r in every if any(word.lower() in t.lower() for t in (r["prompt"], r["a"], r["b"]))}
     for s in SORTS:
         first = query(ws, search=word, sort=s, per_page=7)
-        assert first.total == len(want) and first.pages == -(-len(want) // 7), s
+        assert first.total == len(want) and first.pages == max(1, -(-len(want) // 7)), (word, s)
         pages = [r["pair_id"] for k in range(1, first.pages + 1)
                  for r in query(ws, search=word, sort=s, per_page=7, page=k).rows]
-        assert sorted(pages) == sorted(want), s
-        ids = [r["pair_id"] for r in query(ws, sort=s, per_page=200, page=1).rows]
-        assert [i for i in ids if i in want] == pages[:len([i for i in ids if i in want])], s
-        past = query(ws, search=word, sort=s, per_page=7, page=999)  # past the end: the last page
+        assert sorted(pages) == sorted(want), (word, s)
+        ids = [r["pair_id"] for k in range(1, everything.pages + 1)
+               for r in query(ws, sort=s, per_page=200, page=k).rows]
+        assert [i for i in ids if i in want] == pages, (word, s)
+        past = query(ws, search=word, sort=s, per_page=7, page=999)
         assert past.page == first.pages and [r["pair_id"] for r in past.rows] == pages[(first.pages - 1) * 7:], s
+    return want
+
+
+@pytest.mark.parametrize("few", [100_000, 40, 3])
+def test_every_way_a_search_reads_the_texts_finds_the_same_pairs(workspace, monkeypatch, few):
+    """A search keeps the ids of the texts that match, or of those that do not when nearly all do (up to FEW of
+    them), or else reads the texts pair by pair: each gives the pairs found by hand, in every order."""
+    from rloo_studio.label import records
+
+    monkeypatch.setattr(records, "FEW", few)
+    ways = set()
+    real = records._text_search
+
+    def noted(ws, text):
+        found = real(ws, text)
+        ways.add("texts" if found.joins else "most" if found.most else "ids")
+        return found
+
+    monkeypatch.setattr(records, "_text_search", noted)
+    sizes = [len(assert_search_as_by_hand(workspace, w)) for w in ("compute", "think", "e", "The answer", "zq#")]
+    assert sizes[-1] == 0 and sizes[2] > sizes[0] > 7
+    assert ways == {"ids", "most", "texts"} if few == 3 else "ids" in ways, ways
 
 
 def test_the_prompt_order_walks_its_index_or_sorts_and_both_give_the_same_pages(workspace, monkeypatch):

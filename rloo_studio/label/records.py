@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from rloo_studio.label import store as L
@@ -67,13 +68,102 @@ def _paging(page, per_page) -> tuple[int, int]:
     return page, per_page
 
 
-def _where(search, source, annotator, label, flagged, pair_ids, viewer: int = -1) -> tuple[list[str], dict]:
-    """The filters as SQL conditions on p (pairs), pr (prompts), ra / rb (responses), and their arguments."""
+# A search reads each prompt and response once, in parts of each table, two at once (SQLite leaves
+# Python's lock while it reads; each thread has its own connection), where joining the texts to every pair read 3M
+# texts by id at 1M pairs. Each part keeps the ids that match, or for a text found almost everywhere those that do
+# not, up to FEW of them; past FEW both ways the search joins the texts as before (docs/BENCHMARKS.md).
+_READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="records-search")
+PARTS = {"prompts": 2, "responses": 4}  # each table read in this many id ranges: the two threads share them out
+FEW = 50_000  # ids kept per part
+PROMPT_JOIN = " JOIN prompts pr ON pr.id = p.prompt_id"
+RESPONSE_JOINS = " JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b"
+
+
+def _ids(ws: Workspace, table: str, lo: int, hi: int, like: str, negate: bool) -> tuple[list[int], bool]:
+    """(the ids in [lo, hi) whose text is (negate: is not) LIKE the pattern, in order, all of them?): reading stops
+    past FEW."""
+    cur = ws.connect().execute(f"SELECT id FROM {table} WHERE id >= ? AND id < ? AND {'NOT' if negate else ''} "
+                               "text LIKE ? ESCAPE '\\'", (lo, hi, like))
+    ids: list[int] = []
+    try:
+        while len(ids) <= FEW:
+            rows = cur.fetchmany(10_000)
+            if not rows:
+                return ids, True
+            ids += [r[0] for r in rows]
+        return ids, False
+    finally:
+        cur.close()  # a statement left open would hold its read of the workspace
+
+
+def _part(ws: Workspace, table: str, lo: int, hi: int, like: str) -> tuple[bool, list[int]] | None:
+    """(True, the ids that match) or (False, the ids that do not), whichever are at most FEW; None if neither."""
+    ids, done = _ids(ws, table, lo, hi, like, False)
+    if done:
+        return True, ids
+    read = ids[-1] - lo + 1  # the matches so far came from this many rows: the rest holds about as many misses
+    if (read - len(ids)) + (hi - 1 - ids[-1]) * (1 - len(ids) / read) > 2 * FEW:
+        return None  # (then reading it all again for the misses would be time lost)
+    ids, done = _ids(ws, table, lo, hi, like, True)
+    return (False, ids) if done else None
+
+
+@dataclass
+class _Search:
+    """A text search as a condition on p: by the ids the parts read where they could keep them, else by the texts."""
+    sql: str
+    args: dict
+    joins: str  # the texts the condition reads ('' when it reads ids only)
+    most: bool  # a side matches almost every text: counted alone, the page found in the order's index
+
+
+def _by_ids(found: tuple[bool, list[int]], cols: tuple[str, ...], key: str, args: dict) -> list[str]:
+    match, ids = found
+    args[key] = json.dumps(ids)
+    if match:  # (no match on this side: it adds nothing)
+        return [f"p.{c} IN (SELECT value FROM json_each(:{key}))" for c in cols] if ids else []
+    return [f"p.{c} NOT IN (SELECT value FROM json_each(:{key}))" for c in cols] if ids else ["1"]
+
+
+def _joined(parts: list[tuple[bool, list[int]] | None]) -> tuple[bool, list[int]] | None:
+    """A table's parts as one: the ids that match, or those that do not; None unless every part kept the same."""
+    if None in parts or len({match for match, _ in parts}) != 1:
+        return None
+    return parts[0][0], [i for _, ids in parts for i in ids]
+
+
+def _text_search(ws: Workspace, text: str) -> _Search:
+    """Pairs whose prompt or either response contains `text` (LIKE: case-blind for ASCII, as lower() is)."""
+    like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    reads = {}
+    for table, n in PARTS.items():
+        end = ws.query(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}")[0][0]
+        cuts = [end * k // n for k in range(n + 1)]
+        reads[table] = [_READERS.submit(_part, ws, table, lo, hi, like) for lo, hi in zip(cuts, cuts[1:])]
+    prompts, responses = (_joined([f.result() for f in reads[t]]) for t in PARTS)
+    sides, args, joins = [], {"q": like}, ""  # the sides read by ids first: a pair they match reads no text
+    if prompts:
+        sides += _by_ids(prompts, ("prompt_id",), "text_p", args)
+    if responses:
+        sides += _by_ids(responses, ("response_a", "response_b"), "text_r", args)
+    if not prompts:
+        sides.append("pr.text LIKE :q ESCAPE '\\'")
+        joins += PROMPT_JOIN
+    if not responses:
+        sides += ["ra.text LIKE :q ESCAPE '\\'", "rb.text LIKE :q ESCAPE '\\'"]
+        joins += RESPONSE_JOINS
+    most = any(side and not side[0] for side in (prompts, responses))
+    return _Search(f"({' OR '.join(sides)})" if sides else "0", args, joins, most)
+
+
+def _where(ws: Workspace, search, source, annotator, label, flagged, pair_ids,
+           viewer: int = -1) -> tuple[list[str], dict, _Search | None]:
+    """The filters as SQL conditions on p (pairs) and the texts a search joins, their arguments, and the search."""
     where, args = ["1"], {}
-    text = (search or "").strip()
-    if text:  # LIKE is case-blind for ASCII as lower() is, without copying every text
-        where.append("(pr.text LIKE :q ESCAPE '\\' OR ra.text LIKE :q ESCAPE '\\' OR rb.text LIKE :q ESCAPE '\\')")
-        args["q"] = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    found = _text_search(ws, search.strip()) if (search or "").strip() else None
+    if found:
+        where.append(found.sql)
+        args.update(found.args)
     if (source or "").strip():
         where.append("p.source = :source")
         args["source"] = source.strip()
@@ -96,7 +186,7 @@ def _where(search, source, annotator, label, flagged, pair_ids, viewer: int = -1
         args["ids"] = json.dumps([int(i) for i in pair_ids])
     if flagged != "any":
         where.append("p.flag IS NOT NULL" if flagged == "flagged" else "p.flag IS NULL")
-    return where, args
+    return where, args, found
 
 
 def query(ws: Workspace, search: str = "", source: str = "", annotator: str = "", label: str = "any",
@@ -112,36 +202,38 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
         raise DataError(f"Unknown order {sort!r}: choose one of {', '.join(SORTS)}.")
     page, per_page = _paging(page, per_page)
     viewer_id = _annotator_id(ws, viewer)
-    where, args = _where(search, source, annotator, label, flagged, pair_ids, viewer_id)
+    where, args, found = _where(ws, search, source, annotator, label, flagged, pair_ids, viewer_id)
     args["viewer"] = viewer_id
-    prompt = " JOIN prompts pr ON pr.id = p.prompt_id"
-    texts = prompt + " JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b"
+    joins = found.joins if found else ""
     cond = " WHERE " + " AND ".join(where)
-    if "q" in args:
-        ids, total, page = _searched(ws, " FROM pairs p" + texts + cond, args, sort, page, per_page)
+    if found and not found.most:  # few matches, or the texts read pair by pair: counted in the pass finding the page
+        by_prompt = PROMPT_JOIN if sort == "prompt" and PROMPT_JOIN not in joins else ""
+        ids, total, page = _searched(ws, " FROM pairs p" + joins + by_prompt + cond, args, sort, page, per_page)
     else:
-        ids, total, page = _filtered(ws, prompt, cond, args, sort, page, per_page)
+        ids, total, page = _filtered(ws, joins, cond, args, sort, page, per_page)
     at = {pid: k for k, pid in enumerate(ids)}
     rows = sorted(ws.query(
         "SELECT p.id AS pair_id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag, p.created, "
-        f"{_A_FIRST} AS a_first FROM pairs p{texts} WHERE p.id IN (SELECT value FROM json_each(:ids_page))",
+        f"{_A_FIRST} AS a_first FROM pairs p{PROMPT_JOIN}{RESPONSE_JOINS} WHERE p.id IN (SELECT value FROM json_each(:ids_page))",
         {"viewer": args["viewer"], "ids_page": json.dumps(ids)}), key=lambda r: at[r["pair_id"]])
     votes = _votes(ws, [r["pair_id"] for r in rows])
     return Page([as_seen(dict(r), votes.get(r["pair_id"], []), bool(r["a_first"]), viewer) for r in rows],
                 total, page, max(1, -(-total // per_page)))
 
 
-def _filtered(ws: Workspace, prompt: str, cond: str, args: dict, sort: str, page: int,
+def _filtered(ws: Workspace, joins: str, cond: str, args: dict, sort: str, page: int,
               per_page: int) -> tuple[list[int], int, int]:
-    """The page's pair ids (reading the texts only where the order needs them: a deep page's skipped rows carry
-    no texts through the sort), the number of matches (counted on pairs alone) and the page shown."""
-    total = ws.query("SELECT COUNT(*) FROM pairs p" + cond, args)[0][0]
+    """The page's pair ids (reading the texts only where the order or a search needs them: a deep page's skipped
+    rows carry no texts through the sort), the number of matches (counted on pairs and `joins`) and the page
+    shown."""
+    total = ws.query("SELECT COUNT(*) FROM pairs p" + joins + cond, args)[0][0]
     page = min(page, max(1, -(-total // per_page)))
-    source = " FROM pairs p" + (prompt if sort == "prompt" else "")
+    rest = joins.replace(PROMPT_JOIN, "")
+    source = " FROM pairs p" + (PROMPT_JOIN if sort == "prompt" or PROMPT_JOIN in joins else "") + rest
     if sort == "prompt" and (page * per_page) * ws.query("SELECT COUNT(*) FROM pairs")[0][0] <= WALK_ROWS * total:
         # Walk the prompts in their index order and stop after this page, where SQLite would sort every match,
         # when that walk reads few rows (about page * per_page * all pairs / matches); else sort the matches.
-        source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id"
+        source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id" + rest
     return _page_ids(ws, source + cond, args, sort, page, per_page), total, page
 
 
