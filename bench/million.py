@@ -19,7 +19,8 @@ to label per prompt), imports both into one workspace through the real import pa
              progress), annotator ann0 timed while 4 others label in the background (bench_label.background)
   records    every Records search, filter and sort (label.records.query, as the Records tab's search() calls it:
              page 1 of 20 rows), a deep page, and the tab's filter choices (store.sources, records.annotators);
-             the queries are interleaved, one uncounted round first
+             the queries are interleaved, one uncounted round first; --compare alternates fresh processes of
+             the two trees, one round each, and gives each query's ratio and whether both found as many pairs
   export     `export(ws, out.jsonl)` of every labeled pair, in a subprocess (wall time, peak RSS)
   preflight  the reward pre-flight as the Reward tab runs it (reward.job.preflight with its sample: token-length
              percentiles, over-length count) on the demo model's tokenizer, in a subprocess under a time limit
@@ -159,6 +160,9 @@ def child(args) -> None:
         t0, cpu0 = time.perf_counter(), cpu_now()
         res = export(ws, args.file)
         out = {"rows": res.rows, "ties": res.ties, "skipped": res.skipped, "bytes": Path(args.file).stat().st_size}
+    elif what == "records":  # one round of every query (after a warm-up) with this tree's code
+        times, totals, errors = time_records(Path(args.ws), 1)
+        out = {"times": times, "totals": totals, "errors": errors}
     elif what == "preflight":
         out = preflight_child(args)
     elif what == "memory":
@@ -374,7 +378,9 @@ def record_queries(ws) -> list[tuple[str, dict]]:
     return qs
 
 
-def step_records(ws_dir: Path, repeats: int, limit_s: float = 60) -> None:
+def time_records(ws_dir: Path, repeats: int, limit_s: float = 60) -> tuple[dict, dict, dict]:
+    """({query: [ms]}, {query: matches}, {query: error}) of `repeats` rounds of every Records query, after an
+    uncounted warm-up round."""
     from rloo_studio.core.workspace import Workspace
     from rloo_studio.label import records, store
 
@@ -389,7 +395,6 @@ def step_records(ws_dir: Path, repeats: int, limit_s: float = 60) -> None:
     times: dict[str, list[float]] = {n: [] for n, _ in calls}
     totals: dict[str, int] = {}
     errors: dict[str, str] = {}
-    l0 = load()
     for r in range(repeats + 1):  # round 0: the uncounted warm-up
         for name, fn in calls:
             if name in errors:
@@ -410,13 +415,36 @@ def step_records(ws_dir: Path, repeats: int, limit_s: float = 60) -> None:
                 times[name].append(dt)
             if hasattr(res, "total"):
                 totals[name] = res.total
+    return times, totals, errors
+
+
+def step_records(ws_dir: Path, repeats: int, compare: str | None = None) -> None:
+    """Every Records query, `repeats` rounds in this process; with --compare, `repeats` fresh processes of each
+    tree, alternating (now, old, now, old, ...), each timing one round after its warm-up."""
+    l0 = load()
+    if compare:
+        runs = {"now": [], "compare": []}
+        for _ in range(repeats):
+            for name, tree in (("now", None), ("compare", compare)):
+                runs[name].append(run_child("records", ws_dir, tree=tree))
+        times = {v: {q: [t for rs in runs[v] for t in rs["times"][q]] for q in runs[v][0]["times"]} for v in runs}
+        totals, errors = runs["now"][0]["totals"], runs["now"][0]["errors"]
+        old_totals = runs["compare"][0]["totals"]
+    else:
+        times_now, totals, errors = time_records(ws_dir, repeats)
+        times, old_totals = {"now": times_now}, {}
     l1 = load()
-    for name, _ in calls:
+    for name in times["now"]:
         if name in errors:
             emit(step="records", query=name, error=errors[name])
             continue
-        s = pct(times[name])
-        emit(step="records", query=name, matches=totals.get(name), **s, target_ms=TARGETS["records_ms"],
+        s = pct(times["now"][name])
+        extra = {}
+        if compare and times["compare"].get(name):
+            old = pct(times["compare"][name])
+            extra = {"compare_p50_ms": old["p50_ms"], "ratio_now_over_compare": round(s["p50_ms"] / old["p50_ms"], 3),
+                     "same_matches": old_totals.get(name) == totals.get(name)}
+        emit(step="records", query=name, matches=totals.get(name), **s, **extra, target_ms=TARGETS["records_ms"],
              met=s["p50_ms"] <= TARGETS["records_ms"], load_average=[l0, l1])
 
 
@@ -470,7 +498,8 @@ def main() -> None:
     ap.add_argument("--labels", type=int, default=200, help="key presses timed")
     ap.add_argument("--label-mode", choices=["browser", "core"], default="browser",
                     help="a key press timed in the page (the app in Chromium) or the core's work alone")
-    ap.add_argument("--compare", help="an older checkout (git worktree) whose import runs interleaved with this one")
+    ap.add_argument("--compare", help="an older checkout (git worktree) whose import, re-import and Records queries "
+                                      "run interleaved with this one")
     ap.add_argument("--only", default=",".join(STEPS), help="steps to run, comma-separated: " + ",".join(STEPS))
     ap.add_argument("--keep", help="the folder for the files and the workspace (kept; reused when it is there)")
     ap.add_argument("--preflight-limit", type=float, default=900, help="seconds before the full pre-flight is stopped")
@@ -504,7 +533,7 @@ def main() -> None:
         if "label" in steps:
             step_label(ws, args.labels, mode=args.label_mode)
         if "records" in steps:
-            step_records(ws, args.repeats)
+            step_records(ws, args.repeats, args.compare)
         if "export" in steps:
             step_export(ws, d)
         if "preflight" in steps:
