@@ -63,18 +63,18 @@ def assert_search_as_by_hand(ws, word):
 def test_every_way_a_search_reads_the_texts_finds_the_same_pairs(workspace, monkeypatch, few):
     """A search keeps the ids of the texts that match, or of those that do not when nearly all do (up to FEW of
     them), or else reads the texts pair by pair: each gives the pairs found by hand, in every order."""
-    from rloo_studio.label import records
+    from rloo_studio.label import records, text_search
 
-    monkeypatch.setattr(records, "FEW", few)
+    monkeypatch.setattr(text_search, "FEW", few)
     ways = set()
-    real = records._text_search
+    real = text_search.text_search
 
     def noted(ws, text):
         found = real(ws, text)
         ways.add("texts" if found.joins else "most" if found.most else "ids")
         return found
 
-    monkeypatch.setattr(records, "_text_search", noted)
+    monkeypatch.setattr(records, "text_search", noted)
     sizes = [len(assert_search_as_by_hand(workspace, w)) for w in ("compute", "think", "e", "The answer", "zq#")]
     assert sizes[-1] == 0 and sizes[2] > sizes[0] > 7
     assert ways == {"ids", "most", "texts"} if few == 3 else "ids" in ways, ways
