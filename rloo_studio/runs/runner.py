@@ -209,16 +209,20 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
     finally:
         root.removeHandler(handler)
     ended = time.time()
-    ctx.final = {**status, "status": final, "ended": ended, "message": message}
+    done = {**status, "status": final, "ended": ended, "message": message}
     if ctx.main:
-        # A full disk may refuse these writes too: the in-memory state still answers, and the
-        # next start marks the run interrupted if the files never caught up.
-        for record in (lambda: ctx.log(f"{final}: {message}"), lambda: write_status(d, ctx.final),
-                       lambda: ws.upsert_run(ctx.run_id, status=final, ended=ended, message=message)):
+        # status.json last, and the in-memory state after it: whoever sees the run ended (wait(), the CLI that then
+        # exits, a copy of the folder) finds its log and its row written and no file half-way. A full disk may
+        # refuse these writes: the in-memory state still answers, and the next start marks the run interrupted if
+        # the files never caught up.
+        for record in (lambda: ctx.log(f"{final}: {message}"),
+                       lambda: ws.upsert_run(ctx.run_id, status=final, ended=ended, message=message),
+                       lambda: write_status(d, done)):
             try:
                 record()
             except Exception as exc:  # noqa: BLE001
                 logging.getLogger(__name__).warning("could not record the end of %s: %s", ctx.run_id, exc)
+    ctx.final = done
     return final
 
 
