@@ -1,3 +1,4 @@
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -49,10 +50,43 @@ def test_shell_shows_device_backend_workspace_and_runs(app):
         for tab in ("Label", "Reward model", "Inspect", "RLOO", "Runs"):
             expect(page.get_by_role("tab", name=tab)).to_be_visible()
         page.get_by_role("tab", name="Runs").click()
-        # the run was made after the app started: the table shows it from its next refresh (a 2 s timer)
+        # the run was made after the app started: the table shows it from the tab's refresh as it opens
         expect(page.get_by_text(app.run_id).filter(visible=True).first).to_be_visible(timeout=30_000)
         expect(page.get_by_text("a finished test run").filter(visible=True).first).to_be_visible()
         screenshot(page, "shell-runs")
+
+
+def test_a_page_left_open_asks_little_until_a_run_starts_elsewhere(app):
+    """A page open on the Reward tab with nothing running asks the app for news every 5 s, not every second (each
+    Gradio event costs the page about 0.15 CPU-s: ui/run_panel.IDLE_S). A run started by another process (here
+    this one, as the CLI would) still shows within seconds and is followed every second until it ends."""
+    ws = Workspace(app.ws_dir)
+    assert not [r for r in ws.runs() if r["status"] in ("queued", "running")]
+    with open_page(app.url) as page:
+        calls = []
+        page.on("request", lambda r: calls.append(r.url) if "queue/join" in r.url else None)
+        page.get_by_role("tab", name="Reward model").click()
+        status = page.locator("#reward-status")
+        expect(status).to_contain_text(ws.runs("reward")[0]["id"], timeout=30_000)
+        page.wait_for_timeout(3000)
+        calls.clear()
+        page.wait_for_timeout(12_000)
+        assert len(calls) <= 5, f"an idle page made {len(calls)} calls in 12 s"
+
+        release = threading.Event()
+        runner = JobRunner(ws)
+        rid = runner.submit("reward", {"steps": 1}, lambda cfg, ctx: "done" if release.wait(120) else "timed out")
+        try:
+            expect(status).to_contain_text(rid, timeout=30_000)
+            expect(status).to_contain_text("running")
+            calls.clear()
+            page.wait_for_timeout(6000)
+            assert len(calls) >= 4, f"a page following a run made {len(calls)} calls in 6 s"
+        finally:
+            release.set()
+        assert runner.wait(rid, 60) == "completed"
+        expect(status).to_contain_text("completed", timeout=30_000)
+        expect(status).to_contain_text(rid)
 
 
 def test_auth_guards_page_and_api(tmp_path):

@@ -231,7 +231,7 @@ def build(studio: Studio):
             widgets[key].change(check, inputs, preflight_md, show_progress="hidden")
     train_btn.click(partial(on_train, studio), inputs, [watched, notice])
     stop_btn.click(partial(on_stop, studio), watched, notice)
-    resume_btn.click(partial(on_resume, studio), watched, [watched, notice])
+    resumed = resume_btn.click(partial(on_resume, studio), watched, [watched, notice])
     runs_table.select(on_select, None, watched)
     messages.clear_on([(preset_dd.input, []), (check_btn.click, []), (train_btn.click, [notice]),
                        (stop_btn.click, [notice]), (resume_btn.click, [notice]), (runs_table.select, []),
@@ -239,7 +239,7 @@ def build(studio: Studio):
     live = Live(panel, log, runs_table, cfg_yaml, cli)
     panel.add_controls(stop_btn, resume_btn)
     follow = panel.follow(partial(on_tick, live), 1.0, Shown, {"watched": watched},
-                          [log, runs_table, cfg_yaml, cli], also=(watched,))
+                          [log, runs_table, cfg_yaml, cli], also=(watched,), after=(resumed,))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         demo.load(check, inputs, preflight_md)  # first paint: the pre-flight of the default form

@@ -359,7 +359,7 @@ def build(studio: Studio):
     validate_btn.click(partial(on_validate, studio), inputs, check)
     launch_btn.click(partial(on_launch, studio), inputs, [check, run_dd])
     stop_btn.click(partial(on_stop, studio), run_dd, check)
-    resume_btn.click(partial(on_resume, studio), run_dd, [check, run_dd])
+    resumed = resume_btn.click(partial(on_resume, studio), run_dd, [check, run_dd])
     upload.upload(partial(on_upload, studio), upload, [check, widgets["prompt_set"]])
     cmp_btn.click(partial(on_compare, studio), [run_dd, n_cmp], [cmp_md, cmp_table])
     messages.clear_on([(preset_dd.input, []), (validate_btn.click, [check]), (launch_btn.click, [check]),
@@ -369,7 +369,7 @@ def build(studio: Studio):
     shown = {"run": run_dd, "overlay": overlay_dd, "smoothing": smooth, "log_scale": log_scale, "order": order_dd}
     panel.add_controls(stop_btn, resume_btn)
     follow = panel.follow(partial(on_tick, Live(panel, warn, table)), 2.0, Shown, shown, [warn, table],
-                          also=tuple(shown.values()))
+                          also=tuple(shown.values()), after=(resumed,))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         follow(demo, tab)  # the run panel, drawn afresh: charts drawn while the tab was hidden have no size

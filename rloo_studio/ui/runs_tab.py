@@ -203,7 +203,8 @@ def build(studio: Studio):
 
     b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
     listed = gr.State([r["id"] for r in ws.runs()])
-    gr.Timer(2.0).tick(partial(follow, ws), listed, [table, pick, listed], show_progress="hidden")
+    run_panel.when_runs_change(ws, None, 2.0).change(partial(follow, ws), listed, [table, pick, listed],
+                                                     show_progress="hidden")
     draw_in = [pick, metric, smooth, log_scale]
     # The user's picks (input, not change): the timer's refresh of the run list must not re-run them
     # every 2 s, which kept a loading cover over the Metric box.
