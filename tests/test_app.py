@@ -31,14 +31,15 @@ def test_serves_on_loopback_only(app):
 
 def test_an_idle_app_leaves_the_cpu_alone(app):
     """With no page open and no job running the app uses about 1% of a core (Gradio's queue, looking for work every
-    1 ms, took about 4%: ui/app.py calm_queue); a CPU training run and the other tests get the rest."""
+    1 ms, took about 4%: ui/app.py calm_queue); a CPU training run and the other tests get the rest. The bar sits
+    between the two: on a host running this machine's work 1.5-2x slower than usual the calm app read 2.7%."""
     proc = psutil.Process(app.proc.pid)
     time.sleep(2)  # past the end of any page the module's earlier tests closed
     before, t0 = proc.cpu_times(), time.monotonic()
     time.sleep(12)
     after, seconds = proc.cpu_times(), time.monotonic() - t0
     share = (after.user + after.system - before.user - before.system) / seconds
-    assert share < 0.025, f"the idle app used {share:.1%} of a core"
+    assert share < 0.035, f"the idle app used {share:.1%} of a core"
 
 
 def test_shell_shows_device_backend_workspace_and_runs(app):
