@@ -60,7 +60,8 @@ def test_shell_shows_device_backend_workspace_and_runs(app):
 def test_a_page_left_open_asks_little_until_a_run_starts_elsewhere(app):
     """A page open on the Reward tab with nothing running asks the app for news every 5 s, not every second (each
     Gradio event costs the page about 0.15 CPU-s: ui/run_panel.IDLE_S). A run started by another process (here
-    this one, as the CLI would) still shows within seconds and is followed every second until it ends."""
+    this one, as the CLI would) still shows within seconds and is followed every second until it ends. (Under
+    load a tick still in flight when the next is due is skipped: 4 calls in 8 s, not 8.)"""
     ws = Workspace(app.ws_dir)
     assert not [r for r in ws.runs() if r["status"] in ("queued", "running")]
     with open_page(app.url) as page:
@@ -81,8 +82,8 @@ def test_a_page_left_open_asks_little_until_a_run_starts_elsewhere(app):
             expect(status).to_contain_text(rid, timeout=30_000)
             expect(status).to_contain_text("running")
             calls.clear()
-            page.wait_for_timeout(6000)
-            assert len(calls) >= 4, f"a page following a run made {len(calls)} calls in 6 s"
+            page.wait_for_timeout(8000)
+            assert len(calls) >= 4, f"a page following a run made {len(calls)} calls in 8 s"
         finally:
             release.set()
         assert runner.wait(rid, 60) == "completed"

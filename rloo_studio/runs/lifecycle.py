@@ -6,7 +6,6 @@ always continues its saved config.yaml, which nothing rewrites.
 """
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from rloo_studio.core.errors import DataError, StudioError
@@ -105,23 +104,9 @@ def follow(ws: Workspace, kind: str, typed=None) -> str | None:
     return (active or runs or [{"id": None}])[0]["id"]
 
 
-def changes(ws: Workspace, kind: str | None = None, heartbeat_s: float = 15.0) -> tuple[list, bool]:
-    """(key, whether a run is active): the key differs whenever what a tab shows of the runs of `kind` (None:
-    every kind) may have changed, for a timer to redraw the tab only then. It holds each run's row and its
-    folder's mtime (status.json is replaced by a rename, which changes the folder). While a run is active every
-    call differs (its metrics and samples grow); otherwise a new key every `heartbeat_s` all the same, for a
-    change the key cannot see."""
-    rows = ws.runs(kind)
-    if any(r["status"] in ACTIVE for r in rows):
-        return [time.monotonic()], True
-    return [int(time.time() // heartbeat_s)] + [[*r.values(), _mtime(ws.run_dir(r["id"]))] for r in rows], False
-
-
-def _mtime(path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
+def any_active(ws: Workspace, kind: str | None = None) -> bool:
+    """Whether a run of `kind` (None: any kind) is queued or running, in this app or another process."""
+    return any(r["status"] in ACTIVE for r in ws.runs(kind))
 
 
 def cli_resume_check(ws: Workspace, kind: str, run_id: str, given: list[str]) -> tuple[str, Any]:

@@ -1,5 +1,5 @@
 """The run panel of the Reward model and RLOO tabs: which run is shown, its status line, its failure box, its
-live charts, and the timer that follows it (redrawing only when the runs changed: `when_runs_change`).
+live charts, and the timer that follows it (slower while no run is active: `pace`).
 
 A part is sent to the page only when what it shows changed (`changed`, remembered per page in `memo`): a
 chart keeps its hover and zoom, a traceback the user unfolded stays open. Charts are drawn again whenever the
@@ -58,24 +58,21 @@ def shown_js(key: str) -> str:
             f"document.body.classList.add('fresh-{key}'); }}")
 
 
-# How often a tab's timer looks at the runs while none is active. Every Gradio event costs the page about 0.15
-# CPU-s, whatever it sends (bench/bench_idle_page.py): a page left open on a tab with nothing running cost a
-# sixth of a core at one tick a second. A run started from the tab redraws it at once (its run box changes).
+# A tab's timer period while no run is active. Every Gradio event costs the page about 0.15 CPU-s whatever it
+# sends (bench/bench_idle_page.py): a page left open on the Reward tab, ticking every second, took a sixth of a
+# core with nothing running. A run started or resumed from the tab redraws it at once (its own event).
 IDLE_S = 5.0
 
 
-def when_runs_change(ws, kind: str | None, every: float) -> gr.State:
-    """A state that a timer sets to lifecycle.changes: its change event fires only when the runs of `kind`
-    changed. The timer ticks every `every` seconds while a run is active, every IDLE_S otherwise."""
-    seen, timer = gr.State(), gr.Timer(every)
-    timer.tick(partial(look, ws, kind, every), None, [seen, timer], show_progress="hidden")
-    return seen
+def pace(ws, kind: str | None, every: float) -> gr.Timer:
+    """A tab timer's next period, sent with each of its ticks: `every` while a run of `kind` (None: any) is
+    active, IDLE_S otherwise (a run started by another process, the CLI, shows within that)."""
+    return gr.Timer(every if lifecycle.any_active(ws, kind) else max(every, IDLE_S))
 
 
-def look(ws, kind: str | None, every: float) -> tuple:
-    """The timer's tick: (what the runs are now, the timer's next period)."""
-    key, active = lifecycle.changes(ws, kind)
-    return key, gr.Timer(every if active else max(every, IDLE_S))
+def paced(tick: Callable, timer: gr.Timer, ws, kind: str, every: float, form, fresh: bool = False) -> dict:
+    """`tick`'s redraw and `timer`'s next period (`pace`)."""
+    return {**tick(form, fresh=fresh), timer: pace(ws, kind, every)}
 
 
 def slug(title: str) -> str:
@@ -189,14 +186,15 @@ class RunPanel:
     def follow(self, tick: Callable, every: float, form: type, widgets: dict, outputs: list,
                also: tuple = (), after: tuple = ()) -> Callable:
         """Wire `tick(form, fresh=False) -> {component: value}`, `form` a dataclass of the `widgets` and `memo`
-        (ui/inputs.py): when the runs changed (looked at every `every` seconds while one is active, every
-        IDLE_S otherwise, and only while the tab is open: ui/app.py), when a widget of `also` changes, after each
-        event of `after` (a Resume, which keeps the run shown), and fresh when the tab is selected: the tab's
-        live parts are shown once that tick has drawn them (`shown_js`). Returns hooks(demo, tab) for the tab's
-        select event."""
-        outputs = [self.status, self.failure, *self.plots, self.memo, *self.controls, *outputs]
+        (ui/inputs.py): on a timer (every `every` seconds while a run is active, IDLE_S otherwise; only while
+        the tab is open: ui/app.py), when a widget of `also` changes, after each event of `after` (a Resume,
+        which keeps the run shown), and fresh when the tab is selected: the tab's live parts are shown once that
+        tick has drawn them (`shown_js`). Returns hooks(demo, tab) for the tab's select event."""
+        timer = gr.Timer(every)
+        tick = partial(paced, tick, timer, self.studio.ws, self.kind, every)
+        outputs = [self.status, self.failure, *self.plots, self.memo, *self.controls, *outputs, timer]
         wire = dict(**inputs.bind(tick, form, **widgets, memo=self.memo), outputs=outputs, show_progress="hidden")
-        when_runs_change(self.studio.ws, self.kind, every).change(**wire)
+        timer.tick(**wire)
         for widget in also:
             widget.change(**wire)
         for event in after:

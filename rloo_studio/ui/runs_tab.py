@@ -16,6 +16,7 @@ from rloo_studio.ui import charts, launch_panel, messages, render, run_panel, to
 
 HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
 WIDTHS = ["17%", "7%", "9%", "11%", "10%", "25%", "21%"]  # every column on a 1400 px page; long text wraps
+EVERY_S = 2.0  # the table's refresh while a run is active (run_panel.IDLE_S otherwise)
 
 
 def _table(ws) -> list[list]:
@@ -43,14 +44,16 @@ def refresh(ws, selected):
 
 
 def follow(ws, listed):
-    """The timer's refresh: the table, and the run list's choices only when runs came or went.
+    """The timer's refresh: the table, the run list's choices only when runs came or went, and the timer's
+    next period (run_panel.pace).
 
     It never sets the picked runs: a tick that read the picks just before the user added one would
     otherwise write the older picks back over the user's choice."""
     ids = [r["id"] for r in ws.runs()]
+    pace = run_panel.pace(ws, None, EVERY_S)
     if ids == listed:
-        return _table(ws), gr.skip(), listed
-    return _table(ws), gr.update(choices=ids), ids
+        return _table(ws), gr.skip(), listed, pace
+    return _table(ws), gr.update(choices=ids), ids, pace
 
 
 def _details(ws, rid: str) -> str:
@@ -203,8 +206,8 @@ def build(studio: Studio):
 
     b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
     listed = gr.State([r["id"] for r in ws.runs()])
-    run_panel.when_runs_change(ws, None, 2.0).change(partial(follow, ws), listed, [table, pick, listed],
-                                                     show_progress="hidden")
+    timer = gr.Timer(EVERY_S)
+    timer.tick(partial(follow, ws), listed, [table, pick, listed, timer], show_progress="hidden")
     draw_in = [pick, metric, smooth, log_scale]
     # The user's picks (input, not change): the timer's refresh of the run list must not re-run them
     # every 2 s, which kept a loading cover over the Metric box.
@@ -222,7 +225,7 @@ def build(studio: Studio):
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         # first, the table as it is now, then shown (not the rows of when the page was built or the tab last left)
-        tab.select(partial(follow, ws), listed, [table, pick, listed], show_progress="hidden").then(
+        tab.select(partial(follow, ws), listed, [table, pick, listed, timer], show_progress="hidden").then(
             None, js=run_panel.shown_js("runs"))
         tab.select(partial(draw, ws), draw_in, plot)  # a chart drawn while the tab was hidden gets its size
 
