@@ -16,14 +16,31 @@ NAME = "guidelines-reader"  # an annotator of this test's own: the workspace is 
 TEXT = "# Prefer the right sum\n\n- check every digit line\n- a tie only when both answers are right"
 
 
-# The page's events sent in its first 3 s are held 2 s (in the browser): the page-load events land after the
-# guidelines were typed, as on a busy machine. A value the load event sent for the edit box replaced the typed
-# text, and Save then said "Guidelines removed" (seen under two test workers at 95% load).
-LOAD_LANDS_LATE = """(() => {
-  const real = window.fetch;
-  window.heldEvents = 0;
-  window.fetch = (url, opts) => String(url).includes('/queue/join') && performance.now() < 3000
-    ? (window.heldEvents++, new Promise(r => setTimeout(r, 2000)).then(() => real(url, opts))) : real(url, opts);
+# The page's first events are held in the browser until the test lets them go (after typing): the page-load events land
+# after the guidelines were typed, as on a busy machine. A value the load event sent for the edit box replaced the
+# typed text, and Save then said "Guidelines removed" (seen under two test workers at 95% load). (Holding them for
+# the page's first 3 s instead held none on a host slow enough to send them later: the test then failed.)
+HOLD_EVENTS = """(() => {
+  if (sessionStorage.getItem('held')) return;  // the first load only: a reload is not held
+  sessionStorage.setItem('held', '1');
+  const real = window.fetch, held = [];
+  window.heldEvents = 0; window.sentEvents = 0; window.doneEvents = 0;
+  window.letEventsGo = () => { window.letGo = true; held.splice(0).forEach(go => go()); };
+  const counted = r => {  // the page's event stream, read alongside the page: its events' answers, counted
+    const [page, mine] = r.body.tee(), reader = mine.getReader(), text = new TextDecoder();
+    let seen = '', done = 0;  // (the page opens a new stream when one ends)
+    (async () => { for (let c; !(c = await reader.read()).done;) {
+      seen += text.decode(c.value, {stream: true});
+      const now = (seen.match(/process_completed/g) || []).length;
+      window.doneEvents += now - done; done = now;
+    } })();
+    return new Response(page, {status: r.status, statusText: r.statusText, headers: r.headers});
+  };
+  const to = url => String(url.url || url);  // (the stream is asked for with a Request)
+  window.fetch = (url, opts) => to(url).includes('/queue/data') ? real(url, opts).then(counted)
+    : !to(url).includes('/queue/join') ? real(url, opts)
+    : (window.sentEvents++, window.letGo) ? real(url, opts)
+    : (window.heldEvents++, new Promise(go => held.push(go)).then(() => real(url, opts)));
 })();"""
 
 
@@ -35,13 +52,16 @@ def app(demo_app):
 def test_guidelines_stay_after_a_reload_and_progress_moves_after_a_label(app):
     ws = Workspace(app.ws_dir)
     with open_page("about:blank") as page:
-        page.add_init_script(LOAD_LANDS_LATE)
+        page.add_init_script(HOLD_EVENTS)
         page.goto(app.url)
         expect(page.locator("#lbl-guidelines")).to_contain_text("No labeling guidelines", timeout=30_000)
+        page.wait_for_function("window.heldEvents > 0", timeout=30_000)  # the page-load events, held
         page.get_by_role("button", name=re.compile("^Edit the guidelines")).click()
         page.locator("#lbl-guidelines-edit textarea").fill(TEXT)
-        page.wait_for_timeout(3000)  # the held page-load events have landed
-        assert page.evaluate("window.heldEvents") > 0
+        page.evaluate("window.letEventsGo()")
+        for _ in range(2):  # every event has its answer, twice 1 s apart (an event set off by another is sent later)
+            page.wait_for_function("window.doneEvents >= window.sentEvents", timeout=60_000)
+            page.wait_for_timeout(1000)
         expect(page.locator("#lbl-guidelines-edit textarea")).to_have_value(TEXT)
         page.locator("#lbl-guidelines-save").click()
         expect(page.locator("#lbl-guidelines-msg")).to_contain_text("Guidelines saved", timeout=30_000)
