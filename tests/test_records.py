@@ -59,25 +59,25 @@ def assert_search_as_by_hand(ws, word):
     return want
 
 
-@pytest.mark.parametrize("few", [100_000, 40, 3])
-def test_every_way_a_search_reads_the_texts_finds_the_same_pairs(workspace, monkeypatch, few):
-    """A search keeps the ids of the texts that match, or of those that do not when nearly all do (up to FEW of
-    them), or else reads the texts pair by pair: each gives the pairs found by hand, in every order."""
+@pytest.mark.parametrize("few, parts", [(100_000, 4), (40, 4), (3, 4), (3, 64)])
+def test_every_way_a_search_reads_the_texts_finds_the_same_pairs(workspace, monkeypatch, few, parts):
+    """A search finds the pairs by the ids of the texts that match when they are few (up to FEW), else by a mask of
+    those ids, the texts read in few parts or many: each gives the pairs found by hand, in every order."""
     from rloo_studio.label import records, text_search
 
     monkeypatch.setattr(text_search, "FEW", few)
-    ways = set()
-    real = text_search.text_search
+    monkeypatch.setattr(text_search, "PARTS", {"prompts": 2, "responses": parts})
+    ways, real = set(), text_search.text_search
 
     def noted(ws, text):
         found = real(ws, text)
-        ways.add("texts" if found.joins else "most" if found.most else "ids")
+        ways.add("mask" if found.most else "ids")
         return found
 
     monkeypatch.setattr(records, "text_search", noted)
-    sizes = [len(assert_search_as_by_hand(workspace, w)) for w in ("compute", "think", "e", "The answer", "zq#")]
+    sizes = [len(assert_search_as_by_hand(workspace, w)) for w in ("compute", "think", "e", "The answer", "1", "zq#")]
     assert sizes[-1] == 0 and sizes[2] > sizes[0] > 7
-    assert ways == {"ids", "most", "texts"} if few == 3 else "ids" in ways, ways
+    assert ways == ({"ids"} if few > 1000 else {"ids", "mask"}), ways
 
 
 def test_the_prompt_order_walks_its_index_or_sorts_and_both_give_the_same_pages(workspace, monkeypatch):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from rloo_studio.label import store as L
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.label.text_search import PROMPT_JOIN, RESPONSE_JOINS, Search, text_search
+from rloo_studio.label.text_search import Search, text_search
 
 LABELS = ("any", "unlabeled", "a", "b", "tie", "skip")
 FLAGGED = ("any", "flagged", "not flagged")
@@ -34,6 +34,8 @@ SORTS = {
 MAX_PER_PAGE = 200
 WALK_ROWS = 200_000  # the 'prompt' order walks the prompt index when it expects to read at most this many pairs
 SWAP = {"a": "b", "b": "a"}
+PROMPT_JOIN = " JOIN prompts pr ON pr.id = p.prompt_id"
+RESPONSE_JOINS = " JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b"
 # 1 when the pair's response_a is the viewer's A (their pair_order, else the stored order)
 _A_FIRST = ("COALESCE((SELECT po.a_shown_left FROM pair_order po WHERE po.pair_id = p.id "
             "AND po.annotator_id = :viewer), 1)")
@@ -70,7 +72,7 @@ def _paging(page, per_page) -> tuple[int, int]:
 
 def _where(ws: Workspace, search, source, annotator, label, flagged, pair_ids,
            viewer: int = -1) -> tuple[list[str], dict, Search | None]:
-    """The filters as SQL conditions on p (pairs) and the texts a search joins, their arguments, and the search."""
+    """The filters as SQL conditions on p (pairs), their arguments, and the search."""
     where, args = ["1"], {}
     found = text_search(ws, search.strip()) if (search or "").strip() else None
     if found:
@@ -116,13 +118,12 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     viewer_id = _annotator_id(ws, viewer)
     where, args, found = _where(ws, search, source, annotator, label, flagged, pair_ids, viewer_id)
     args["viewer"] = viewer_id
-    joins = found.joins if found else ""
     cond = " WHERE " + " AND ".join(where)
-    if found and not found.most:  # few matches, or the texts read pair by pair: counted in the pass finding the page
-        by_prompt = PROMPT_JOIN if sort == "prompt" and PROMPT_JOIN not in joins else ""
-        ids, total, page = _searched(ws, " FROM pairs p" + joins + by_prompt + cond, args, sort, page, per_page)
+    if found and not found.most:  # few matches, found by the pairs' indexes: counted in the pass finding the page
+        by_prompt = PROMPT_JOIN if sort == "prompt" else ""
+        ids, total, page = _searched(ws, " FROM pairs p" + by_prompt + cond, args, sort, page, per_page)
     else:
-        ids, total, page = _filtered(ws, joins, cond, args, sort, page, per_page)
+        ids, total, page = _filtered(ws, cond, args, sort, page, per_page)
     at = {pid: k for k, pid in enumerate(ids)}
     rows = sorted(ws.query(
         "SELECT p.id AS pair_id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag, p.created, "
@@ -133,26 +134,24 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
                 total, page, max(1, -(-total // per_page)))
 
 
-def _filtered(ws: Workspace, joins: str, cond: str, args: dict, sort: str, page: int,
+def _filtered(ws: Workspace, cond: str, args: dict, sort: str, page: int,
               per_page: int) -> tuple[list[int], int, int]:
-    """The page's pair ids (reading the texts only where the order or a search needs them: a deep page's skipped
-    rows carry no texts through the sort), the number of matches (counted on pairs and `joins`) and the page
-    shown."""
-    total = ws.query("SELECT COUNT(*) FROM pairs p" + joins + cond, args)[0][0]
+    """The page's pair ids (reading the prompts only where the order needs them: a deep page's skipped rows carry
+    no texts through the sort), the number of matches (counted on pairs alone) and the page shown."""
+    total = ws.query("SELECT COUNT(*) FROM pairs p" + cond, args)[0][0]
     page = min(page, max(1, -(-total // per_page)))
-    rest = joins.replace(PROMPT_JOIN, "")
-    source = " FROM pairs p" + (PROMPT_JOIN if sort == "prompt" or PROMPT_JOIN in joins else "") + rest
+    source = " FROM pairs p" + (PROMPT_JOIN if sort == "prompt" else "")
     if sort == "prompt" and (page * per_page) * ws.query("SELECT COUNT(*) FROM pairs")[0][0] <= WALK_ROWS * total:
         # Walk the prompts in their index order and stop after this page, where SQLite would sort every match,
         # when that walk reads few rows (about page * per_page * all pairs / matches); else sort the matches.
-        source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id" + rest
+        source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id"
     return _page_ids(ws, source + cond, args, sort, page, per_page), total, page
 
 
 def _searched(ws: Workspace, source: str, args: dict, sort: str, page: int,
               per_page: int) -> tuple[list[int], int, int]:
-    """The same for a text search, which reads every text: the count and the page's ids come from one pass (a
-    count, then the page, read them twice); a page past the last counts, then asks for the last."""
+    """The same for a text search with few matches (found by the pairs' indexes): the count and the page's ids
+    come from one pass; a page past the last counts, then asks for the last."""
     rows = ws.query(f"SELECT p.id, COUNT(*) OVER (){source} ORDER BY {SORTS[sort]} LIMIT :lim OFFSET :off",
                     {**args, "lim": per_page, "off": (page - 1) * per_page})
     if rows or page == 1:  # (no match at all: nothing to count again)
