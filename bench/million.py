@@ -372,6 +372,7 @@ def record_queries(ws) -> list[tuple[str, dict]]:
     qs += [("annotator: ann1", {"annotator": "ann1"})]
     qs += [(f"label: {x}", {"label": x}) for x in records.LABELS if x != "any"]
     qs += [("annotator ann1 + label a", {"annotator": "ann1", "label": "a"})]
+    qs += [(f"label: {x}, in ann1's letters (the tab's viewer)", {"label": x, "viewer": "ann1"}) for x in ("a", "b")]
     qs += [(f"flagged: {x}", {"flagged": x}) for x in records.FLAGGED if x != "any"]
     qs += [(f"sort: {x}", {"sort": x}) for x in records.SORTS]
     qs += [("page 25,000 (rows 500,001-500,020), newest", {"page": 25_000})]

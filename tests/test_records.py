@@ -92,6 +92,41 @@ def test_the_prompt_order_walks_its_index_or_sorts_and_both_give_the_same_pages(
     assert pages() == walked and pages(label="a") == walked_a and walked[0]
 
 
+def test_label_filters_find_the_same_pages_by_walking_or_by_their_pair_ids(workspace, monkeypatch):
+    """A label or annotator filter's page walks the order's index, looking up each pair's labels (many matches), or
+    starts from the labels' pair ids (few): both give the pairs a look at every row finds, in the viewer's letters,
+    in every order."""
+    import random
+
+    from rloo_studio.label import records
+
+    ws, rng = workspace, random.Random(3)
+    for k in range(40):  # ann labels on the Label tab, in the A/B order drawn for her; bob from the rows
+        shown = labels.next_pair(ws, "ann", "browser-1", rng=rng)
+        labels.save_label(ws, shown, "ann", "browser-1", ["left", "right", "tie", "skip"][k % 4])
+    for r in query(ws, per_page=15, page=3).rows:
+        relabel(ws, r["pair_id"], "bob", rng.choice(["a", "b", "tie"]))
+    for r in query(ws, annotator="ann", label="tie", per_page=4).rows:  # ann changes her mind: the tie no longer counts
+        relabel(ws, r["pair_id"], "ann", "a")
+    for viewer in ("", "ann", "bob"):
+        rows = [r for k in range(1, 3) for r in query(ws, per_page=200, page=k, viewer=viewer).rows]
+        for who in ("", "ann", "bob", "nobody"):
+            for label in ("any", "a", "b", "tie", "skip"):
+                want = {r["pair_id"] for r in rows if any((not who or v["name"] == who) and label in ("any", v["choice"])
+                                                          for v in r["votes"])} if who or label != "any" else None
+                for s in SORTS:
+                    pages = {}
+                    for by_ids in (0, 10**9):
+                        monkeypatch.setattr(records, "PAGE_BY_IDS", by_ids)
+                        kw = dict(annotator=who, label=label, viewer=viewer, sort=s, per_page=200)
+                        got = query(ws, **kw)
+                        pages[by_ids] = [r["pair_id"] for k in range(1, got.pages + 1)
+                                         for r in query(ws, page=k, **kw).rows]
+                    assert pages[0] == pages[10**9], (viewer, who, label, s)
+                    assert want is None or (set(pages[0]) == want and got.total == len(want)), (viewer, who, label, s)
+    assert query(ws, annotator="ann", label="tie").total == 6 and query(ws, annotator="bob").total == 15
+
+
 def test_relabel_from_a_row_changes_the_label_in_the_store(workspace):
     ws = workspace
     row = query(ws, search="Compute", label="unlabeled").rows[0]

@@ -36,9 +36,14 @@ WALK_ROWS = 200_000  # the 'prompt' order walks the prompt index when it expects
 SWAP = {"a": "b", "b": "a"}
 PROMPT_JOIN = " JOIN prompts pr ON pr.id = p.prompt_id"
 RESPONSE_JOINS = " JOIN responses ra ON ra.id = p.response_a JOIN responses rb ON rb.id = p.response_b"
+PAGE_BY_IDS = 50_000  # matches up to which a page is found from the label filters' pair ids and sorted
+
+
 # 1 when the pair's response_a is the viewer's A (their pair_order, else the stored order)
 _A_FIRST = ("COALESCE((SELECT po.a_shown_left FROM pair_order po WHERE po.pair_id = p.id "
             "AND po.annotator_id = :viewer), 1)")
+# the pairs the viewer was shown with response_a as B (one list, where a look-up per label cost 0.5 s at 1M labels)
+_SWAPPED = "(SELECT po.pair_id FROM pair_order po WHERE po.annotator_id = :viewer AND po.a_shown_left = 0)"
 
 
 @dataclass
@@ -70,10 +75,19 @@ def _paging(page, per_page) -> tuple[int, int]:
     return page, per_page
 
 
+def _labeled(walk: bool, cond: str) -> str:
+    """Pairs with a current label meeting `cond` (on l): looked up per pair where the pairs are walked in an
+    order's index (walk), else the labels' pair ids, found by their own indexes and then their pairs."""
+    if walk:
+        return f"EXISTS (SELECT 1 FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0{cond})"
+    return f"p.id IN (SELECT l.pair_id FROM labels l WHERE l.superseded = 0{cond})"
+
+
 def _where(ws: Workspace, search, source, annotator, label, flagged, pair_ids,
-           viewer: int = -1) -> tuple[list[str], dict, Search | None]:
-    """The filters as SQL conditions on p (pairs), their arguments, and the search."""
-    where, args = ["1"], {}
+           viewer: int = -1) -> tuple[dict[bool, list[str]], dict, Search | None]:
+    """The filters as SQL conditions on p (pairs), {walk: conditions} (the label filters in each of _labeled's
+    forms), their arguments, and the search."""
+    where, args, labeled = ["1"], {}, []
     found = text_search(ws, search.strip()) if (search or "").strip() else None
     if found:
         where.append(found.sql)
@@ -82,25 +96,25 @@ def _where(ws: Workspace, search, source, annotator, label, flagged, pair_ids,
         where.append("p.source = :source")
         args["source"] = source.strip()
     who = (annotator or "").strip()
-    cur = ("SELECT 1 FROM labels l JOIN annotators an ON an.id = l.annotator_id WHERE l.pair_id = p.id "
-           "AND l.superseded = 0" + (" AND an.name = :who" if who else ""))
+    by = " AND l.annotator_id = (SELECT id FROM annotators WHERE name = :who)" if who else ""
     if who:
-        where.append(f"EXISTS ({cur})")
+        labeled.append(by)
         args["who"] = who
     if label == "unlabeled":  # the pair's label counts (kept by triggers), read from the pairs_counts index
         where.append("p.n_human = 0 AND p.n_import = 0 AND p.n_skip = 0")
     elif label != "any":  # in the viewer's letters: 'a' is a label for the text shown to them as A
         # (no viewer, or one who never labeled: the stored order, with no look-up of their order per pair)
         swap = label in SWAP and viewer != -1
-        mine = f"CASE WHEN {_A_FIRST} THEN :label ELSE '{SWAP[label]}' END" if swap else ":label"
-        where.append(f"EXISTS ({cur} AND l.choice = {mine})")
+        mine = (f"((l.choice = :label AND l.pair_id NOT IN {_SWAPPED}) OR (l.choice = '{SWAP[label]}' AND l.pair_id "
+                f"IN {_SWAPPED}))") if swap else "l.choice = :label"
+        labeled.append(f"{by} AND {mine}")
         args["label"] = label
     if pair_ids is not None:
         where.append("p.id IN (SELECT value FROM json_each(:ids))")
         args["ids"] = json.dumps([int(i) for i in pair_ids])
     if flagged != "any":
         where.append("p.flag IS NOT NULL" if flagged == "flagged" else "p.flag IS NULL")
-    return where, args, found
+    return {walk: where + [_labeled(walk, c) for c in labeled] for walk in (True, False)}, args, found
 
 
 def query(ws: Workspace, search: str = "", source: str = "", annotator: str = "", label: str = "any",
@@ -118,10 +132,10 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     viewer_id = _annotator_id(ws, viewer)
     where, args, found = _where(ws, search, source, annotator, label, flagged, pair_ids, viewer_id)
     args["viewer"] = viewer_id
-    cond = " WHERE " + " AND ".join(where)
+    cond = {walk: " WHERE " + " AND ".join(w) for walk, w in where.items()}
     if found and not found.most:  # few matches, found by the pairs' indexes: counted in the pass finding the page
         by_prompt = PROMPT_JOIN if sort == "prompt" else ""
-        ids, total, page = _searched(ws, " FROM pairs p" + by_prompt + cond, args, sort, page, per_page)
+        ids, total, page = _searched(ws, " FROM pairs p" + by_prompt + cond[True], args, sort, page, per_page)
     else:
         ids, total, page = _filtered(ws, cond, args, sort, page, per_page)
     at = {pid: k for k, pid in enumerate(ids)}
@@ -134,18 +148,21 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
                 total, page, max(1, -(-total // per_page)))
 
 
-def _filtered(ws: Workspace, cond: str, args: dict, sort: str, page: int,
+def _filtered(ws: Workspace, cond: dict[bool, str], args: dict, sort: str, page: int,
               per_page: int) -> tuple[list[int], int, int]:
     """The page's pair ids (reading the prompts only where the order needs them: a deep page's skipped rows carry
-    no texts through the sort), the number of matches (counted on pairs alone) and the page shown."""
-    total = ws.query("SELECT COUNT(*) FROM pairs p" + cond, args)[0][0]
+    no texts through the sort), the number of matches (counted from the label filters' pair ids) and the page
+    shown. Past PAGE_BY_IDS matches, or walking the prompts, the page walks the order's index and looks up each
+    pair's labels (it stops after the page), where sorting every match took longer."""
+    total = ws.query("SELECT COUNT(*) FROM pairs p" + cond[False], args)[0][0]
     page = min(page, max(1, -(-total // per_page)))
     source = " FROM pairs p" + (PROMPT_JOIN if sort == "prompt" else "")
+    walk = total > PAGE_BY_IDS
     if sort == "prompt" and (page * per_page) * ws.query("SELECT COUNT(*) FROM pairs")[0][0] <= WALK_ROWS * total:
         # Walk the prompts in their index order and stop after this page, where SQLite would sort every match,
         # when that walk reads few rows (about page * per_page * all pairs / matches); else sort the matches.
-        source = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id"
-    return _page_ids(ws, source + cond, args, sort, page, per_page), total, page
+        source, walk = " FROM prompts pr CROSS JOIN pairs p INDEXED BY pairs_prompt ON p.prompt_id = pr.id", True
+    return _page_ids(ws, source + cond[walk], args, sort, page, per_page), total, page
 
 
 def _searched(ws: Workspace, source: str, args: dict, sort: str, page: int,
