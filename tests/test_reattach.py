@@ -34,9 +34,11 @@ def test_close_browser_mid_run_then_reopen(demo_app):
         status = page.locator("#reward-status")
         expect(status).to_contain_text(run["id"], timeout=LONG)
         expect(status).to_contain_text("running", timeout=LONG)
-        step = lambda: int(re.search(r"step (\d+)/", status.inner_text()).group(1))  # noqa: E731
         expect(status).to_contain_text(re.compile(r"step \d+/400"), timeout=LONG)
-        first = step()
+        # the step read where it is matched (a second read of the line once found it without its step, at load 8)
+        first = page.wait_for_function(
+            "() => +((document.querySelector('#reward-status')?.innerText || '').match(/step (\\d+)\\/400/) || [])[1]",
+            timeout=LONG).json_value()
         page.wait_for_function(
             "s => { const m = (document.querySelector('#reward-status')?.innerText || '').match(/step (\\d+)\\//);"
             " return m && +m[1] > s; }", arg=first, timeout=LONG)
