@@ -66,11 +66,16 @@ def test_a_page_left_open_asks_little_until_a_run_starts_elsewhere(app):
     assert not [r for r in ws.runs() if r["status"] in ("queued", "running")]
     with open_page(app.url) as page:
         calls = []
-        page.on("request", lambda r: calls.append(r.url) if "queue/join" in r.url else None)
+        page.on("request", lambda r: calls.append(time.monotonic()) if "queue/join" in r.url else None)
         page.get_by_role("tab", name="Reward model").click()
         status = page.locator("#reward-status")
         expect(status).to_contain_text(ws.runs("reward")[0]["id"], timeout=30_000)
-        page.wait_for_timeout(3000)
+        # The page's loading calls end (on a slow host, seconds after the status shows) before the count starts:
+        # 3 s with no call, which a page ticking every second never has.
+        deadline = time.monotonic() + 60
+        while time.monotonic() - max(calls, default=0) < 3:
+            assert time.monotonic() < deadline, "the page never went 3 s without a call"
+            page.wait_for_timeout(500)
         calls.clear()
         page.wait_for_timeout(12_000)
         assert len(calls) <= 5, f"an idle page made {len(calls)} calls in 12 s"

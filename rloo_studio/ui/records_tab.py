@@ -102,6 +102,13 @@ def filter_choices(ws, source, annotator, reward_run):
             gr.update(choices=rms, value=reward_run if reward_run in [v for _, v in rms] else ""))
 
 
+def opened(ws, name, source, annotator, reward_run):
+    """The tab as it opens: its viewer and the filters' choices in one update, so that a page showing the viewer
+    offers the names labeled up to then (sent one after the other, a slow page opened the annotator list between
+    the two and missed the name just labeled under)."""
+    return (*take_viewer(name), *filter_choices(ws, source, annotator, reward_run))
+
+
 def pair_html(ws, pid, viewer: str = "") -> str:
     """One pair whole, as the viewer sees it: their A and B, which one the labels chose, everyone's labels and
     comments in the same letters."""
@@ -237,8 +244,8 @@ def build(studio: Studio):
                                 "reward_run")}
     refresh = dict(**inputs.bind(partial(search, ws), Search, **fields, viewer=viewer),
                    outputs=[table, f["count"], f["page"]], show_progress="minimal")
-    choices = (partial(filter_choices, ws), [f["source"], f["annotator"], f["reward_run"]],
-               [f["source"], f["annotator"], f["reward_run"]])
+    picked = [f["source"], f["annotator"], f["reward_run"]]
+    choices = (partial(filter_choices, ws), picked, picked)
     f["go"].click(**refresh)
     f["text"].submit(**refresh)
     for k in ("source", "annotator", "label", "flagged", "sort", "reward_run"):  # a new filter starts at page 1
@@ -258,7 +265,7 @@ def build(studio: Studio):
 
     def hooks(demo, tab):
         name = label_tab.name_box(demo)  # the one name a person types: on the Label tab (None: no Label tab)
-        tab.select(take_viewer if name else lambda: take_viewer(""), name, [viewer, who], queue=False).then(
-            *choices, queue=False).then(**refresh).then(partial(rloo_runs, ws), run, run)
+        tab.select(partial(opened, ws) if name else partial(opened, ws, ""), [name, *picked] if name else picked,
+                   [viewer, who, *picked], queue=False).then(**refresh).then(partial(rloo_runs, ws), run, run)
 
     return hooks
