@@ -1,6 +1,7 @@
 """A million pairs in one workspace: import, re-import, a key press, Records, export, reward pre-flight, memory.
 
     .venv/bin/python bench/million.py [--rows 1000000] [--candidates 20000] [--repeats 5] [--compare OLD_TREE]
+                                      [--compare-ws COPY_OF_THE_WORKSPACE_IN_THE_OLD_SCHEMA]
                                       [--only import,reimport,label,records,export,preflight,memory] [--keep DIR]
 
 Builds, in a temporary folder (or --keep DIR, reused when it is there), a JSONL file of --rows preference rows
@@ -419,15 +420,16 @@ def time_records(ws_dir: Path, repeats: int, limit_s: float = 60) -> tuple[dict,
     return times, totals, errors
 
 
-def step_records(ws_dir: Path, repeats: int, compare: str | None = None) -> None:
+def step_records(ws_dir: Path, repeats: int, compare: str | None = None, compare_ws: str | None = None) -> None:
     """Every Records query, `repeats` rounds in this process; with --compare, `repeats` fresh processes of each
-    tree, alternating (now, old, now, old, ...), each timing one round after its warm-up."""
+    tree, alternating (now, old, now, old, ...), each timing one round after its warm-up (the old tree on
+    compare_ws when given: a copy of the workspace in its schema)."""
     l0 = load()
     if compare:
         runs = {"now": [], "compare": []}
         for _ in range(repeats):
-            for name, tree in (("now", None), ("compare", compare)):
-                runs[name].append(run_child("records", ws_dir, tree=tree))
+            for name, tree, ws in (("now", None, ws_dir), ("compare", compare, Path(compare_ws or ws_dir))):
+                runs[name].append(run_child("records", ws, tree=tree))
         times = {v: {q: [t for rs in runs[v] for t in rs["times"][q]] for q in runs[v][0]["times"]} for v in runs}
         totals, errors = runs["now"][0]["totals"], runs["now"][0]["errors"]
         old_totals = runs["compare"][0]["totals"]
@@ -501,6 +503,8 @@ def main() -> None:
                     help="a key press timed in the page (the app in Chromium) or the core's work alone")
     ap.add_argument("--compare", help="an older checkout (git worktree) whose import, re-import and Records queries "
                                       "run interleaved with this one")
+    ap.add_argument("--compare-ws", help="a copy of the workspace for --compare's Records queries, made before this "
+                                         "tree's schema changed it (an older tree refuses a newer schema)")
     ap.add_argument("--only", default=",".join(STEPS), help="steps to run, comma-separated: " + ",".join(STEPS))
     ap.add_argument("--keep", help="the folder for the files and the workspace (kept; reused when it is there)")
     ap.add_argument("--preflight-limit", type=float, default=900, help="seconds before the full pre-flight is stopped")
@@ -534,7 +538,7 @@ def main() -> None:
         if "label" in steps:
             step_label(ws, args.labels, mode=args.label_mode)
         if "records" in steps:
-            step_records(ws, args.repeats, args.compare)
+            step_records(ws, args.repeats, args.compare, args.compare_ws)
         if "export" in steps:
             step_export(ws, d)
         if "preflight" in steps:

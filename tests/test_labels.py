@@ -245,7 +245,9 @@ RECOUNT = """SELECT p.id, p.n_human, p.n_import, p.n_skip, p.n_tie,
   (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE l.pair_id = p.id
      AND l.superseded = 0 AND l.choice != 'skip' AND a.name = 'import') AS import_,
   (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'skip') AS skip,
-  (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'tie') AS tie
+  (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'tie') AS tie,
+  p.n_a, (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'a') AS a,
+  p.n_b, (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'b') AS b
   FROM pairs p"""
 
 
@@ -266,8 +268,9 @@ def test_per_pair_label_counts_follow_every_write(workspace):
             L.undo(workspace, name, name)
         L.release(workspace, name)
     rows = workspace.query(RECOUNT)
-    assert all((r["n_human"], r["n_import"], r["n_skip"], r["n_tie"]) == (r["human"], r["import_"], r["skip"], r["tie"])
-               for r in rows)
+    assert all((r["n_human"], r["n_import"], r["n_skip"], r["n_tie"], r["n_a"], r["n_b"]) ==
+               (r["human"], r["import_"], r["skip"], r["tie"], r["a"], r["b"]) for r in rows)
+    assert sum(r["n_a"] for r in rows) > 237 and sum(r["n_b"] for r in rows) > 0
     assert sum(r["n_human"] for r in rows) > 10 and sum(r["n_import"] for r in rows) == 237
 
 

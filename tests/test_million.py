@@ -132,7 +132,7 @@ def test_rows_written_in_several_chunks_count_as_in_one(tmp_path, monkeypatch, k
         # The import counts its new pairs' labels itself (the counting trigger is off meanwhile): each pair's
         # counts are those of its labels, and the triggers are as they were.
         assert ws.query("SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name") == trigger
-        assert counted(ws) == recounted(ws) and sum(n for _, n, _ in counted(ws)) == len(labels)
+        assert counted(ws) == recounted(ws) and sum(n for _, n, *_ in counted(ws)) == len(labels)
         return res, labels
 
     whole, in_chunks = run(1000), run(2)
@@ -165,7 +165,7 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
     con.commit()
     con.close()
     ws = Workspace(tmp_path / "old")
-    assert ws.schema_version() == len(SCHEMA) == 7
+    assert ws.schema_version() == len(SCHEMA) == 8
     indexes = {r[0] for r in ws.query("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "labels_pair_who" in indexes and "labels_pair" not in indexes
     assert ws.query("SELECT n_human FROM pairs")[0][0] == 1  # the counts' triggers still hold
@@ -184,10 +184,16 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
         f"EXPLAIN QUERY PLAN SELECT p.id FROM pairs p ORDER BY {records.SORTS['most labels']} LIMIT 20"))
     assert "pairs_n_labels" in most and "TEMP B-TREE" not in most, most
     assert [r["pair_id"] for r in records.query(ws, sort="prompt").rows] == [1]  # the prompt walk's page
+    # schema 8: the pair counts its label for response_a, and the new triggers count a label given after
+    assert [tuple(r) for r in ws.query("SELECT n_a, n_b FROM pairs")] == [(1, 0)]
+    assert [r["pair_id"] for r in records.query(ws, label="a").rows] == [1] and not records.query(ws, label="b").rows
+    records.relabel(ws, 1, "bob", "b")
+    assert [tuple(r) for r in ws.query("SELECT n_a, n_b, n_human FROM pairs")] == [(1, 1, 2)]
+    assert [r["pair_id"] for r in records.query(ws, label="b").rows] == [1]
 
 
 def counted(ws) -> list[tuple]:
-    return [tuple(r) for r in ws.query("SELECT id, n_import, n_human + n_skip + n_tie FROM pairs ORDER BY id")]
+    return [tuple(r) for r in ws.query("SELECT id, n_import, n_human + n_skip + n_tie, n_a, n_b FROM pairs ORDER BY id")]
 
 
 def recounted(ws) -> list[tuple]:
@@ -195,7 +201,9 @@ def recounted(ws) -> list[tuple]:
         """SELECT p.id, (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE l.pair_id = p.id
                          AND l.superseded = 0 AND l.choice != 'skip' AND a.name = 'import'),
                   (SELECT COUNT(*) FROM labels l JOIN annotators a ON a.id = l.annotator_id WHERE l.pair_id = p.id
-                   AND l.superseded = 0 AND a.name != 'import')
+                   AND l.superseded = 0 AND a.name != 'import'),
+                  (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'a'),
+                  (SELECT COUNT(*) FROM labels l WHERE l.pair_id = p.id AND l.superseded = 0 AND l.choice = 'b')
            FROM pairs p ORDER BY p.id""")]
 
 

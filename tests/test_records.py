@@ -93,9 +93,10 @@ def test_the_prompt_order_walks_its_index_or_sorts_and_both_give_the_same_pages(
 
 
 def test_label_filters_find_the_same_pages_by_walking_or_by_their_pair_ids(workspace, monkeypatch):
-    """A label or annotator filter's page walks the order's index, looking up each pair's labels (many matches), or
-    starts from the labels' pair ids (few): both give the pairs a look at every row finds, in the viewer's letters,
-    in every order."""
+    """An annotator filter's page walks the order's index, looking up each pair's labels (many matches), or starts
+    from the labels' pair ids (few); a label by anyone is read from each pair's counts of its labels (kept by
+    triggers, core/workspace.py). Each gives the pairs a look at every row finds, in the viewer's letters, in
+    every order."""
     import random
 
     from rloo_studio.label import records

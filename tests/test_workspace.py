@@ -140,8 +140,9 @@ def test_an_older_workspace_gets_its_label_counts_and_orders_on_upgrade(tmp_path
         old.connect().close()
     ws = Workspace(root)
     assert ws.schema_version() == len(SCHEMA)
-    got = {r[0]: tuple(r[1:]) for r in ws.query("SELECT id, n_human, n_import, n_skip FROM pairs WHERE id IN (1, 300, 301)")}
-    assert got == {1: (0, 1, 0), 300: (1, 0, 0), 301: (0, 0, 1)}
+    got = {r[0]: tuple(r[1:]) for r in ws.query(
+        "SELECT id, n_human, n_import, n_skip, n_a, n_b FROM pairs WHERE id IN (1, 300, 301)")}
+    assert got == {1: (0, 1, 0, 1, 0), 300: (1, 0, 0, 0, 1), 301: (0, 0, 1, 0, 0)}
     assert [tuple(r) for r in ws.query("SELECT pair_id, a_shown_left FROM pair_order ORDER BY pair_id")] == [(300, 0), (301, 1)]
 
 

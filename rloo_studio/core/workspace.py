@@ -136,6 +136,44 @@ SCHEMA = [
     CREATE INDEX IF NOT EXISTS pairs_prompt ON pairs(prompt_id);
     CREATE INDEX IF NOT EXISTS prompts_text_nocase ON prompts(text COLLATE NOCASE);
     """,
+    # 8: each pair also counts its current 'a' and 'b' labels (anyone's, imported ones too), so that the Records
+    # label filter reads one row per pair: in a viewer's letters it looked up the pair of each of 1M labels
+    # (0.55-0.69 s at 1,060,000 pairs). The counting triggers are made again with the two counts.
+    """
+    ALTER TABLE pairs ADD COLUMN n_a INTEGER NOT NULL DEFAULT 0;      -- current labels for response_a
+    ALTER TABLE pairs ADD COLUMN n_b INTEGER NOT NULL DEFAULT 0;      -- current labels for response_b
+    UPDATE pairs SET n_a = c.n_a, n_b = c.n_b FROM (
+        SELECT pair_id, SUM(choice = 'a') AS n_a, SUM(choice = 'b') AS n_b FROM labels WHERE superseded = 0
+        GROUP BY pair_id) AS c WHERE c.pair_id = pairs.id;
+    DROP TRIGGER label_counts_add;
+    DROP TRIGGER label_counts_supersede;
+    DROP TRIGGER label_counts_delete;
+    CREATE TRIGGER label_counts_add AFTER INSERT ON labels WHEN NEW.superseded = 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human + (NEW.choice != 'skip' AND NEW.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import + (NEW.choice != 'skip' AND NEW.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip + (NEW.choice = 'skip'), n_tie = n_tie + (NEW.choice = 'tie'),
+            n_a = n_a + (NEW.choice = 'a'), n_b = n_b + (NEW.choice = 'b')
+        WHERE id = NEW.pair_id;
+    END;
+    CREATE TRIGGER label_counts_supersede AFTER UPDATE OF superseded ON labels
+    WHEN OLD.superseded = 0 AND NEW.superseded != 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human - (OLD.choice != 'skip' AND OLD.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import - (OLD.choice != 'skip' AND OLD.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip - (OLD.choice = 'skip'), n_tie = n_tie - (OLD.choice = 'tie'),
+            n_a = n_a - (OLD.choice = 'a'), n_b = n_b - (OLD.choice = 'b')
+        WHERE id = OLD.pair_id;
+    END;
+    CREATE TRIGGER label_counts_delete AFTER DELETE ON labels WHEN OLD.superseded = 0 BEGIN
+        UPDATE pairs SET
+            n_human = n_human - (OLD.choice != 'skip' AND OLD.annotator_id NOT IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_import = n_import - (OLD.choice != 'skip' AND OLD.annotator_id IN (SELECT id FROM annotators WHERE name = 'import')),
+            n_skip = n_skip - (OLD.choice = 'skip'), n_tie = n_tie - (OLD.choice = 'tie'),
+            n_a = n_a - (OLD.choice = 'a'), n_b = n_b - (OLD.choice = 'b')
+        WHERE id = OLD.pair_id;
+    END;
+    """,
 ]
 
 

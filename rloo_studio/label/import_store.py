@@ -131,7 +131,8 @@ class Batch:
                     rids[j] = self._new("responses")
                     self.rows["responses"].append((rids[j], pid, rec.responses[j], self.source, self.now))
             pair = self._new("pairs")
-            self.rows["pairs"].append((pair, pid, rids[a], rids[b], self.name, self.now, key, int(rec.preferred)))
+            counted = int(rec.preferred)  # its imported label, for response_a (n_import, n_a)
+            self.rows["pairs"].append((pair, pid, rids[a], rids[b], self.name, self.now, key, counted, counted))
             if rec.preferred:
                 self.rows["labels"].append((pair, self.annotator, "a", "", self.now))
             out.append(pair)
@@ -142,7 +143,7 @@ class Batch:
         return bool(self.rows["pairs"]) and pair >= self.rows["pairs"][0][0]
 
     def flush(self) -> None:
-        """Write what the batch holds. A new pair is written with its imported label counted (n_import), so the
+        """Write what the batch holds. A new pair is written with its imported label counted (n_import, n_a), so the
         counting trigger is off while its labels go in (nothing else writes meanwhile: the transaction holds
         the write lock, and the trigger is back before it commits)."""
         con, rows = self.con, self.rows
@@ -150,7 +151,7 @@ class Batch:
         con.executemany("INSERT INTO responses (id, prompt_id, text, source, created) VALUES (?, ?, ?, ?, ?)",
                         rows["responses"])
         con.executemany("INSERT INTO pairs (id, prompt_id, response_a, response_b, source, created, dedup_key, "
-                        "n_import) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows["pairs"])
+                        "n_import, n_a) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows["pairs"])
         if rows["labels"]:
             with counted_by_hand(con):
                 con.executemany("INSERT INTO labels (pair_id, annotator_id, choice, comment, created) "

@@ -102,13 +102,16 @@ def _where(ws: Workspace, search, source, annotator, label, flagged, pair_ids,
         args["who"] = who
     if label == "unlabeled":  # the pair's label counts (kept by triggers), read from the pairs_counts index
         where.append("p.n_human = 0 AND p.n_import = 0 AND p.n_skip = 0")
-    elif label != "any":  # in the viewer's letters: 'a' is a label for the text shown to them as A
+    elif label != "any" and who:  # in the viewer's letters: 'a' is a label for the text shown to them as A
         # (no viewer, or one who never labeled: the stored order, with no look-up of their order per pair)
         swap = label in SWAP and viewer != -1
         mine = (f"((l.choice = :label AND l.pair_id NOT IN {_SWAPPED}) OR (l.choice = '{SWAP[label]}' AND l.pair_id "
                 f"IN {_SWAPPED}))") if swap else "l.choice = :label"
         labeled.append(f"{by} AND {mine}")
         args["label"] = label
+    elif label != "any":  # anyone's: the pair's own count of its current labels of that kind (kept by triggers)
+        swap = label in SWAP and viewer != -1
+        where.append(f"IIF(p.id IN {_SWAPPED}, p.n_{SWAP[label]}, p.n_{label}) > 0" if swap else f"p.n_{label} > 0")
     if pair_ids is not None:
         where.append("p.id IN (SELECT value FROM json_each(:ids))")
         args["ids"] = json.dumps([int(i) for i in pair_ids])
