@@ -10,7 +10,8 @@ reasoning: imported as labeled pairs) and a file of --candidates prompts with 3 
 to label per prompt), imports both into one workspace through the real import path
 (label.importing.import_file), then measures, each against issue 26's target:
 
-  import     the --rows file into a new workspace: wall time and the peak RSS of the process (VmHWM), one
+  import     the --rows file into a new workspace: wall time and the peak RSS of the process (VmHWM; and of its
+             checking processes, the largest: the memory in use at once is at most the sum), one
              subprocess per import so peaks are not shared; --compare OLD_TREE (a `git worktree` of an older
              commit) interleaves the same import run with that tree's code (new, old, new, old, ...)
   reimport   the same file again into the imported workspace: wall time, peak RSS, and that it adds nothing
@@ -170,9 +171,11 @@ def child(args) -> None:
         out = memory_child(args)
         t0 = time.perf_counter() - out.pop("seconds")
     wall = time.perf_counter() - t0
-    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    cpu, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    # the import's checking processes (label/check_parts.py): their CPU, and the largest one's peak RSS
     print(json.dumps({"wall_s": round(wall, 2), "cpu_s": round(cpu.ru_utime + cpu.ru_stime - cpu0, 2),
-                      "peak_rss_mb": round(vm("VmHWM") / 2 ** 20),
+                      "children_cpu_s": round(kids.ru_utime + kids.ru_stime, 2),
+                      "peak_rss_mb": round(vm("VmHWM") / 2 ** 20), "children_peak_rss_mb": round(kids.ru_maxrss / 1024),
                       "rss_start_mb": round(rss0 / 2 ** 20), **out}))
 
 

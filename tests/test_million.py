@@ -244,3 +244,84 @@ def test_the_label_tab_says_an_import_stopped_by_a_full_disk_kept_what_it_wrote(
     assert 0 < written < 3000
     assert "The import stopped: The disk is full" in said and "The rows it had written are kept" in said, said
     assert "nothing was changed" not in said and "Traceback" not in said
+
+
+KILLED_MID_IMPORT = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label import importing
+
+    importing.CHUNK_ROWS, importing.SET_ASIDE_ROWS = 100, 1000
+    def killed(fraction, text):
+        if text.startswith("writing: 1,000 "):
+            os._exit(9)  # no finally runs, as when the process is killed
+    importing.import_file(Workspace(sys.argv[2]), sys.argv[3], progress=killed)
+""")
+
+
+def test_a_big_import_writes_without_the_prompt_index_and_leaves_it_there_however_it_ends(tmp_path, monkeypatch):
+    """An import of SET_ASIDE_ROWS rows or more drops the index it never reads while it writes: after it ends, is
+    stopped, fails on a full disk or is killed, the index is there (the last two: when the workspace next opens)
+    and the Records tab's prompt order is right."""
+    import sqlite3
+
+    from rloo_studio.label import records
+
+    monkeypatch.setattr(importing, "CHUNK_ROWS", 100)
+    monkeypatch.setattr(importing, "SET_ASIDE_ROWS", 1000)
+    rows = [{"prompt": f"Q{(i * 7919) % 3000:05d} " + "x" * 200, "chosen": f"right {i}", "rejected": f"wrong {i}"}
+            for i in range(3000)]
+    src = tmp_path / "f.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def has_index(ws) -> bool:
+        return bool(ws.query("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'prompts_text_nocase'"))
+
+    def prompt_order_right(ws) -> bool:
+        shown = [r["prompt"] for r in records.query(ws, sort="prompt", per_page=50).rows]
+        stored = sorted(r[0] for r in ws.query("SELECT text FROM prompts"))
+        return shown == stored[:50]
+
+    seen = []
+    ws = Workspace(tmp_path / "ended")
+    importing.import_file(ws, src, progress=lambda f, text: seen.append(has_index(ws)) if text.startswith("writing:") else None)
+    assert seen and not any(seen)  # set aside while it wrote (what makes the 1M import 5-8% faster)
+    assert has_index(ws) and prompt_order_right(ws)
+    small = Workspace(tmp_path / "small")  # smaller than SET_ASIDE_ROWS: written with the index kept up
+    importing.import_file(small, _head(src, tmp_path / "small.jsonl", 500),
+                          progress=lambda f, text: seen.append(has_index(small)) if text.startswith("writing:") else None)
+    assert seen[-1] and has_index(small)
+
+    stopped = Workspace(tmp_path / "stopped")  # Ctrl-C in the CLI: made again before the stop propagates
+
+    def interrupt(fraction, text):
+        if text.startswith("writing: 1,000 "):
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        importing.import_file(stopped, src, progress=interrupt)
+    assert has_index(stopped) and prompt_order_right(stopped)
+
+    full = Workspace(tmp_path / "full")  # the error seen is the full disk's; the next open makes the index
+    con = full.connect()
+    con.execute(f"PRAGMA max_page_count = {con.execute('PRAGMA page_count').fetchone()[0] + 60}")
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        importing.import_file(full, src)
+    con.execute("PRAGMA max_page_count = 1073741823")
+    assert has_index(Workspace(tmp_path / "full")) and prompt_order_right(Workspace(tmp_path / "full"))
+
+    p = subprocess.run([sys.executable, "-c", KILLED_MID_IMPORT, str(ROOT), str(tmp_path / "killed"), str(src)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 9, p.stderr[-3000:]
+    probe = sqlite3.connect(tmp_path / "killed" / "studio.db")
+    assert 0 < probe.execute("SELECT COUNT(*) FROM pairs").fetchone()[0] < 3000  # killed mid-way
+    assert not probe.execute("SELECT 1 FROM sqlite_master WHERE name = 'prompts_text_nocase'").fetchall()
+    probe.close()
+    killed = Workspace(tmp_path / "killed")
+    assert has_index(killed) and prompt_order_right(killed)
+
+
+def _head(src: Path, dst: Path, n: int) -> Path:
+    dst.write_text("".join(src.read_text().splitlines(keepends=True)[:n]))
+    return dst

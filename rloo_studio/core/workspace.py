@@ -176,6 +176,11 @@ SCHEMA = [
     """,
 ]
 
+# Indexes a big import drops while it writes and makes again at its end (label.importing.indexes_set_aside): in
+# random order, each chunk of rows dirtied most of their pages. The SQL is schema 7's; opening a workspace makes
+# any that is missing (an import killed meanwhile).
+SET_ASIDE_INDEXES = {"prompts_text_nocase": "CREATE INDEX IF NOT EXISTS prompts_text_nocase ON prompts(text COLLATE NOCASE)"}
+
 
 def statements(script: str):
     """The SQL statements of a migration, one by one (a trigger's body keeps its own semicolons)."""
@@ -290,6 +295,8 @@ class Workspace:
                 for stmt in statements(SCHEMA[i]):
                     con.execute(stmt)
                 con.execute(f"PRAGMA user_version={i + 1}")
+            for sql in SET_ASIDE_INDEXES.values():  # an import killed while it had them set aside
+                con.execute(sql)
 
     # -- runs ---------------------------------------------------------------
     def new_run_id(self, kind: str) -> str:

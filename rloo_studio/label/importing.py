@@ -10,11 +10,12 @@ Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk; read by rea
 Every problem is a DataError naming the file, the row (line for JSONL) and the field; an import
 is all or nothing: nothing is written unless every row is valid.
 
-The file is read once, one row at a time (reading.iter_rows): every row is checked and kept, as checked, in a
-temporary file; then the rows are written from it, CHUNK_ROWS to a transaction (import_store.Batch), so that memory
-does not grow with the file (a JSONL file; the other formats are read whole) and people labeling meanwhile wait at
-most for one chunk's write. An import stopped while it writes
-(the process killed) leaves the chunks it committed; importing the file again adds the rest and nothing twice.
+The file is read once, one row at a time (checking.py; a big JSONL file in parts, one process per core:
+check_parts.py): every row is checked and kept, as checked, in a temporary file; then the rows are written from
+it, CHUNK_ROWS to a transaction (import_store.Batch), so that memory does not grow with the file (a JSONL file; the
+other formats are read whole) and people labeling meanwhile wait at most for one chunk's write. An import stopped
+while it writes (the process killed) leaves the chunks it committed; importing the file again adds the rest and
+nothing twice.
 
 Imports are idempotent and lose nothing: a row already in the workspace is skipped and counted, unless
 the caller asks to keep duplicates (then pairs are written as new pairs, and a prompt set's prompts
@@ -28,22 +29,23 @@ Pairs carry a `dedup_key` (pair_key()), indexed, so the check is one indexed que
 from __future__ import annotations
 
 import json
-import pickle
 import tempfile
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from itertools import chain, combinations, islice
+from itertools import combinations, islice
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
-from rloo_studio.label import shapes as S
 from rloo_studio.core.errors import DataError
 from rloo_studio.label.store import IMPORT_ANNOTATOR
+from rloo_studio.label.check_parts import check_in_parts, parts_for
+from rloo_studio.label.checking import check_all, records, unspooled
 from rloo_studio.label.import_store import Batch, Match, existing_pairs, fill_keys, pair_key
 from rloo_studio.label.prompts import add_imported_label, add_prompt, get_or_create_set
-from rloo_studio.label.reading import Progress, iter_rows
+from rloo_studio.label.reading import Progress
 from rloo_studio.label.shapes import Row
-from rloo_studio.core.workspace import Workspace
+from rloo_studio.core.workspace import SET_ASIDE_INDEXES, Workspace
 
 
 @dataclass
@@ -100,63 +102,6 @@ class ImportResult:
         return "skipped " + " and ".join(parts)
 
 
-# -- validating -----------------------------------------------------------------------------
-
-def _kind(rows: list[dict], name: str) -> tuple[str, list[str]]:
-    """What the file holds, from the columns of its first rows, and its response_1..N columns in order."""
-    cols = set().union(*(r.keys() for r in rows[:100]))
-    resp_cols = sorted((c for c in cols if c.startswith("response_") and c[9:].isdigit()), key=lambda c: int(c[9:]))
-    if {"chosen", "rejected"} <= cols:
-        return "preference", resp_cols
-    if "prompt" in cols and ("responses" in cols or len(resp_cols) >= 2):
-        return "candidates", resp_cols
-    if "prompt" in cols:
-        return "prompts", resp_cols
-    raise DataError(
-        f"{name}: no usable columns. Found: {', '.join(sorted(map(str, cols))) or 'none'}. Expected 'chosen' and "
-        "'rejected' (preference pairs, optional 'prompt'), 'prompt' with 'responses' or response_1..N "
-        "(candidates to label), or 'prompt' alone (a prompt set)"
-    )
-
-
-def _record(kind: str, resp_cols: list[str], r: dict, loc: str) -> Row:
-    """One file row, checked, as the store keeps it; a DataError at `loc` (file, line or row) otherwise."""
-    if kind == "preference":
-        return S.preference_row(loc, r)
-    if "prompt" not in r:
-        raise DataError(f"{loc}: missing field 'prompt'")
-    prompt, turns = S.prompt_field(loc, r["prompt"])
-    if kind == "prompts":
-        return Row(prompt, [], {**S.extra_columns(r, ("prompt",)), **turns}, False)
-    if "responses" in r:
-        rs = r["responses"]
-        if isinstance(rs, str):
-            try:
-                rs = json.loads(rs)
-            except ValueError:
-                raise DataError(f"{loc}, field 'responses': expected a list of texts") from None
-        if not isinstance(rs, list):
-            raise DataError(f"{loc}, field 'responses': expected a list of texts")
-        fields = [f"responses[{k}]" for k in range(len(rs))]
-    else:
-        rs = [r.get(c) for c in resp_cols]
-        fields = resp_cols
-    texts = [S.text(loc, f, v) for f, v in zip(fields, rs) if v not in (None, "")]
-    texts = list(dict.fromkeys(texts))
-    if len(texts) < 2:
-        raise DataError(f"{loc}: needs at least 2 different responses to form a pair")
-    extra = {**S.extra_columns(r, ("prompt", "responses", *resp_cols)), **turns}
-    return Row(prompt, texts, extra, False)
-
-
-def _records(p: Path, progress: Progress | None = None) -> tuple[str, Iterator[Row]]:
-    """The file's kind and its rows checked one at a time, as they are read."""
-    unit, rows = iter_rows(p, progress)
-    head = list(islice(rows, 100))
-    kind, resp_cols = _kind([r for _, r in head], p.name)
-    return kind, (_record(kind, resp_cols, r, f"{p.name} {unit} {n}") for n, r in chain(head, rows))
-
-
 def candidate_pairs(n: int) -> list[tuple[int, int]]:
     """Which responses to compare: all pairs up to 4 responses, else neighbours (0-1, 1-2, ...)."""
     return list(combinations(range(n), 2)) if n <= 4 else [(i, i + 1) for i in range(n - 1)]
@@ -169,6 +114,7 @@ KIND_WORDS = {"preference": "preference pairs (chosen / rejected)", "candidates"
 
 
 CHUNK_ROWS = 20_000  # rows written per transaction
+SET_ASIDE_ROWS = 100_000  # an import this big writes without the indexes it never reads (indexes_set_aside)
 IMPORT_CACHE_KIB = 128 * 1024  # SQLite's page cache while an import writes (the default is 2 MB)
 
 
@@ -186,46 +132,28 @@ def import_file(ws: Workspace, path: str | Path, name: str | None = None, progre
     prompt once: its prompts already there take the file's columns)."""
     p = Path(path)
     name = name or p.name
-    kind, records = _records(p, _scaled(progress, 0, 0.4, "checking"))
+    checking = _scaled(progress, 0, 0.4, "checking")
+    kind, resp_cols, rows = records(p, checking)
     if expect and kind not in expect:
         raise DataError(f"{p.name} holds {KIND_WORDS[kind]}; here it must be "
                         + " or ".join(KIND_WORDS[k] for k in expect) + ". Import it in the Label tab instead.")
-    with tempfile.TemporaryFile(dir=ws.root, prefix="import-") as spool:
-        n, columns = _check_all(records, spool)
+    if parts_for(p) > 1:  # a big JSONL file: checked by one process per core
+        rows.close()
+        spools, n, columns = check_in_parts(p, kind, resp_cols, ws.root, checking)
+    else:
+        spools = [tempfile.TemporaryFile(dir=ws.root, prefix="import-")]
+        try:
+            n, columns = check_all(rows, spools[0])
+        except BaseException:
+            spools[0].close()
+            raise
+    with ExitStack() as open_spools:
+        for spool in spools:
+            open_spools.enter_context(spool)
         if progress:
             progress(0.4, f"checked {n:,} rows; writing")
-        return write_records(ws, kind, _unspooled(spool), name, progress, keep_duplicates=keep_duplicates, total=n,
+        return write_records(ws, kind, unspooled(spools), name, progress, keep_duplicates=keep_duplicates, total=n,
                              columns=tuple(sorted(columns)))
-
-
-def _check_all(records: Iterator[Row], spool) -> tuple[int, set]:
-    """Check every row before anything is written, keeping the checked rows in `spool` (a file: pickle, a chunk
-    to a record), so that memory holds one chunk and the writing pass reads them back without parsing and
-    checking the file again. The rows' number and their extra columns."""
-    n, columns, chunk = 0, set(), []
-    for rec in records:
-        n += 1
-        columns.update(rec.extra)
-        chunk.append((rec.prompt, rec.responses, rec.extra, rec.preferred))
-        if len(chunk) == CHUNK_ROWS:
-            _spool(spool, chunk)
-            chunk = []
-    if chunk:
-        _spool(spool, chunk)
-    spool.seek(0)
-    return n, columns
-
-
-def _spool(spool, chunk: list) -> None:
-    # pickle keeps every value's type as checked (marshal wrote a numpy str from a datasets folder as its bytes);
-    # with its length first: load from a file reads it 3x slower than loads
-    data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
-    spool.write(len(data).to_bytes(8, "little") + data)
-
-
-def _unspooled(spool) -> Iterator[Row]:
-    while head := spool.read(8):
-        yield from (Row(*r) for r in pickle.loads(spool.read(int.from_bytes(head, "little"))))
 
 
 def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None,
@@ -318,16 +246,47 @@ def write_records(ws: Workspace, kind: str, records: Iterable[Row], name: str, p
     cache = con.execute("PRAGMA cache_size").fetchone()[0]
     con.execute(f"PRAGMA cache_size=-{IMPORT_CACHE_KIB}")  # the indexes' pages stay in memory while it writes
     try:
-        while chunk := list(islice(rows, CHUNK_ROWS)):
-            with ws.transaction() as con:
-                _write_chunk(con, chunk, t, sid, source, name, ann, now, keep_duplicates)
-            done += len(chunk)
-            if progress:
-                progress(0.4 + 0.6 * done / max(total, 1), f"writing: {done:,} / {total:,} rows")
+        with indexes_set_aside(ws, total, progress):
+            while chunk := list(islice(rows, CHUNK_ROWS)):
+                with ws.transaction() as con:
+                    _write_chunk(con, chunk, t, sid, source, name, ann, now, keep_duplicates)
+                done += len(chunk)
+                if progress:
+                    progress(0.4 + 0.6 * done / max(total, 1), f"writing: {done:,} / {total:,} rows")
     finally:
         con.execute(f"PRAGMA cache_size={cache}")
     return ImportResult(kind, name, total, t.pairs, len(t.prompt_ids), columns, t.skipped, t.repeated, t.labeled,
                         t.split)
+
+
+@contextmanager
+def indexes_set_aside(ws: Workspace, total: int, progress: Progress | None = None):
+    """For an import of at least SET_ASIDE_ROWS rows into a workspace with no more prompts than that: the indexes
+    that no step of the import reads (workspace.SET_ASIDE_INDEXES) are dropped while it writes and made again
+    after, also when it fails or is stopped (a killed process: the next open of the workspace makes them).
+    Kept up row by row, each chunk dirtied most of their pages; made once, they cost a sort (1M rows: 60-61 s
+    with, 65-66 s without, bench/million.py)."""
+    def _make(statements):
+        with ws.transaction() as con:
+            for sql in statements:
+                con.execute(sql)
+
+    big = total >= SET_ASIDE_ROWS and ws.query("SELECT IFNULL(MAX(id), 0) AS n FROM prompts")[0]["n"] <= total
+    if big:
+        _make(f"DROP INDEX IF EXISTS {name}" for name in SET_ASIDE_INDEXES)
+    try:
+        yield
+    except BaseException:
+        if big:
+            try:
+                _make(SET_ASIDE_INDEXES.values())
+            except Exception:  # (a full disk) the error to see is the import's; the next open makes them
+                pass
+        raise
+    if big:
+        if progress:
+            progress(1.0, "indexing the prompts")
+        _make(SET_ASIDE_INDEXES.values())
 
 
 def _write_chunk(con, chunk: list[Row], t: _Tally, sid: int, source: str, name: str, ann: int | None, now: float,

@@ -78,24 +78,35 @@ def _iter_jsonl(p: Path, progress: Progress | None) -> Iterator[tuple[int, dict]
             for i, r in enumerate(data):
                 yield i + 1, _object(p, "item", i + 1, r)
             return
-        for i, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            text = _decode(p, raw, i)
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                cut = " (the line looks cut off)" if "Unterminated" in e.msg or "Expecting" in e.msg else ""
-                at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + " column 38"
-                raise DataError(f"{p.name} line {i}: not valid JSON: {e.msg}{at} column {e.colno}{cut}") from None
+        for i, obj in jsonl_lines(p, f):
             n += 1
             if n > MAX_ROWS:
                 raise DataError(f"{p.name}: more than {MAX_ROWS:,} rows; split the file")
-            yield i, _object(p, "line", i, obj)
+            yield i, obj
             if progress and i % 2000 == 0:
                 progress(f.tell() / size, f"reading {p.name}: {i:,} lines")
     if not n:
         raise DataError(f"{p.name}: the file has no rows")
+
+
+def jsonl_lines(p: Path, f, first_line: int = 1, end: int | None = None) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each non-empty line of the open file f from where it stands (line first_line)
+    up to byte `end`."""
+    i, pos = first_line - 1, f.tell()
+    for raw in f:
+        if end is not None and pos >= end:
+            return
+        i, pos = i + 1, pos + len(raw)
+        if not raw.strip():
+            continue
+        text = _decode(p, raw, i)
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            cut = " (the line looks cut off)" if "Unterminated" in e.msg or "Expecting" in e.msg else ""
+            at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + " column 38"
+            raise DataError(f"{p.name} line {i}: not valid JSON: {e.msg}{at} column {e.colno}{cut}") from None
+        yield i, _object(p, "line", i, obj)
 
 
 def _object(p: Path, unit: str, n: int, obj) -> dict:
