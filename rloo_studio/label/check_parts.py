@@ -32,7 +32,10 @@ def parts_for(p: Path) -> int:
     with open(p, "rb") as f:
         if f.read(1) == b"[":  # a whole-file JSON array is read whole
             return 1
-    return max(1, min(MAX_PARTS, len(os.sched_getaffinity(0))))
+    if os.name != "posix":  # (a descriptor is handed to each part: POSIX only)
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1  # (macOS)
+    return max(1, min(MAX_PARTS, cores))
 
 
 def split(p: Path, n: int) -> list[tuple[int, int, int]]:

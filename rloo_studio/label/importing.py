@@ -67,38 +67,38 @@ class ImportResult:
         if self.kind == "prompts":
             return self._prompts_summary()
         what = "labeled pairs (annotator 'import')" if self.kind == "preference" else "pairs to label"
-        parts = [f"{self.pairs} {what}, {self.prompts} prompts"] if self.pairs or not self.labeled else []
+        parts = [f"{self.pairs:,} {what}, {self.prompts:,} prompts"] if self.pairs or not self.labeled else []
         if self.labeled:
             one = self.labeled == 1
-            parts.append(f"{self.labeled} {'row' if one else 'rows'} matched pairs already here: "
+            parts.append(f"{self.labeled:,} {'row' if one else 'rows'} matched pairs already here: "
                          f"{'its label was' if one else 'their labels were'} added" + (
-                             f" ({self.split} the opposite of the label imported before, so "
+                             f" ({self.split:,} the opposite of the label imported before, so "
                              f"{'that pair shows' if self.split == 1 else 'those pairs show'} a split vote)"
                              if self.split else ""))
         if self.skipped:
             parts.append(f"{self._skipped('rows', 'already in the workspace')} "
                          "(keep duplicates to import them as new pairs)")
-        done = f"{self.rows - self.skipped} of {self.rows}" if self.skipped else f"{self.rows}"
+        done = f"{self.rows - self.skipped:,} of {self.rows:,}" if self.skipped else f"{self.rows:,}"
         return f"Imported {done} rows from {self.name}: " + "; ".join(parts) + "."
 
     def _prompts_summary(self) -> str:
-        msg = f"Imported {self.prompts} prompts into prompt set '{self.name}'"
+        msg = f"Imported {self.prompts:,} prompts into prompt set '{self.name}'"
         if self.replaced:
-            msg += (f" ({self.replaced} already there: a prompt set holds each prompt once, so "
+            msg += (f" ({self.replaced:,} already there: a prompt set holds each prompt once, so "
                     f"{'it' if self.replaced == 1 else 'they'} took the file's columns)")
         if not self.skipped:
             return msg + "."
         msg += f". {self._skipped('prompts', 'already in that prompt set').capitalize()}"
         if self.differ:
-            msg += (f" ({self.differ} with other column values than the file's; import again, keeping "
+            msg += (f" ({self.differ:,} with other column values than the file's; import again, keeping "
                     "duplicates, to take the file's)")
         return msg + "."
 
     def _skipped(self, what: str, where: str) -> str:
         old = self.skipped - self.repeated
-        parts = [f"{old} {what} {where}"] if old else []
+        parts = [f"{old:,} {what} {where}"] if old else []
         if self.repeated:
-            parts.append(f"{self.repeated} repeated in the file")
+            parts.append(f"{self.repeated:,} repeated in the file")
         return "skipped " + " and ".join(parts)
 
 
