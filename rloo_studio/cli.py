@@ -139,8 +139,34 @@ def cmd_eval_demo(a) -> int:
     return 0
 
 
+PROGRESS_EVERY_S = 2.0  # a progress line at most this often; none for work that ends sooner
+
+
+class StderrProgress:
+    """progress(fraction, text) for long work from the command line: a bar and the text on stderr, one line
+    redrawn on a terminal, else a line each time (a log); nothing for work that ends within PROGRESS_EVERY_S."""
+
+    def __init__(self):
+        self.tty, self.last, self.shown = sys.stderr.isatty(), time.monotonic(), False
+
+    def __call__(self, fraction: float, text: str) -> None:
+        if time.monotonic() - self.last < PROGRESS_EVERY_S and not (fraction >= 1 and self.shown):
+            return
+        self.last, self.shown = time.monotonic(), True
+        line = f"[{'#' * int(20 * fraction):<20}] {100 * fraction:3.0f}%  {text}"
+        print(f"\r{line}\033[K" if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.tty and self.shown:
+            print(file=sys.stderr, flush=True)
+
+
 def cmd_import(a) -> int:
-    res = import_file(_open(a), a.file, name=a.name, keep_duplicates=a.keep_duplicates)
+    progress = StderrProgress()
+    try:
+        res = import_file(_open(a), a.file, name=a.name, keep_duplicates=a.keep_duplicates, progress=progress)
+    finally:
+        progress.close()
     print(res.summary())
     return 0
 

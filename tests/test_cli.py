@@ -34,6 +34,27 @@ def test_import_export_round_trip_and_errors(tmp_path):
     assert r.stderr.strip() == "error: bad.jsonl line 1: 'chosen' is identical to 'rejected'; nothing to prefer"
 
 
+def test_import_shows_its_progress_on_stderr_and_its_summary_on_stdout(tmp_path, capsys, monkeypatch):
+    """A long import draws a bar with what it does on stderr (here every call: PROGRESS_EVERY_S = 0), up to 100%;
+    stdout holds only the summary. A short one (the default pace) prints no progress at all."""
+    from rloo_studio import cli as cli_module
+
+    src = tmp_path / "p.jsonl"
+    src.write_text("".join(json.dumps({"prompt": f"q{i}", "chosen": f"good {i}", "rejected": f"bad {i}"}) + "\n"
+                           for i in range(5000)))
+    monkeypatch.setattr(cli_module, "PROGRESS_EVERY_S", 0)
+    assert cli_module.main(["import", str(src), "--workspace", str(tmp_path / "ws")]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "Imported 5,000 rows from p.jsonl: 5,000 labeled pairs (annotator 'import'), 5,000 prompts."
+    lines = err.strip().splitlines()
+    assert any("checking" in x and "reading p.jsonl" in x for x in lines), lines
+    assert any("writing: 5,000 / 5,000 rows" in x for x in lines), lines
+    assert lines[-1].startswith("[####################] 100%"), lines
+    monkeypatch.setattr(cli_module, "PROGRESS_EVERY_S", 2.0)
+    assert cli_module.main(["import", str(src), "--workspace", str(tmp_path / "ws2")]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_train_cli_rejects_bad_config_with_a_message(tmp_path, capsys):
     from rloo_studio.cli import main  # the same CLI code, in this process: no new process's imports to pay
 
