@@ -108,10 +108,13 @@ def _rows(n_repeat: int) -> list[dict]:
     return base + [base[0], swapped, base[4]] * n_repeat
 
 
+@pytest.mark.parametrize("aside", [False, True], ids=["key index", "keys in memory"])
 @pytest.mark.parametrize("kind", ["preference", "candidates"])
-def test_rows_written_in_several_chunks_count_as_in_one(tmp_path, monkeypatch, kind):
+def test_rows_written_in_several_chunks_count_as_in_one(tmp_path, monkeypatch, kind, aside):
     """A row repeating an earlier row of the file is 'repeated' whether that row was written in the same chunk or
-    an earlier one; a row already in the workspace before the import is 'skipped' and not 'repeated'."""
+    an earlier one; a row already in the workspace before the import is 'skipped' and not 'repeated'. The same
+    when a big import finds the pairs by key in memory (the key index set aside)."""
+    monkeypatch.setattr(importing, "SET_ASIDE_ROWS", 1 if aside else 10 ** 9)
     if kind == "preference":
         rows = _rows(2)
     else:
@@ -261,10 +264,10 @@ KILLED_MID_IMPORT = textwrap.dedent("""
 """)
 
 
-def test_a_big_import_writes_without_the_prompt_index_and_leaves_it_there_however_it_ends(tmp_path, monkeypatch):
-    """An import of SET_ASIDE_ROWS rows or more drops the index it never reads while it writes: after it ends, is
-    stopped, fails on a full disk or is killed, the index is there (the last two: when the workspace next opens)
-    and the Records tab's prompt order is right."""
+def test_a_big_import_writes_without_two_indexes_and_leaves_them_there_however_it_ends(tmp_path, monkeypatch):
+    """An import of SET_ASIDE_ROWS rows or more drops the prompts' NOCASE index and the pairs' key index while it
+    writes: after it ends, is stopped, fails on a full disk or is killed, they are there (the last two: when the
+    workspace next opens), the Records tab's prompt order is right, and importing the file again adds nothing."""
     import sqlite3
 
     from rloo_studio.label import records
@@ -276,8 +279,9 @@ def test_a_big_import_writes_without_the_prompt_index_and_leaves_it_there_howeve
     src = tmp_path / "f.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-    def has_index(ws) -> bool:
-        return bool(ws.query("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'prompts_text_nocase'"))
+    def has_index(ws) -> bool:  # both: the prompts' NOCASE index and the pairs' key index
+        return len(ws.query("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name IN "
+                            "('prompts_text_nocase', 'pairs_dedup_key')")) == 2
 
     def prompt_order_right(ws) -> bool:
         shown = [r["prompt"] for r in records.query(ws, sort="prompt", per_page=50).rows]
@@ -316,10 +320,15 @@ def test_a_big_import_writes_without_the_prompt_index_and_leaves_it_there_howeve
     assert p.returncode == 9, p.stderr[-3000:]
     probe = sqlite3.connect(tmp_path / "killed" / "studio.db")
     assert 0 < probe.execute("SELECT COUNT(*) FROM pairs").fetchone()[0] < 3000  # killed mid-way
-    assert not probe.execute("SELECT 1 FROM sqlite_master WHERE name = 'prompts_text_nocase'").fetchall()
+    assert not probe.execute("SELECT 1 FROM sqlite_master WHERE name IN ('prompts_text_nocase', 'pairs_dedup_key')"
+                             ).fetchall()
     probe.close()
     killed = Workspace(tmp_path / "killed")
     assert has_index(killed) and prompt_order_right(killed)
+    importing.import_file(killed, src)  # the rest, and nothing twice
+    assert [killed.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in ("pairs", "labels")] == [3000, 3000]
+    again = importing.import_file(ws, src)
+    assert (again.pairs, again.skipped) == (0, 3000) and has_index(ws)
 
 
 def _head(src: Path, dst: Path, n: int) -> Path:

@@ -177,9 +177,11 @@ SCHEMA = [
 ]
 
 # Indexes a big import drops while it writes and makes again at its end (label.importing.indexes_set_aside): in
-# random order, each chunk of rows dirtied most of their pages. The SQL is schema 7's; opening a workspace makes
-# any that is missing (an import killed meanwhile).
-SET_ASIDE_INDEXES = {"prompts_text_nocase": "CREATE INDEX IF NOT EXISTS prompts_text_nocase ON prompts(text COLLATE NOCASE)"}
+# random order, each chunk of rows dirtied most of their pages; the import finds pairs by key in memory meanwhile
+# (label.import_store.KeyMap). The SQL is that of schemas 3 and 7; opening a workspace makes any that is missing
+# (an import killed meanwhile).
+SET_ASIDE_INDEXES = {"prompts_text_nocase": "CREATE INDEX IF NOT EXISTS prompts_text_nocase ON prompts(text COLLATE NOCASE)",
+                     "pairs_dedup_key": "CREATE INDEX IF NOT EXISTS pairs_dedup_key ON pairs(dedup_key)"}
 
 
 def statements(script: str):

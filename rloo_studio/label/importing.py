@@ -24,7 +24,8 @@ candidates row, every pair of its candidates; for a prompt-set row, its prompt t
 preference row, its pair (the same prompt and two responses, in either order) *with that imported label*.
 A preference row whose pair is there without that label adds its label to the pair (an unlabeled
 candidate pair gets its label; chosen and rejected the other way round give the pair a split vote).
-Pairs carry a `dedup_key` (pair_key()), indexed, so the check is one indexed query per import.
+Pairs carry a `dedup_key` (pair_key()), indexed, so the check is one indexed query per chunk (a big import
+sets the index aside and keeps the keys in memory: import_store.KeyMap).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from rloo_studio.core.errors import DataError
 from rloo_studio.label.store import IMPORT_ANNOTATOR
 from rloo_studio.label.check_parts import check_in_parts, parts_for
 from rloo_studio.label.checking import check_all, records, unspooled
-from rloo_studio.label.import_store import Batch, Match, existing_pairs, fill_keys, pair_key
+from rloo_studio.label.import_store import Batch, KeyMap, Match, existing_pairs, fill_keys, pair_key
 from rloo_studio.label.prompts import add_imported_label, add_prompt, get_or_create_set
 from rloo_studio.label.reading import Progress
 from rloo_studio.label.shapes import Row
@@ -246,10 +247,11 @@ def write_records(ws: Workspace, kind: str, records: Iterable[Row], name: str, p
     cache = con.execute("PRAGMA cache_size").fetchone()[0]
     con.execute(f"PRAGMA cache_size=-{IMPORT_CACHE_KIB}")  # the indexes' pages stay in memory while it writes
     try:
-        with indexes_set_aside(ws, total, progress):
+        with indexes_set_aside(ws, total, progress) as aside:
+            key_map = KeyMap(con) if aside and not keep_duplicates else None
             while chunk := list(islice(rows, CHUNK_ROWS)):
                 with ws.transaction() as con:
-                    _write_chunk(con, chunk, t, sid, source, name, ann, now, keep_duplicates)
+                    _write_chunk(con, chunk, t, sid, source, name, ann, now, keep_duplicates, key_map)
                 done += len(chunk)
                 if progress:
                     progress(0.4 + 0.6 * done / max(total, 1), f"writing: {done:,} / {total:,} rows")
@@ -261,21 +263,22 @@ def write_records(ws: Workspace, kind: str, records: Iterable[Row], name: str, p
 
 @contextmanager
 def indexes_set_aside(ws: Workspace, total: int, progress: Progress | None = None):
-    """For an import of at least SET_ASIDE_ROWS rows into a workspace with no more prompts than that: the indexes
-    that no step of the import reads (workspace.SET_ASIDE_INDEXES) are dropped while it writes and made again
-    after, also when it fails or is stopped (a killed process: the next open of the workspace makes them).
-    Kept up row by row, each chunk dirtied most of their pages; made once, they cost a sort (1M rows: 60-61 s
-    with, 65-66 s without, bench/million.py)."""
+    """For an import of at least SET_ASIDE_ROWS rows into a workspace with no more prompts and pairs than that
+    (what bounds the memory of import_store.KeyMap), yields True: the indexes in workspace.SET_ASIDE_INDEXES are
+    dropped while it writes (the import finds pairs by key in a KeyMap) and made again after, also when it fails
+    or is stopped (a killed process: the next open of the workspace makes them). Kept up row by row, in random
+    order, each chunk dirtied most of their pages; made once, they cost a sort (docs/BENCHMARKS.md, stop 36)."""
     def _make(statements):
         with ws.transaction() as con:
             for sql in statements:
                 con.execute(sql)
 
-    big = total >= SET_ASIDE_ROWS and ws.query("SELECT IFNULL(MAX(id), 0) AS n FROM prompts")[0]["n"] <= total
+    big = total >= SET_ASIDE_ROWS and ws.query("SELECT MAX((SELECT IFNULL(MAX(id), 0) FROM prompts), "
+                                               "(SELECT IFNULL(MAX(id), 0) FROM pairs))")[0][0] <= total
     if big:
         _make(f"DROP INDEX IF EXISTS {name}" for name in SET_ASIDE_INDEXES)
     try:
-        yield
+        yield big
     except BaseException:
         if big:
             try:
@@ -290,15 +293,16 @@ def indexes_set_aside(ws: Workspace, total: int, progress: Progress | None = Non
 
 
 def _write_chunk(con, chunk: list[Row], t: _Tally, sid: int, source: str, name: str, ann: int | None, now: float,
-                 keep_duplicates: bool) -> None:
+                 keep_duplicates: bool, key_map: KeyMap | None = None) -> None:
     """Write one chunk of rows inside the caller's transaction, counting into t: the new rows go into a Batch,
-    written at the end (or before a row adds its label to a pair the batch holds)."""
+    written at the end (or before a row adds its label to a pair the batch holds). key_map: the pairs' keys,
+    when the key index is set aside."""
     plans = [[(a, b, pair_key(rec.prompt, rec.turns, rec.responses[a], rec.responses[b]))
               for a, b in ([(0, 1)] if rec.preferred else candidate_pairs(len(rec.responses)))]
              for rec in chunk]
     found: dict[str, list[Match]] = {}
     if not keep_duplicates:
-        found = existing_pairs(con, (k for plan in plans for _, _, k in plan), t.since_label)
+        found = existing_pairs(con, (k for plan in plans for _, _, k in plan), t.since_label, key_map)
     before = {k for k, ms in found.items() if any(m.pair <= t.since_pair for m in ms)}  # there before this import
     batch = Batch.start(con, sid, {rec.prompt for rec, plan in zip(chunk, plans) if any(x[2] not in found for x in plan)},
                         source, name, ann, now)
@@ -324,6 +328,8 @@ def _write_chunk(con, chunk: list[Row], t: _Tally, sid: int, source: str, name: 
         if not keep_duplicates:  # a later row of the file finds them
             for (a, _, key), pair in zip(new, pairs):
                 found.setdefault(key, []).append(Match(pair, rec.responses[a], {"a": True} if rec.preferred else {}))
+                if key_map:
+                    key_map.add(key, pair)
     batch.flush()
 
 
