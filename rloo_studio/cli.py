@@ -144,10 +144,11 @@ PROGRESS_EVERY_S = 2.0  # a progress line at most this often; none for work that
 
 class StderrProgress:
     """progress(fraction, text) for long work from the command line: a bar and the text on stderr, one line
-    redrawn on a terminal, else a line each time (a log); nothing for work that ends within PROGRESS_EVERY_S."""
+    redrawn on a terminal, else a line each time (a log), at most every PROGRESS_EVERY_S and at the end; nothing
+    for work that ends within PROGRESS_EVERY_S, unless `eager` (the first call shows at once)."""
 
-    def __init__(self):
-        self.tty, self.last, self.shown = sys.stderr.isatty(), time.monotonic(), False
+    def __init__(self, eager: bool = False):
+        self.tty, self.last, self.shown = sys.stderr.isatty(), float("-inf") if eager else time.monotonic(), False
 
     def __call__(self, fraction: float, text: str) -> None:
         if time.monotonic() - self.last < PROGRESS_EVERY_S and not (fraction >= 1 and self.shown):
@@ -216,17 +217,18 @@ def score_file(a) -> int:
     ws = Workspace(a.workspace) if a.reward_run else None
     think = None if a.enable_thinking is None else a.enable_thinking == "true"
     scorer = load_scorer(ws, a.reward_run, a.reward_model, a.trust_remote_code, think)
-    last = [0.0]
+    progress = StderrProgress(eager=True)
 
     def tell(p) -> None:
-        if time.monotonic() - last[0] >= 2 or p.done == p.total:
-            last[0] = time.monotonic()
-            left = f", about {lifecycle.describe_time(p.eta)} left" if p.eta is not None and p.done < p.total else ""
-            print(f"scored {p.done:,} of {p.total:,} responses{left}", file=sys.stderr, flush=True)
+        left = f", about {lifecycle.describe_time(p.eta)} left" if p.eta is not None and p.done < p.total else ""
+        progress(p.done / p.total if p.total else 1.0, f"scored {p.done:,} of {p.total:,} responses{left}")
 
-    with run_cache(ws, a.reward_run, scorer) or nullcontext() as cache:  # a run's scores kept in its folder
-        for row in score_rows(scorer, list(rows), cache, tell, list(numbers), unit.capitalize()):
-            print(json.dumps(row, ensure_ascii=False))
+    try:
+        with run_cache(ws, a.reward_run, scorer) or nullcontext() as cache:  # a run's scores kept in its folder
+            for row in score_rows(scorer, list(rows), cache, tell, list(numbers), unit.capitalize()):
+                print(json.dumps(row, ensure_ascii=False))
+    finally:
+        progress.close()
     return 0
 
 
