@@ -29,7 +29,7 @@ from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace, wants_demo
 from rloo_studio.label.exporting import export
 from rloo_studio.label.importing import import_file
-from rloo_studio.runs import catalog, lifecycle, run_warnings
+from rloo_studio.runs import catalog, jobs, lifecycle, run_warnings
 from rloo_studio.runs.export_model import export_model
 from rloo_studio.runs.jobs import KINDS, JobKind
 from rloo_studio.runs.runner import RunContext, execute, prepare_run, read_status
@@ -116,7 +116,7 @@ def _train(a, kind: str) -> int:
             raise refused or StudioError(rid)
         if not state.is_main_process:
             ws = Workspace(a.workspace)
-            ctx = RunContext(ws, rid, ws.run_dir(rid), main=False)
+            ctx = RunContext(ws, rid, ws.run_dir(rid), main=False, kind=kind)
     if refused:
         raise refused
     # Ctrl-C stops gracefully: the trainer finishes its step and the adapter is saved.
@@ -237,7 +237,7 @@ def cmd_runs(a) -> int:
     if a.action == "list":
         rows = catalog.summaries(ws)
         if not rows:
-            print(f"No runs in {ws.root} yet: train-reward, train-rloo or generate start one.")
+            print(f"No runs in {ws.root} yet: {', '.join(k.cli for k in jobs.trainable())} or the app start one.")
         for r in rows:
             print(f"{r['id']:34} {r['kind']:8} {r['status']:11} {r['duration_s']:>6}s  {r['figures']}")
         return 0
@@ -255,19 +255,14 @@ def cmd_runs(a) -> int:
             print("\n\n".join(tokens.describe([r for r in rows if r["prompt"] == k]) for k in groups))
         return 0
     if a.action == "show":
-        from rloo_studio.reward.blind import run_figures  # held-out accuracy by kind; reward model vs rule rewards
-        from rloo_studio.rloo.evaluate import learned, read_eval_file  # an RLOO run's before / after (eval.json)
-        from rloo_studio.rloo.tokens import recorded as tokens_recorded  # steps with a token view (tokens.jsonl)
-
         for rid in a.run_ids:
             d = ws.run_dir(rid)
-            ev = read_eval_file(d)
-            before_after = {"before_after": {**ev, "learned": learned(ev)}} if ev else {}
+            kind = ws.run(rid)["kind"]
+            extra = KINDS[kind].show_extra(d) if kind in KINDS else {}  # what the kind adds (runs.jobs.JobKind.show)
             print(json.dumps({**read_status(d), "folder": str(d),
                               "config": (d / "config.yaml").read_text() if (d / "config.yaml").exists() else None,
-                              "last": catalog.last_values(catalog.read_metrics(d)), **run_figures(d), **before_after,
-                              "warnings": run_warnings.read(d),
-                              "token_view_steps": sorted(tokens_recorded(d))}, indent=1))
+                              "last": catalog.last_values(catalog.read_metrics(d)), **extra,
+                              "warnings": run_warnings.read(d)}, indent=1))
         return 0
     keys = a.metric or ["loss"]
     print("run".ljust(34) + "".join(k[:18].rjust(20) for k in keys))
@@ -301,18 +296,19 @@ def _add_training(sub) -> None:
     """train-rloo, train-reward and eval-demo."""
     from rloo_studio.core.config import settings_text
 
-    for kind in ("rloo", "reward"):
+    for job in jobs.trainable():
         # --help lists every settable key with its default and help; the config classes load no torch
-        p = sub.add_parser(f"train-{kind}", help=f"train a{'n' if kind == 'rloo' else ''} {kind} run headless",
-                           epilog=settings_text(KINDS[kind].config_class()),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(job.cli, help=job.cli_help or f"train a {job.title} run headless",
+                           epilog=settings_text(job.config_class()), formatter_class=argparse.RawDescriptionHelpFormatter)
         _workspace_arg(p)
-        p.add_argument("--preset", help="start from a preset (see the tab's list), then --config, then --set")
+        p.add_argument("--preset", help=f"start from a preset ({', '.join(job.preset_names()).replace('%', '%%') or 'none yet'}), "
+                                        "then --config, then --set")
         p.add_argument("--config", help="YAML file with config keys")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config key (the keys are listed below)")
-        p.add_argument("--resume", metavar="RUN_ID", help="continue this run from its last checkpoint")
-        p.set_defaults(fn=lambda a, k=kind: _train(a, k), loads_model=True)
+        if job.resumable:
+            p.add_argument("--resume", metavar="RUN_ID", help="continue this run from its last checkpoint")
+        p.set_defaults(fn=lambda a, k=job.name: _train(a, k), loads_model=True, resume=None)
     p = sub.add_parser("eval-demo", help="format rate and accuracy of a policy on the demo held-out prompts, "
                                          "overall and among answers that reason and that do not")
     p.add_argument("--model", default=None, help="base model (default: the bundled demo model)")

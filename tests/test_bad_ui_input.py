@@ -41,8 +41,8 @@ def test_rloo_tab_refuses_nonsense_and_keeps_serving(app):
         page.get_by_role("tab", name="Reward model").click()
         page.get_by_role("button", name="Data", exact=False).first.click()  # the accordion that holds max_length
         fill(page, "reward-max-length", 0)
-        page.locator("#reward-train").click()
-        expect(page.locator("#reward-notice")).to_contain_text("max_length must be", timeout=60000)
+        page.locator("#reward-launch").click()
+        expect(page.locator("#reward-check")).to_contain_text("max_length must be", timeout=60000)
     assert run_ids(app) == before  # no run started
 
 

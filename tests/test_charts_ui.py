@@ -344,7 +344,7 @@ def launch_rloo(page, ws, steps: int):
     page.locator("#rloo-launch").click()
     # the message of an earlier launch may still stand: wait for the new run itself
     wait_until(lambda: {r["id"] for r in ws.runs("rloo")} - before, 120, "the launched RLOO run")
-    expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
+    expect(page.locator("#rloo-check")).to_contain_text("Started run rloo-", timeout=LONG)
     return next(r["id"] for r in ws.runs("rloo") if r["id"] not in before)
 
 
@@ -409,7 +409,7 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
         page.get_by_role("tab", name="Reward model").click()
         expect(page.locator("#reward-preflight")).to_contain_text("237", timeout=60000)
         fill(page, "reward-max-steps", 24)
-        page.locator("#reward-train").click()
+        page.locator("#reward-launch").click()
         expect(page.locator("#reward-status")).to_contain_text("running", timeout=60000)
         reward_mid_run(page, ws)
         expect(page.locator("#reward-status")).to_contain_text("completed", timeout=LONG)

@@ -25,7 +25,7 @@ def test_yaml_round_trip_and_sets(tmp_path):
 @pytest.mark.parametrize(
     "sets,message",
     [
-        (["lr=1"], "unknown key lr; allowed keys: model, backend"),
+        (["lr=1"], "unknown key lr; allowed keys: model, load_in_4bit"),
         (["lora.rank=3"], "unknown key lora.rank; allowed keys: lora.r, lora.alpha"),
         (["max_steps=ten"], "max_steps: expected a whole number, got 'ten'"),
         (["load_in_4bit=maybe"], "load_in_4bit: expected true or false"),

@@ -148,7 +148,7 @@ def test_reward_tab_shows_the_current_step_and_whole_axes_when_it_comes_back(app
         page.get_by_role("tab", name="Reward model").click()
         expect(page.locator("#reward-preflight")).to_contain_text("237", timeout=60000)
         fill(page, "reward-max-steps", 400)
-        page.locator("#reward-train").click()
+        page.locator("#reward-launch").click()
         expect(page.locator("#reward-status")).to_contain_text(re.compile(r"step [2-9]\d*/400"), timeout=300000)
         (run,) = Workspace(app.ws_dir).runs("reward")
         left_at = shown_step(page.locator("#reward-status").inner_text())

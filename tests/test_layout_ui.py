@@ -142,7 +142,7 @@ def test_reward_tab_cuts_nothing_and_its_buttons_look_like_buttons(app):
         cut = page.evaluate(CUT_JS, [".gradio-container", LABELS])
         assert cut == [], f"Reward tab: words cut by their box: {cut}"
         check = page.get_by_role("button", name="Check data").evaluate(BUTTON_JS)
-        train = page.locator("#reward-train").evaluate(BUTTON_JS)
+        train = page.locator("#reward-launch").evaluate(BUTTON_JS)
         assert check["h"] >= train["h"] - 1, f"'Check data' is a strip: {check['h']:.0f} px high, Train " \
                                              f"{train['h']:.0f}"
         assert check["w"] <= 1.5 * train["w"], f"'Check data' spans {check['w']:.0f} px, Train {train['w']:.0f}"

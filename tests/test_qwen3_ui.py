@@ -44,7 +44,7 @@ def test_rloo_on_a_hybrid_qwen3_with_thinking_off(app):
         fill(page, "rloo-max-completion-length", 16)
         fill(page, "rloo-max-steps", 2)
         page.locator("#rloo-launch").click()
-        expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
+        expect(page.locator("#rloo-check")).to_contain_text("Started run rloo-", timeout=LONG)
         (run,) = ws.runs("rloo")
         expect(page.locator("#rloo-status")).to_contain_text(re.compile(run["id"] + ".*completed"), timeout=LONG)
         cfg = yaml.safe_load((ws.run_dir(run["id"]) / "config.yaml").read_text())
@@ -125,8 +125,8 @@ def test_qwen3_thinking_pairs_imported_trained_and_inspected(app, tmp_path):
         fill(page, "reward-per-device-train-batch-size", 4)
         page.get_by_role("button", name="Data", exact=False).first.click()
         fill(page, "reward-max-length", 256)
-        page.locator("#reward-train").click()
-        expect(page.locator("#reward-notice")).to_contain_text("Started run reward-", timeout=LONG)
+        page.locator("#reward-launch").click()
+        expect(page.locator("#reward-check")).to_contain_text("Started run reward-", timeout=LONG)
         (run,) = ws.runs("reward")
         rid, run_dir = run["id"], ws.run_dir(run["id"])
         expect(page.locator("#reward-status")).to_contain_text(re.compile(rid + ".*completed"), timeout=LONG)
@@ -163,7 +163,7 @@ def test_qwen3_thinking_pairs_imported_trained_and_inspected(app, tmp_path):
     rows = [json.loads(x) for x in (run_dir / "pairs.jsonl").read_text().splitlines() if x.strip()]
     assert all(r["prompt"].endswith("<|im_start|>assistant\n<think>\n") for r in rows)
     assert {(r["chosen"], r["rejected"]) for r in rows} >= {(p["chosen"], p["rejected"]) for p in pairs}
-    max_length = json.loads((run_dir / "reproduce.json").read_text())["trl_args"]["max_length"]
+    max_length = json.loads((run_dir / "reproduce.json").read_text())["trainer_args"]["max_length"]
     ids = _trained_ids(run_dir, [r for r in rows if r["split"] == "train"], max_length, tmp_path / "trl")
     assert len(ids) == 2 * json.loads((run_dir / "preflight.json").read_text())["trained_on"]["train"]
     assert [seq.count(THINK) for seq in ids] == [1] * len(ids)

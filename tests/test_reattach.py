@@ -18,7 +18,7 @@ def test_close_browser_mid_run_then_reopen(demo_app):
         page.get_by_role("tab", name="Reward model").click()
         expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
         fill(page, "reward-max-steps", 400)
-        page.locator("#reward-train").click()
+        page.locator("#reward-launch").click()
         expect(page.locator("#reward-status")).to_contain_text("running", timeout=LONG)
     # here the page and its browser context are gone: nothing of the browser is attached to the job
     ws = Workspace(ws_dir)

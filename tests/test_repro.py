@@ -53,7 +53,7 @@ def test_run_folder_records_how_to_repeat_it(ui_run):
     assert "import rloo_studio" not in (d / "reproduce.py").read_text()
     held = sum(json.loads(x)["split"] == "held_out" for x in (d / "pairs.jsonl").read_text().splitlines())
     spec = json.loads((d / "reproduce.json").read_text())  # what reproduce.py gives RewardConfig
-    assert spec["trl_args"] == reward_trl_args(cfg, held_out=held) and spec["config"]["seed"] == cfg.seed
+    assert spec["trainer_args"] == reward_trl_args(cfg, held_out=held) and spec["config"]["seed"] == cfg.seed
 
 
 def test_standalone_script_reaches_the_same_metrics(ui_run):
@@ -87,7 +87,7 @@ def test_rloo_standalone_script_reaches_the_same_metrics(tmp_path):
     rid = r.submit("rloo", cfg, train_rloo)
     assert r.wait(rid, 600) == "completed", r.status(rid)
     d = ws.run_dir(rid)
-    assert json.loads((d / "reproduce.json").read_text())["trl_args"] == trl_args(cfg)
+    assert json.loads((d / "reproduce.json").read_text())["trainer_args"] == trl_args(cfg)
     src = (d / "reproduce.py").read_text()
     assert "import rloo_studio" not in src and "from rloo_studio" not in src
     out = subprocess.run([sys.executable, str(d / "reproduce.py")], cwd="/", capture_output=True, text=True,

@@ -38,8 +38,8 @@ def test_bad_input_shows_a_message_and_starts_nothing(app):
     with open_page(app.url) as page:
         _open_tab(page)
         fill(page, "reward-learning-rate", -1)
-        page.locator("#reward-train").click()
-        expect(page.locator("#reward-notice")).to_contain_text("learning_rate must be positive")
+        page.locator("#reward-launch").click()
+        expect(page.locator("#reward-check")).to_contain_text("learning_rate must be positive")
         fill(page, "reward-learning-rate", 0.001)
         missing = str(app.ws_dir / "no-such-model")  # inside the workspace: the app may look there
         fill(page, "reward-model", missing)
@@ -53,7 +53,7 @@ def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
     with open_page(app.url) as page:
         _open_tab(page)
         fill(page, "reward-max-steps", 400)
-        page.locator("#reward-train").click()
+        page.locator("#reward-launch").click()
         expect(page.locator("#reward-status")).to_contain_text("running", timeout=60000)
         _wait(lambda: _loss_points(page) >= 2, 300, "the first loss points")
         first = _loss_points(page)

@@ -1,5 +1,6 @@
 """The RLOO job: validation, presets, samples.jsonl, before/after, reward-model and custom rewards, stop/resume, CLI."""
 import json
+from collections import Counter
 import subprocess
 import sys
 import time
@@ -13,7 +14,8 @@ from rloo_studio.rloo.config import PRESETS, RlooJobConfig, preset, run_config
 from rloo_studio.rloo.job import preflight, train_rloo
 from rloo_studio.rloo.compare import compare, read_eval
 from rloo_studio.rloo.samples import read_samples
-from rloo_studio.runs.runner import JobRunner, read_metrics
+from rloo_studio.runs.jobs import KINDS
+from rloo_studio.runs.runner import JobRunner, read_jsonl, read_metrics
 from rloo_studio.core.model_options import LoraSpec
 from reward_run_fixture import seeded_reward_run
 
@@ -254,3 +256,9 @@ def test_resume_from_half_way_equals_the_uninterrupted_run(workspace, tmp_path, 
     assert_same_run(d, full, from_step=2)
     assert sorted({x["step"] for x in read_samples(d)}) == [1, 2, 3, 4]
     assert read_samples(d) == read_samples(full)  # the same completions and rewards, each step once
+    for name in KINDS["rloo"].step_files:  # every per-step file: one row per completion per step, as uninterrupted
+        if name == "metrics.jsonl":
+            continue
+        rows = read_jsonl(d / name)
+        assert Counter(x["step"] for x in rows) == {s: cfg.per_device_train_batch_size for s in range(1, 5)}, name
+        assert rows == read_jsonl(full / name), name

@@ -67,7 +67,7 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         page.locator("#rloo-validate").click()
         expect(page.locator("#rloo-check")).to_contain_text("Settings are valid.", timeout=LONG)
         page.locator("#rloo-launch").click()
-        expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
+        expect(page.locator("#rloo-check")).to_contain_text("Started run rloo-", timeout=LONG)
         expect(page.locator("#rloo-status")).to_contain_text("running", timeout=LONG)
 
         first = _wait_points(page, ["loss", "reward", "kl"], 2)

@@ -9,7 +9,7 @@ import pytest
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.runs.runner import JobRunner
 from rloo_studio.ui import reward_tab, rloo_tab
-from rloo_studio.ui.run_panel import RunPanel
+from rloo_studio.ui.job_section import JobSection
 
 
 class FakeStudio:
@@ -36,9 +36,11 @@ def fails(cfg, ctx):
 def rloo(empty_workspace):
     studio = FakeStudio(empty_workspace)
     with gr.Blocks():
-        panel = RunPanel.build(studio, "rloo", rloo_tab.EMPTY)
+        section = JobSection.start(studio, "rloo")
+        panel = section.run_panel(rloo_tab.EMPTY)
         panel.add_charts([(t, t) for t, _ in rloo_tab.PLOTS], per_row=3)
-        live = rloo_tab.Live(panel, gr.HTML(), gr.Dataframe())
+        section.runs, section.config, section.cli = gr.Dataframe(), gr.Code(), gr.Code()
+        live = rloo_tab.Live(section, gr.HTML(), gr.Dataframe())
     return studio, live
 
 
@@ -100,27 +102,29 @@ def test_a_typed_run_that_is_not_there_is_said_and_the_failure_box_stays_put(rlo
 def test_reward_tick_sends_the_runs_list_only_when_it_changed(empty_workspace):
     studio = FakeStudio(empty_workspace)
     with gr.Blocks():
-        panel = RunPanel.build(studio, "reward", reward_tab.EMPTY)
+        section = JobSection.start(studio, "reward")
+        panel = section.run_panel(reward_tab.EMPTY)
         panel.add_charts([(t, t) for t in reward_tab.PLOTS], per_row=2)
-        live = reward_tab.Live(panel, gr.Textbox(), gr.Dataframe(), gr.Code(), gr.Code())
+        section.runs, section.config, section.cli = gr.Dataframe(), gr.Code(), gr.Code()
+        live = reward_tab.Live(section, gr.Textbox())
 
     def rtick(memo, fresh=False, watched=None):
         out = reward_tab.on_tick(live, reward_tab.Shown(watched=watched, memo=memo), fresh=fresh)
         return out, out[panel.memo]
 
     out, memo = rtick({})
-    assert "No reward-model run yet" in out[panel.status] and out[live.runs] == []
+    assert "No reward-model run yet" in out[panel.status] and out[section.runs] == []
     out, memo = rtick(memo)
-    assert live.runs not in out
+    assert section.runs not in out
     rid = studio.runner.submit("reward", {"steps": 2}, lambda cfg, ctx: [ctx.metric({"step": s, "loss": 1.0 / s})
                                                                          for s in (1, 2)] and None)
     assert studio.runner.wait(rid, 30) == "completed"
     out, memo = rtick(memo)
-    assert [row[:2] for row in out[live.runs]] == [[rid, "completed"]]
-    assert all(p in out for p in panel.plots) and live.config in out and "completed" in out[live.log]
+    assert [row[:2] for row in out[section.runs]] == [[rid, "completed"]]
+    assert all(p in out for p in panel.plots) and section.config in out and "completed" in out[live.log]
     out, memo = rtick(memo)
     assert set(out) == {panel.status, panel.memo}
     out, memo = rtick(memo, watched="reward-deleted-meanwhile")  # the newest again
     assert rid in out[panel.status]
     out, memo = rtick(memo, fresh=True)
-    assert live.runs in out and all(p in out for p in panel.plots)
+    assert section.runs in out and all(p in out for p in panel.plots)

@@ -12,7 +12,7 @@ import pytest
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.reward import config as reward_config
 from rloo_studio.rloo import config as rloo_config
-from rloo_studio.runs.reproduce_script import TEMPLATE, record_trl_args, write_script
+from rloo_studio.runs.reproduce_script import TEMPLATE, record_trainer_args, write_script
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = {"output_dir", "use_cpu", "bf16", "report_to", "eval_on_start"}  # the machine's and the resume's
@@ -26,7 +26,10 @@ def trl_calls(path: Path) -> list[ast.Call]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) in TRL_CONFIGS]
 
 
-@pytest.mark.parametrize("path", [ROOT / "rloo_studio/rloo/job.py", ROOT / "rloo_studio/reward/job.py", TEMPLATE])
+PARTS = [ROOT / "rloo_studio/rloo/reproduce_part.py", ROOT / "rloo_studio/reward/reproduce_part.py"]
+
+
+@pytest.mark.parametrize("path", [ROOT / "rloo_studio/rloo/job.py", ROOT / "rloo_studio/reward/job.py", *PARTS])
 def test_trl_configs_are_built_from_the_one_dict_plus_runtime_values(path):
     calls = trl_calls(path)
     assert calls, path
@@ -40,7 +43,7 @@ def test_trl_configs_are_built_from_the_one_dict_plus_runtime_values(path):
 @pytest.mark.parametrize("path", [ROOT / "rloo_studio/rloo/job.py", ROOT / "rloo_studio/reward/job.py"])
 def test_jobs_record_the_dict_they_give_trl(path):
     src = path.read_text()
-    assert "record_trl_args(ctx.dir, kw)" in src
+    assert "record_trainer_args(ctx.dir, kw)" in src
     for call in trl_calls(path):
         splat = [k.value for k in call.keywords if k.arg is None]
         assert [getattr(v, "id", None) for v in splat] == ["kw"]
@@ -88,13 +91,14 @@ def test_run_folder_holds_the_script_the_config_and_the_recorded_args(tmp_path):
     d.mkdir()
     write_script(d, "rloo", dataclasses.asdict(cfg))
     assert (d / "reproduce.py").read_text() == TEMPLATE.read_text()
-    assert {p.name for p in d.iterdir()} == {"reproduce.py", "reproduce.json", "rule_rewards.py", "thinking.py",
-                                            "answers.py"}
-    record_trl_args(d, rloo_config.trl_args(cfg))
+    assert (d / "reproduce_job.py").read_text() == PARTS[0].read_text()
+    assert {p.name for p in d.iterdir()} == {"reproduce.py", "reproduce_job.py", "reproduce.json", "rule_rewards.py",
+                                            "thinking.py", "answers.py"}
+    record_trainer_args(d, rloo_config.trl_args(cfg))
     write_script(d, "rloo", dataclasses.asdict(cfg))  # a resume rewrites the folder's records
     spec = json.loads((d / "reproduce.json").read_text())
     assert spec == {"run_id": "rloo-1", "kind": "rloo", "config": dataclasses.asdict(cfg),
-                    "trl_args": rloo_config.trl_args(cfg)}
+                    "trainer_args": rloo_config.trl_args(cfg)}
     write_script(tmp_path, "label", {})
     assert not (tmp_path / "reproduce.py").exists()
 
@@ -107,8 +111,9 @@ def test_a_script_run_before_training_says_so(tmp_path):
 
 def test_template_is_lint_clean_and_standalone(tmp_path):
     write_script(tmp_path, "rloo", dataclasses.asdict(rloo_config.RlooJobConfig()))
-    files = [str(tmp_path / n) for n in ("reproduce.py", "rule_rewards.py", "thinking.py", "answers.py")]
-    out = subprocess.run([sys.executable, "-m", "pyflakes", str(TEMPLATE), *files], capture_output=True, text=True)
+    files = [str(tmp_path / n) for n in ("reproduce.py", "reproduce_job.py", "rule_rewards.py", "thinking.py", "answers.py")]
+    out = subprocess.run([sys.executable, "-m", "pyflakes", str(TEMPLATE), *map(str, PARTS), *files], capture_output=True,
+                         text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     for f in files:
         tree = ast.parse(Path(f).read_text())
@@ -119,10 +124,11 @@ def test_template_is_lint_clean_and_standalone(tmp_path):
 
 @pytest.fixture()
 def script(tmp_path):
-    """The run folder's reproduce.py, imported as it runs there (rule_rewards.py, thinking.py, answers.py beside it)."""
+    """The run folder's RLOO part of reproduce.py, imported as it runs there (reproduce_job.py, with rule_rewards.py,
+    thinking.py and answers.py beside it)."""
     write_script(tmp_path, "rloo", dataclasses.asdict(rloo_config.RlooJobConfig()))
     sys.path.insert(0, str(tmp_path))
-    spec = importlib.util.spec_from_file_location("reproduce_under_test", tmp_path / "reproduce.py")
+    spec = importlib.util.spec_from_file_location("reproduce_under_test", tmp_path / "reproduce_job.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     yield mod

@@ -77,13 +77,14 @@ def test_reward_tab(app):
         for elem, bad, message in cases:
             good = page.locator(f"#{elem} input").first.input_value()
             fill(page, elem, bad)
-            page.locator("#reward-train").click()
-            expect(page.locator("#reward-notice")).to_contain_text(message, timeout=T)
+            page.locator("#reward-launch").click()
+            expect(page.locator("#reward-check")).to_contain_text(message, timeout=T)
             no_error_word(page)
             fill(page, elem, good)
-        # the next action clears the refusal
+        # the next action replaces the refusal with its own answer
         page.get_by_role("button", name="Check data").click()
-        expect(page.locator("#reward-notice")).to_have_text("", timeout=T)
+        expect(page.locator("#reward-check")).to_contain_text("Settings are valid", timeout=T)
+        expect(page.locator("#reward-check")).not_to_contain_text("target_modules")
         assert runs(app) == before  # nothing the pre-flight knew to be wrong became a run
         # several GPUs: a count that is not a whole number from 1 is said in words
         page.get_by_text("Run on several GPUs or machines").first.click()
@@ -93,8 +94,8 @@ def test_reward_tab(app):
         no_error_word(page)
         # the app still serves: a real run trains (2 steps), and Inspect then opens on it
         fill(page, "reward-max-steps", 2)
-        page.locator("#reward-train").click()
-        expect(page.locator("#reward-notice")).to_contain_text("Started run", timeout=T)
+        page.locator("#reward-launch").click()
+        expect(page.locator("#reward-check")).to_contain_text("Started run", timeout=T)
         expect(page.locator("#reward-launch-out")).to_have_text("")  # Train cleared the launch panel's refusal
         expect(page.locator("#reward-status")).to_contain_text("completed", timeout=300000)
         (new,) = [r for r in runs(app) if r not in before]

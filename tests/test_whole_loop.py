@@ -55,7 +55,7 @@ def test_whole_loop_as_a_new_user(tmp_path):
             # 3. Train a reward model.
             page.get_by_role("tab", name="Reward model").click()
             expect(page.locator("#reward-preflight")).to_contain_text("labeled pairs", timeout=LONG)
-            page.locator("#reward-train").click()
+            page.locator("#reward-launch").click()
             expect(page.locator("#reward-status")).to_contain_text("completed", timeout=LONG)
             screenshot(page, "loop-2-reward")
             ws = Workspace(ws_dir)
@@ -78,7 +78,7 @@ def test_whole_loop_as_a_new_user(tmp_path):
             expect(page.locator("#rloo-rewards").get_by_label("reward_model")).to_be_checked(timeout=LONG)
             expect(page.locator("#rloo-rewards").get_by_label("correctness")).not_to_be_checked()
             page.locator("#rloo-launch").click()
-            expect(page.locator("#rloo-check")).to_contain_text("Launched rloo-", timeout=LONG)
+            expect(page.locator("#rloo-check")).to_contain_text("Started run rloo-", timeout=LONG)
             plot = page.locator("#rloo-plot-reward")
             end = time.time() + LONG / 1000
             first = 0

@@ -21,9 +21,9 @@ class FormField:
     choices: tuple = ()
 
 
-def _kind(tp, name: str, choices: dict) -> str:
+def _kind(tp, choices: tuple) -> str:
     args = typing.get_args(tp)
-    if name in choices:
+    if choices:
         return "choice"
     if tp in (bool, int, float, str):
         return tp.__name__
@@ -36,8 +36,9 @@ def _kind(tp, name: str, choices: dict) -> str:
     return "str"
 
 
-def fields(cls, choices: dict, prefix: str = "", obj=None) -> list[FormField]:
-    """One entry per setting of the config dataclass, nested ones flattened (lora.r ...)."""
+def fields(cls, choices: dict | None = None, prefix: str = "", obj=None) -> list[FormField]:
+    """One entry per setting of the config dataclass, nested ones flattened (lora.r ...). A setting offered as a
+    list names its choices where it is declared (`metadata={"choices": ...}`); `choices` may add others by name."""
     obj = obj if obj is not None else cls()
     hints, docs, out = typing.get_type_hints(cls), field_docs(cls), []
     for f in dataclasses.fields(cls):
@@ -47,11 +48,12 @@ def fields(cls, choices: dict, prefix: str = "", obj=None) -> list[FormField]:
         if dataclasses.is_dataclass(tp):
             out += fields(tp, choices, key + ".", value)
             continue
-        out.append(FormField(key, _kind(tp, f.name, choices), value, docs.get(f.name, ""), choices.get(f.name, ())))
+        offered = tuple((choices or {}).get(f.name, f.metadata.get("choices", ())))
+        out.append(FormField(key, _kind(tp, offered), value, docs.get(f.name, ""), offered))
     return out
 
 
-def values(cfg, choices: dict) -> list:
+def values(cfg, choices: dict | None = None) -> list:
     """The config's values in fields() order, as the widgets hold them (lists as 'a, b', None as '')."""
     out = []
     for f in fields(type(cfg), choices, obj=cfg):
@@ -64,7 +66,7 @@ def values(cfg, choices: dict) -> list:
     return out
 
 
-def parse(cls, widget_values: list, choices: dict):
+def parse(cls, widget_values: list, choices: dict | None = None):
     """Widget values (fields() order) -> a validated config; raises ConfigError naming the field."""
     data: dict = {}
     for f, v in zip(fields(cls, choices), widget_values):

@@ -182,28 +182,15 @@ def preflight(model: str, *, batch: int, seq_len: int, load_in_4bit: bool = Fals
                      gradient_checkpointing=gradient_checkpointing)
 
 
-def for_reward(cfg) -> str:
-    """The pre-flight line for a RewardJobConfig: pairs of sequences at max_length."""
-    try:
-        _, msg = preflight(cfg.model, batch=2 * cfg.per_device_train_batch_size, seq_len=cfg.max_length,
-                           load_in_4bit=cfg.load_in_4bit, lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules),
-                           optimizer="adamw_8bit" if "8bit" in cfg.optim else "adamw",
-                           gradient_checkpointing=cfg.gradient_checkpointing, chunked_ce=True)
-        return "Memory: " + msg
-    except Exception as exc:  # a model that is not there is reported by the model check itself
-        return f"Memory: not estimated ({exc})"
+def optimizer_kind(optim: str) -> str:
+    """The optimizer-state size class of a transformers optimizer name."""
+    return "adamw_8bit" if "8bit" in optim else "adamw"
 
 
-def for_rloo(cfg, reward_model: str | None = None) -> str:
-    """The pre-flight line for an RlooJobConfig: completions of prompt + max_completion_length tokens."""
-    seq = 256 + cfg.max_completion_length  # a typical chat prompt plus the longest completion
+def line(model: str, **kw) -> str:
+    """The pre-flight's "Memory: ..." line for a job's model and shape (see `preflight`); a model that is not
+    there is reported by the model check itself, so here it only says the estimate could not be made."""
     try:
-        _, msg = preflight(cfg.model, batch=cfg.per_device_train_batch_size, seq_len=seq,
-                           load_in_4bit=cfg.load_in_4bit, lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules),
-                           optimizer="adamw_8bit" if "8bit" in cfg.optim else "adamw", gradient_checkpointing=False,
-                           chunked_ce=False, reward_model=reward_model,
-                           generation_batch=cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps,
-                           generation_len=seq)
-        return "Memory: " + msg
-    except Exception as exc:
+        return "Memory: " + preflight(model, **kw)[1]
+    except Exception as exc:  # noqa: BLE001
         return f"Memory: not estimated ({exc})"

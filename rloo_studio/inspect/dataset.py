@@ -21,7 +21,7 @@ from rloo_studio.label.store import preference_pairs
 from rloo_studio.core.thinking import pair_kind
 from rloo_studio.inspect.score_cache import ScoreCache, text_key
 from rloo_studio.inspect.scoring import Scorer, final_scores, load_scorer, parse_response
-from rloo_studio.runs.catalog import adapter_dir, find_run
+from rloo_studio.runs.catalog import adapter_dir, scorer_run
 
 CHUNK = 4096
 """Texts tokenized and scored at a time."""
@@ -225,7 +225,7 @@ _DISAGREE: dict = {}  # (reward run, its adapter's mtime, the labels' state) -> 
 def disagreements(ws, reward_run: str) -> list[int]:
     """Pairs whose labeled preference the reward run's model scores the other way (margin < 0), most
     negative first (the Records tab's filter). Scored once per reward model and state of the labels, then kept."""
-    rid = find_run(ws, reward_run, "reward")["id"]
+    rid = scorer_run(ws, reward_run, ("outcome",))["id"]
     ad = adapter_dir(ws, rid) / "adapter_model.safetensors"
     if not ad.exists():
         raise DataError(f"Reward run {rid} saved no model: pick a finished reward run.")

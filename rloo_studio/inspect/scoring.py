@@ -92,10 +92,11 @@ def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None
     if bool(reward_run) == bool(reward_model):
         raise DataError("Choose one reward model: a trained reward run, or a base model (untrained head).")
     if reward_run:
-        from rloo_studio.runs.catalog import adapter_dir
+        from rloo_studio.runs.catalog import adapter_dir, scorer_run
 
-        if ws is None or ws.run(reward_run) is None:
+        if ws is None or ws.run(str(reward_run).strip()) is None:
             raise DataError(f"No run {reward_run} in this workspace (see `python -m rloo_studio runs`).")
+        reward_run = scorer_run(ws, reward_run, ("outcome",))["id"]  # a run whose kind gives no such scorer: in words
         path, label = adapter_dir(ws, reward_run), f"reward run {reward_run}"
     else:
         path = Path(resolve(reward_model))

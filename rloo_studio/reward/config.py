@@ -6,56 +6,56 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from rloo_studio.core.errors import ConfigError
+from rloo_studio.core.job_config import OPTIMIZERS, JobConfig, override
 from rloo_studio.core.model_options import LoraSpec
 from rloo_studio.core.paths import DEMO_MODEL
 
 OVER_LENGTH = ("drop", "truncate_thinking", "fit")
 """What to do with pairs longer than max_length: let TRL drop them, cut <think> steps until they
 fit, or raise max_length to the longest pair."""
-OPTIMIZERS = ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd")
 MIN_PAIRS = 4
 """Fewest labeled pairs with a preference a reward run trains on (the job and the tab's check refuse fewer)."""
 
 
 @dataclass
-class RewardJobConfig:
+class RewardJobConfig(JobConfig):
     """One reward-model run. The defaults are the demo-on-CPU preset (tuned on the bundled pairs)."""
 
-    model: str = field(default=str(DEMO_MODEL), metadata={"help": (
+    model: str = override("model", str(DEMO_MODEL), help=(
         "Base model: a local folder or a Hugging Face hub id already in the local cache (nothing is downloaded); "
-        "it gets a fresh score head. Use the policy you will train with RLOO, or a model of its family.")})
-    load_in_4bit: bool = field(default=False, metadata={"help": (
-        "Load the base model in 4-bit (QLoRA) through bitsandbytes: about a quarter of the memory; for large "
-        "models on small GPUs.")})
+        "it gets a fresh score head. Use the policy you will train with RLOO, or a model of its family."))
+    lora: LoraSpec = override("lora", LoraSpec(r=8, alpha=16, dropout=0.05), help=(
+        "The LoRA adapter trained on the base model; the score head is trained in full and saved with it."))
+    learning_rate: float = override("learning_rate", 3e-3, help=(
+        "Peak learning rate (linear decay to 0). LoRA on the tiny demo model takes ~3e-3; 1e-5 for Qwen3 4B+."))
+    max_steps: int = override("max_steps", -1, help=(
+        "Stop after this many optimizer steps; -1 trains for num_train_epochs."))
+    per_device_train_batch_size: int = override("per_device_train_batch_size", 8, help=(
+        "Pairs per step and device (each pair is two sequences, chosen and rejected); lower it if training "
+        "runs out of memory."))
+    seed: int = override("seed", 0, help="Seeds the held-out split, the score head's initialisation and the data order.")
+    logging_steps: int = override("logging_steps", 1, help=(
+        "Log loss / accuracy / margin every this many steps (a point on each plot)."))
+    save_steps: int = override("save_steps", 20)
+    enable_thinking: bool = override("enable_thinking", True, help=(
+        "Hybrid chat templates (Qwen3): responses reason in <think> (False: the template's generation prompt "
+        "closes an empty block and responses are answers). Inspect scores and the RLOO reward read it from "
+        "the run."))
     use_unsloth: bool = field(default=True, metadata={"help": (
         "Load through Unsloth's FastModel on a GPU. On the CPU Unsloth has no sequence-classification "
         "loader, so transformers loads the model (the log says so).")})
-    trust_remote_code: bool = field(default=False, metadata={"help": (
-        "Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on "
-        "this machine with your permissions, so tick it only for a model whose source you trust.")})
-    lora: LoraSpec = field(default_factory=lambda: LoraSpec(r=8, alpha=16, dropout=0.05), metadata={"help": (
-        "The LoRA adapter trained on the base model; the score head is trained in full and saved with it.")})
     modules_to_save: list[str] = field(default_factory=list, metadata={"help": (
         "Layers trained in full beside the LoRA adapters and saved in the adapter (e.g. embed_tokens, norm); "
         "the score head always is.")})
-    learning_rate: float = field(default=3e-3, metadata={"help": (
-        "Peak learning rate (linear decay to 0). LoRA on the tiny demo model takes ~3e-3; 1e-5 for Qwen3 4B+.")})
     num_train_epochs: float = field(default=3.0, metadata={"help": (
         "Passes over the training pairs (when max_steps is -1); fractions allowed.")})
-    max_steps: int = field(default=-1, metadata={"help": (
-        "Stop after this many optimizer steps; -1 trains for num_train_epochs.")})
-    per_device_train_batch_size: int = field(default=8, metadata={"help": (
-        "Pairs per step and device (each pair is two sequences, chosen and rejected); lower it if training "
-        "runs out of memory.")})
-    gradient_accumulation_steps: int = field(default=1, metadata={"help": (
-        "Batches whose gradients are summed per optimizer step: a larger effective batch without more memory.")})
     eval_batch_size: int = field(default=0, metadata={"help": (
         "Pairs per evaluation batch; 0: the whole held-out set (at most 256 pairs) in one batch, so the "
         "held-out accuracy is exact rather than a mean of batch means.")})
     max_length: int = field(default=1024, metadata={"help": (
         "Most tokens per prompt + response (chat template and EOS included). TRL drops longer pairs; "
         "over_length says what happens to them.")})
-    over_length: str = field(default="drop", metadata={"help": (
+    over_length: str = field(default="drop", metadata={"choices": OVER_LENGTH, "help": (
         "Pairs longer than max_length: drop (TRL leaves them out; the pre-flight counts them), truncate_thinking "
         "(cut <think> steps until they fit), or fit (raise max_length to the longest pair).")})
     center_rewards_coefficient: float | None = field(default=0.01, metadata={"help": (
@@ -71,28 +71,14 @@ class RewardJobConfig:
     split_by_kind: bool = field(default=True, metadata={"help": (
         "Hold out the same share of each kind of pair (both reason / only chosen reasons / ...), so the "
         "held-out accuracy does not swing with how many hard pairs a seed happens to draw.")})
-    seed: int = field(default=0, metadata={"help": (
-        "Seeds the held-out split, the score head's initialisation and the data order.")})
-    optim: str = field(default="adamw_torch", metadata={"help": (
-        "Optimizer (transformers name): adamw_torch, adamw_8bit, paged_adamw_8bit or sgd; the 8-bit ones "
-        "save GPU memory.")})
     gradient_checkpointing: bool = field(default=False, metadata={"help": (
         "Recompute activations in the backward pass: less memory, about 30% slower. Turn on for long "
         "sequences on a GPU.")})
-    logging_steps: int = field(default=1, metadata={"help": (
-        "Log loss / accuracy / margin every this many steps (a point on each plot).")})
     eval_steps: int = field(default=8, metadata={"help": (
         "Measure held-out accuracy and margin every this many steps.")})
-    save_steps: int = field(default=20, metadata={"help": (
-        "Write a checkpoint every this many steps (Stop also writes one): what Resume continues from.")})
-    enable_thinking: bool = field(default=True, metadata={"help": (
-        "Hybrid chat templates (Qwen3): responses reason in <think> (False: the template's generation prompt "
-        "closes an empty block and responses are answers). Inspect scores and the RLOO reward read it from "
-        "the run.")})
 
     def validate(self) -> None:
-        if self.learning_rate <= 0:
-            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
+        super().validate()
         if self.max_length < 8:
             raise ConfigError(f"max_length must be at least 8 tokens, got {self.max_length}.")
         if not 0 <= self.eval_fraction < 1:
@@ -109,10 +95,8 @@ class RewardJobConfig:
             raise ConfigError(f"over_length must be one of {', '.join(OVER_LENGTH)}, got {self.over_length!r}.")
         if self.optim not in OPTIMIZERS:
             raise ConfigError(f"optim must be one of {', '.join(OPTIMIZERS)}, got {self.optim!r}.")
-        if self.lora.r < 1 or not self.lora.target_modules:
-            raise ConfigError("lora.r must be at least 1 and lora.target_modules must name at least one layer.")
-        if min(self.logging_steps, self.eval_steps, self.save_steps) < 1:
-            raise ConfigError("logging_steps, eval_steps and save_steps must be at least 1.")
+        if self.eval_steps < 1:
+            raise ConfigError("eval_steps must be at least 1.")
 
 
 def trl_args(cfg: RewardJobConfig, held_out: int, max_length: int | None = None) -> dict:
@@ -144,6 +128,16 @@ PRESETS: dict[str, dict] = {
     "24 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=False,
                       per_device_train_batch_size=4, gradient_accumulation_steps=4, eval_batch_size=8),
 }
+
+
+def memory_line(cfg: RewardJobConfig) -> str:
+    """The pre-flight's memory line: pairs of sequences (chosen and rejected) at max_length."""
+    from rloo_studio.core import memory
+
+    return memory.line(cfg.model, batch=2 * cfg.per_device_train_batch_size, seq_len=cfg.max_length,
+                       load_in_4bit=cfg.load_in_4bit, lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules),
+                       optimizer=memory.optimizer_kind(cfg.optim), gradient_checkpointing=cfg.gradient_checkpointing,
+                       chunked_ce=True)
 
 
 def preset(name: str) -> RewardJobConfig:

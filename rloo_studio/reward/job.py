@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rloo_studio.core import bootstrap, memory  # noqa: F401  (unsloth before trl)
+from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before trl)
 from rloo_studio.reward import blind
 from rloo_studio.core.thinking import pair_kind
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.reward_input import reward_ids
-from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig, trl_args
+from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig, memory_line, trl_args
 from rloo_studio.runs.runner import RunContext, resume_point
 
 
@@ -126,7 +126,7 @@ def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = Non
         **labels, "pairs": n, "lengths": _percentiles(lens), "max_length": cfg.max_length,
         "over_length": round(len(over) * scale), "over_length_ids": over, "fit_max_length": max(fit, 64),
         "policy": cfg.over_length, "after": round(after * scale), "train": n - n_eval, "held_out": n_eval,
-        "memory": memory.for_reward(cfg), "trust_remote_code": cfg.trust_remote_code,
+        "memory": memory_line(cfg), "trust_remote_code": cfg.trust_remote_code,
         "sampled": len(rows) if len(rows) < n else None,
     }
 
@@ -324,11 +324,11 @@ def _trainer(cfg: RewardJobConfig, ctx: RunContext, model, tok, train: list[dict
     from trl import RewardConfig, RewardTrainer
 
     from rloo_studio.runs.callback import StudioCallback
-    from rloo_studio.runs.reproduce_script import record_trl_args
+    from rloo_studio.runs.reproduce_script import record_trainer_args
 
     cuda = torch.cuda.is_available()
     kw = trl_args(cfg, held_out=len(held), max_length=max_length)
-    record_trl_args(ctx.dir, kw)  # reproduce.py gives TRL the same arguments
+    record_trainer_args(ctx.dir, kw)  # reproduce.py gives TRL the same arguments
     args = RewardConfig(
         **kw, output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
         report_to=["tensorboard"],  # event files under checkpoints/runs/, beside metrics.jsonl

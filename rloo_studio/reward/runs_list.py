@@ -57,6 +57,11 @@ def runs_rows(ws: Workspace) -> list[list]:
     return rows
 
 
+def runs_table(ws: Workspace) -> tuple[list[str], list[list]]:
+    """(headers, rows) of the Reward model tab's runs list."""
+    return RUN_HEADERS, runs_rows(ws)
+
+
 def breakdown(ws: Workspace, run_id: str) -> str:
     """The run's held-out accuracy by kind of pair and by source, one line each ('' before it finished):
     a format-only reward model shows 100% on 'only chosen reasons' and chance on 'both reason'."""

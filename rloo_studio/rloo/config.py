@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.core.model_options import LoraSpec
+from rloo_studio.core.job_config import JobConfig, override
+from rloo_studio.core.model_options import BACKENDS, LoraSpec
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.label.prompts import LABELED_PAIRS
-from rloo_studio.runs.catalog import run_config as saved_config, trained_adapters
+from rloo_studio.runs.catalog import run_config as saved_config, scorer_runs
 from rloo_studio.core.answers import ANSWER_FORMATS
 from rloo_studio.core.thinking import template_kwargs
 
@@ -23,21 +24,38 @@ LATEST = "latest"  # reward_model_run: the newest reward run with a saved adapte
 
 
 @dataclass
-class RlooJobConfig:
-    model: str = field(default=str(DEMO_MODEL), metadata={"help": (
+class RlooJobConfig(JobConfig):
+    """One RLOO run: the policy, its prompts and rewards, the RLOO settings, the before/after."""
+
+    model: str = override("model", str(DEMO_MODEL), help=(
         "The policy to train: a local model folder or a Hugging Face hub id already in the local cache (nothing is "
-        "downloaded). The default is the bundled demo model.")})
-    backend: str = field(default="auto", metadata={"help": (
+        "downloaded). The default is the bundled demo model."))
+    lora: LoraSpec = override("lora", LoraSpec(), help=(
+        "The LoRA adapter trained on the policy (the base weights stay frozen)."))
+    learning_rate: float = override("learning_rate", 5e-4, help=(
+        "Peak learning rate of the LoRA weights (linear decay to 0 over max_steps). LoRA on the demo model "
+        "takes ~5e-4; ~1e-5 for Qwen3 4B and larger."))
+    per_device_train_batch_size: int = override("per_device_train_batch_size", 16, help=(
+        "Completions (not prompts) per device per step; a multiple of num_generations, so it holds "
+        "per_device_train_batch_size / num_generations prompts."))
+    gradient_accumulation_steps: int = override("gradient_accumulation_steps", 1, help=(
+        "Batches whose gradients are summed per optimizer step: a larger effective batch without more memory "
+        "(TRL generates completions for all of them at once)."))
+    max_steps: int = override("max_steps", 50, help=(
+        "Optimizer steps to train; each samples a new generation batch of prompts."))
+    seed: int = override("seed", 0, help=(
+        "Seeds the LoRA initialisation, the prompt order and the sampling (0 to 2**32-1); the same seed and "
+        "settings repeat a run."))
+    logging_steps: int = override("logging_steps", 1, help=(
+        "Log loss, reward and KL every this many steps (a point on each chart and in metrics.jsonl)."))
+    enable_thinking: bool = override("enable_thinking", True, help=(
+        "Hybrid chat templates (Qwen3): the policy reasons in <think> before answering (False: the template "
+        "closes an empty block and completions are answers). Goes to TRL as chat_template_kwargs; the rewards, "
+        "the reward model and the before/after read completions the same way. Templates without the switch "
+        "ignore it."))
+    backend: str = field(default="auto", metadata={"choices": BACKENDS, "help": (
         "How the policy is loaded: auto (Unsloth when it is installed, else transformers), unsloth, or "
         "transformers (plain transformers + PEFT). Pick transformers if Unsloth fails to load a model.")})
-    load_in_4bit: bool = field(default=False, metadata={"help": (
-        "Load the base weights in 4-bit (bitsandbytes NF4, QLoRA): about a quarter of the memory, somewhat "
-        "slower; for large models on a small GPU.")})
-    trust_remote_code: bool = field(default=False, metadata={"help": (
-        "Run Python code shipped with the model (auto_map in its config). Off by default: that code runs on "
-        "this machine with your permissions, so tick it only for a model whose source you trust.")})
-    lora: LoraSpec = field(default_factory=LoraSpec, metadata={"help": (
-        "The LoRA adapter trained on the policy (the base weights stay frozen).")})
     prompt_set: str = field(default="demo-train", metadata={"help": (
         "The prompts to train on: a prompt set in the workspace, or 'labeled-pairs' (the prompts of the labeled "
         "pairs). Extra columns (answer, solution, ...) reach the reward functions.")})
@@ -72,28 +90,12 @@ class RlooJobConfig:
     beta: float = field(default=0.05, metadata={"help": (
         "KL penalty coefficient: how strongly the policy is held near the base model (the penalty is summed "
         "over the completion). 0 loads no reference model: less memory and faster.")})
-    learning_rate: float = field(default=5e-4, metadata={"help": (
-        "Peak learning rate of the LoRA weights (linear decay to 0 over max_steps). LoRA on the demo model "
-        "takes ~5e-4; ~1e-5 for Qwen3 4B and larger.")})
-    optim: str = field(default="adamw_torch", metadata={"help": (
-        "Optimizer name as in transformers (adamw_torch, adamw_8bit, ...); adamw_8bit saves memory on a GPU.")})
     max_completion_length: int = field(default=64, metadata={"help": (
         "Most tokens generated per completion. A completion cut before </think> earns no answer reward; "
         "raise it when completions/clipped_ratio is high (thinking models need 1000+).")})
     temperature: float = field(default=1.0, metadata={"help": (
         "Sampling temperature of the completions: higher is more varied. RLOO learns from the differences "
         "between the k completions of a prompt, so keep it near 1.")})
-    per_device_train_batch_size: int = field(default=16, metadata={"help": (
-        "Completions (not prompts) per device per step; a multiple of num_generations, so it holds "
-        "per_device_train_batch_size / num_generations prompts.")})
-    gradient_accumulation_steps: int = field(default=1, metadata={"help": (
-        "Batches whose gradients are summed per optimizer step: a larger effective batch without more memory "
-        "(TRL generates completions for all of them at once).")})
-    max_steps: int = field(default=50, metadata={"help": (
-        "Optimizer steps to train; each samples a new generation batch of prompts.")})
-    seed: int = field(default=0, metadata={"help": (
-        "Seeds the LoRA initialisation, the prompt order and the sampling (0 to 2**32-1); the same seed and "
-        "settings repeat a run.")})
     normalize_advantages: bool = field(default=False, metadata={"help": (
         "Scale the advantages of each generation batch to mean 0 and standard deviation 1 (TRL's "
         "normalize_advantages); evens out the step size when reward scales differ.")})
@@ -102,10 +104,6 @@ class RlooJobConfig:
         "being cut (DAPO's advice for stability).")})
     reward_clip_range: list[float] | None = field(default=None, metadata={"help": (
         "[low, high] to clip the weighted total reward to (TRL's reward_clip_range), or null for no clipping.")})
-    save_steps: int = field(default=25, metadata={"help": (
-        "Write a checkpoint every this many steps (Stop also writes one): what Resume continues from.")})
-    logging_steps: int = field(default=1, metadata={"help": (
-        "Log loss, reward and KL every this many steps (a point on each chart and in metrics.jsonl).")})
     token_view_max_tokens: int = field(default=8192, metadata={"help": (
         "The token view (tokens.jsonl, the RLOO tab's token view): at each logged step, every completion's "
         "per-token log-prob when sampled, under the reference and after the update (one extra forward pass, "
@@ -120,12 +118,7 @@ class RlooJobConfig:
     eval_seed: int = field(default=1234, metadata={"help": (
         "Sampling seed of the before/after answers, the same for both, so the two measurements differ only "
         "by the training.")})
-    enable_thinking: bool = field(default=True, metadata={"help": (
-        "Hybrid chat templates (Qwen3): the policy reasons in <think> before answering (False: the template "
-        "closes an empty block and completions are answers). Goes to TRL as chat_template_kwargs; the rewards, "
-        "the reward model and the before/after read completions the same way. Templates without the switch "
-        "ignore it.")})
-    answer_format: str = field(default="last_number", metadata={"help": (
+    answer_format: str = field(default="last_number", metadata={"choices": ANSWER_FORMATS, "help": (
         "How the correctness reward and the before/after read the answer after </think>: last_number (the "
         "last number), boxed (the last \\boxed{}), or hash ('#### N', GSM8K).")})
     repetition_ngram: int = field(default=3, metadata={"form": False, "help": (
@@ -144,8 +137,7 @@ class RlooJobConfig:
                 f"per_device_train_batch_size ({self.per_device_train_batch_size}) must be a multiple of "
                 f"num_generations ({self.num_generations}); try {self.num_generations * max(1, self.per_device_train_batch_size // self.num_generations)}."
             )
-        if self.learning_rate <= 0:
-            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
+        super().validate()  # learning rate, LoRA, logging and checkpoints
         if self.max_completion_length < 1:
             raise ConfigError(f"max_completion_length must be at least 1, got {self.max_completion_length}.")
         if self.max_steps < 1:
@@ -244,12 +236,24 @@ def resolve_latest(ws, cfg: RlooJobConfig) -> RlooJobConfig:
     that the run's config.yaml, its resume and reproduce.py name the reward model it was trained with. Called at
     launch by the pre-flight (rloo.launch_form.launch_check), which the tab and the CLI both go through."""
     if REWARD_MODEL in cfg.rewards and cfg.reward_model_run.strip() == LATEST:
-        found = trained_adapters(ws, "reward")
+        found = scorer_runs(ws, ("outcome",))
         if not found:
             raise ConfigError(f"reward_model_run {LATEST!r}: this workspace has no reward run with a saved adapter "
                               "yet; train one on the Reward model tab (or with train-reward) first")
         cfg.reward_model_run = found[0][1]
     return cfg
+
+
+def memory_line(cfg: RlooJobConfig) -> str:
+    """The pre-flight's memory line: completions of a typical chat prompt (256 tokens) + max_completion_length."""
+    from rloo_studio.core import memory
+
+    seq = 256 + cfg.max_completion_length
+    return memory.line(cfg.model, batch=cfg.per_device_train_batch_size, seq_len=seq, load_in_4bit=cfg.load_in_4bit,
+                       lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules),
+                       optimizer=memory.optimizer_kind(cfg.optim), gradient_checkpointing=False, chunked_ce=False,
+                       generation_batch=cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps,
+                       generation_len=seq)
 
 
 def preset(name: str) -> RlooJobConfig:

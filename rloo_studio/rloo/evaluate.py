@@ -155,3 +155,14 @@ def eval_rows(ev: dict) -> tuple[list[str], list[list[str]]]:
 
 def _points(before, after) -> str:
     return "–" if before is None or after is None else f"{(after - before) * 100:+.1f} points"
+
+
+def run_show(run_dir) -> dict:
+    """What `runs show` adds for an RLOO run: the reward model against the rule rewards over its latest
+    completions, its before / after with what it learned in words (eval.json), and the steps with a token view."""
+    from rloo_studio.reward.blind import run_figures
+    from rloo_studio.rloo.tokens import recorded
+
+    ev = read_eval_file(run_dir)
+    return {**run_figures(run_dir), **({"before_after": {**ev, "learned": learned(ev)}} if ev else {}),
+            "token_view_steps": sorted(recorded(Path(run_dir)))}

@@ -12,17 +12,16 @@ from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before trl)
 from rloo_studio.core.errors import ConfigError  # noqa: E402
 from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo.compare import evaluate_into
-from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, trl_args
+from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, memory_line, trl_args
 from rloo_studio.rloo.samples import SamplesCallback, TokensCallback, WarningsCallback
 from rloo_studio.runs.runner import RunContext, resume_point
-from rloo_studio.core.memory import for_rloo
 from rloo_studio.core.rule_rewards import RULES
 from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
 from rloo_studio.core.model_options import check_remote_code
 from rloo_studio.rloo import rewards
 from rloo_studio.rloo.rewards import custom_reward_path
 from rloo_studio.runs.callback import StudioCallback
-from rloo_studio.runs.reproduce_script import record_trl_args
+from rloo_studio.runs.reproduce_script import record_trainer_args
 from rloo_studio.runs.catalog import adapter_dir
 
 
@@ -109,7 +108,7 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     if not prompts_file.exists():
         prompts_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-    ctx.log(for_rloo(cfg))
+    ctx.log(memory_line(cfg))
     ctx.log(f"loading {cfg.model}")
     model, tok, backend = load_causal_lm(cfg.model, cfg.backend, cfg.load_in_4bit,
                                          max_seq_length=1024 + cfg.max_completion_length,
@@ -123,7 +122,7 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     data = Dataset.from_list([{**r, "prompt": [{"role": "user", "content": r["prompt"]}]} for r in rows])
     cuda = torch.cuda.is_available()
     kw = trl_args(cfg)
-    record_trl_args(ctx.dir, kw)  # reproduce.py gives TRL the same arguments
+    record_trainer_args(ctx.dir, kw)  # reproduce.py gives TRL the same arguments
     args = RLOOConfig(**kw, output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda,
                       bf16=cuda and torch.cuda.is_bf16_supported(),
                       report_to=["tensorboard"])  # event files under checkpoints/runs/, beside metrics.jsonl

@@ -4,34 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 from rloo_studio.core import form
-from rloo_studio.core.answers import ANSWER_FORMATS
+from rloo_studio.core.job_config import OPTIMIZERS
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.core.errors import ConfigError
+from rloo_studio.core.job_config import check_seeds
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
 from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, resolve_latest
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.lifecycle import follow
 
 
-CHOICES = {"backend": ("auto", "unsloth", "transformers"),
-           "optim": ("adamw_torch", "adamw_8bit", "paged_adamw_8bit", "sgd"),
-           "answer_format": ANSWER_FORMATS}
-
-
 FormField = form.FormField
 
 
 def form_fields() -> list[FormField]:
-    return form.fields(RlooJobConfig, CHOICES)
+    return form.fields(RlooJobConfig)
 
 
 def form_values(cfg: RlooJobConfig) -> list:
-    return form.values(cfg, CHOICES)
+    return form.values(cfg)
 
 
 def config_from_form(values: list) -> RlooJobConfig:
     """Widget values (form_fields() order) -> a validated config; raises ConfigError naming the field."""
-    return form.parse(RlooJobConfig, values, CHOICES)
+    return form.parse(RlooJobConfig, values)
 
 
 def launch_check(ws, cfg: RlooJobConfig) -> None:
@@ -42,18 +38,12 @@ def launch_check(ws, cfg: RlooJobConfig) -> None:
 
     resolve_latest(ws, cfg)
     preflight(cfg, ws)
-    for name in ("seed", "eval_seed"):
-        if not 0 <= getattr(cfg, name) < 2 ** 32:  # numpy's seeds are 32-bit; set_seed would fail in the job
-            raise ConfigError(f"{name} must be a whole number from 0 to {2 ** 32 - 1}, got {getattr(cfg, name)}.")
-    if not cfg.lora.target_modules:
-        raise ConfigError("lora.target_modules must name at least one layer (e.g. q_proj, v_proj).")
-    if cfg.lora.r < 1:
-        raise ConfigError(f"lora.r must be at least 1, got {cfg.lora.r}.")
+    check_seeds(cfg, "seed", "eval_seed")  # the LoRA shape: JobConfig.validate
     from transformers.training_args import OptimizerNames
 
     if cfg.optim not in {o.value for o in OptimizerNames}:
         raise ConfigError(f"optim {str(cfg.optim)[:60]!r} is not an optimizer transformers knows; "
-                          f"choose one of {', '.join(CHOICES['optim'])}.")
+                          f"choose one of {', '.join(OPTIMIZERS)}.")
     if cfg.eval_prompts > 0:
         try:
             load_prompts(ws, cfg.eval_prompt_set)

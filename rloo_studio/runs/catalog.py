@@ -11,7 +11,7 @@ from rloo_studio.runs.runner import ACTIVE, last_good_checkpoint, read_metrics, 
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.core.config import from_dict
 from rloo_studio.runs import run_warnings
-from rloo_studio.runs.jobs import KINDS, title
+from rloo_studio.runs.jobs import KINDS, SCORERS, article, scorer_kinds, title
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
@@ -123,6 +123,28 @@ def trained_adapters(ws: Workspace, kind: str) -> list[tuple[str, str]]:
         if (adapter_dir(ws, r["id"]) / "adapter_config.json").exists():
             out.append((f"{r['name']} ({r['status']})", r["id"]))
     return out
+
+
+def scorer_run(ws: Workspace, run_id, which: tuple[str, ...] = SCORERS) -> dict:
+    """The run a typed id names when its kind gives a scorer of these sorts (runs.jobs.JobKind.adapter: 'outcome',
+    'process'), or a DataError that says in words what the run is and what to choose instead."""
+    r = find_run(ws, run_id)
+    kind = KINDS.get(r["kind"])
+    if kind is None or kind.scorer not in which:
+        what = title(r["kind"])
+        gives = "a policy, not a reward model" if kind and kind.adapter == "policy" else \
+            f"{article(kind.scorer)} {kind.scorer} reward model" if kind and kind.scorer else "no reward model"
+        wanted = " or ".join(f"{article(title(k))} {title(k)}" for k in scorer_kinds(which))
+        raise DataError(f"Run {r['id']} is {article(what)} {what} run: it gives {gives}, so it cannot score here. "
+                        f"Choose {wanted} run (see: runs list).")
+    return r
+
+
+def scorer_runs(ws: Workspace, which: tuple[str, ...] = SCORERS) -> list[tuple[str, str]]:
+    """(label, run_id) of the runs with a saved adapter whose kind gives a scorer of these sorts, newest first."""
+    kinds = set(scorer_kinds(which))
+    return [(f"{r['name']} ({r['status']})", r["id"]) for r in ws.runs()
+            if r["kind"] in kinds and (adapter_dir(ws, r["id"]) / "adapter_config.json").exists()]
 
 
 def adapter_dir(ws: Workspace, run_id: str) -> Path:

@@ -27,7 +27,7 @@ from rloo_studio.core.paths import outside_allowed, typed_path
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import adapter_dir, find_run, run_config
-from rloo_studio.runs.jobs import title
+from rloo_studio.runs.jobs import article, policy_kinds, title
 from rloo_studio.runs.runner import ACTIVE
 
 INFO_FILE = "rloo_studio_export.json"
@@ -72,15 +72,11 @@ def check_out(out: str | Path) -> Path:
 
 def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
     """(run id, adapter folder, run config) of an RLOO run that saved its adapter; a DataError otherwise."""
-    try:
-        r = find_run(ws, run_id, "rloo")
-    except DataError:
-        other = ws.run(str(run_id or "").strip()) if str(run_id or "").strip() else None
-        if other is None:
-            raise
-        kind = title(other["kind"])
-        raise DataError(f"{other['id']} is {'an' if kind[:1] in 'aeiou' else 'a'} {kind} run: only an RLOO run's trained policy can be exported as a "
-                        "model. Pick an RLOO run.") from None
+    r = find_run(ws, run_id)
+    if r["kind"] not in policy_kinds():
+        what, policy = title(r["kind"]), " or ".join(title(k) for k in policy_kinds())
+        raise DataError(f"{r['id']} is {article(what)} {what} run: only {article(policy)} {policy} run's trained "
+                        f"policy can be exported as a model. Pick {article(policy)} {policy} run.")
     rid = r["id"]
     if r["status"] in ACTIVE:
         raise DataError(f"Run {rid} is still {r['status']}: export it once it has finished (stopping it saves "

@@ -1,14 +1,23 @@
-"""The kinds of job, in one place: what the CLI, the tabs, the Runs tab and reproduce.py read about each.
+"""The kinds of job, in one place: everything that differs from one kind of run to another.
 
-A kind names its config class, presets, pre-flight and train function by dotted path ("module:attr") and
-loads them only when asked: the job code lives in the stages above this package (label, reward, rloo) and
-pulls in torch, while listing runs or parsing the CLI must not.
+Every module above this package reads a kind's entry instead of naming the kind: the CLI's `train-*` commands
+and `runs show`, the tabs, the run panel, the Runs tab, the rewind on resume, reproduce.py, the memory
+pre-flight and the scorer's loader. A new kind is its entry here, its config, its job and its tab.
+
+A kind names its code by dotted path ("module:attr") and loads it only when asked: the job code lives in the
+stages above this package (label, reward, rloo) and pulls in torch, while listing runs or parsing the CLI
+must not.
 """
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+SCORERS = ("outcome", "process")
+"""What a run's adapter can score with: an outcome reward model (one score per response, read at each
+prefix) or a process reward model (each reasoning step's probability of being right)."""
 
 
 def load(path: str) -> Any:
@@ -24,12 +33,23 @@ class JobKind:
     train: str  # "module:function", fn(config, ctx) -> final message
     config: str  # "module:Class", the typed config (form, YAML, CLI and reproduce.py views of it)
     cli: str | None = None  # the headless command that trains it (None: the app starts it only)
+    cli_help: str = ""  # the command's one-line help
     presets: str | None = None  # "module:PRESETS" (a dict of preset names)
     preset: str | None = None  # "module:function", name -> config
     preflight: str | None = None  # "module:function", (ws, config) -> raises ConfigError / DataError in words
+    memory: str | None = None  # "module:function", config -> the pre-flight's "Memory: ..." line
     key_metrics: tuple[tuple[str, str], ...] = ()  # (label, metric key): the figures that sum up a run
     resumable: bool = False  # saves checkpoints that Resume continues from
-    reproducible: bool = False  # writes reproduce.py beside its run
+    step_files: tuple[str, ...] = ("metrics.jsonl",)  # per-step records a resumed run rewinds to its checkpoint
+    adapter: str | None = None  # what its adapter/ is: "outcome" / "process" (a scorer), "policy", or None
+    reproduce: str | None = None  # "module" whose file, copied beside reproduce.py, repeats the run (train())
+    reproduce_modules: tuple[str, ...] = ()  # modules that part stands on, copied beside it (standard library only)
+    show: str | None = None  # "module:function", run folder -> extra entries of `runs show RUN` (a dict)
+    charts: str | None = None  # "module:function", metric records -> the run's charts (runs.chart_data.Chart)
+    runs_table: str | None = None  # "module:function", ws -> (headers, rows) of its tab's runs list (None: common)
+    tab: str | None = None  # the UI module whose build(studio) lays out the kind's tab
+    tab_title: str = ""  # the tab's name
+    tab_after: str = ""  # the tab it follows (a kind's tab after another kind's: the order of KINDS decides)
 
     def config_class(self) -> type:
         return load(self.config)
@@ -47,20 +67,52 @@ class JobKind:
         if self.preflight:
             load(self.preflight)(ws, cfg)
 
+    def memory_line(self, cfg) -> str:
+        return load(self.memory)(cfg) if self.memory else ""
+
+    @property
+    def scorer(self) -> str | None:
+        """'outcome' or 'process' when the kind's runs give a reward model Inspect and `score` can use."""
+        return self.adapter if self.adapter in SCORERS else None
+
+    @property
+    def reproducible(self) -> bool:
+        return self.reproduce is not None
+
+    def reproduce_files(self) -> list[Path]:
+        """The files copied beside a run's reproduce.py: the kind's part (as reproduce_job.py) first."""
+        return [Path(importlib.import_module(m).__file__) for m in
+                ([self.reproduce] if self.reproduce else []) + list(self.reproduce_modules)]
+
+    def show_extra(self, run_dir: Path) -> dict:
+        return load(self.show)(run_dir) if self.show else {}
+
+    def chart_fn(self):
+        return load(self.charts) if self.charts else None
+
 
 KINDS: dict[str, JobKind] = {k.name: k for k in (
     JobKind("reward", "reward-model", train="rloo_studio.reward.job:train_reward",
             config="rloo_studio.reward.config:RewardJobConfig", cli="train-reward",
+            cli_help="train a reward model on the labeled pairs, headless",
             presets="rloo_studio.reward.config:PRESETS", preset="rloo_studio.reward.config:preset",
-            preflight="rloo_studio.reward.launch_form:launch_check",
+            preflight="rloo_studio.reward.launch_form:launch_check", memory="rloo_studio.reward.config:memory_line",
             key_metrics=(("held-out accuracy", "eval_accuracy"), ("accuracy", "accuracy"), ("loss", "loss")),
-            resumable=True, reproducible=True),
+            resumable=True, adapter="outcome", reproduce="rloo_studio.reward.reproduce_part",
+            show="rloo_studio.reward.blind:run_figures", charts="rloo_studio.reward.charts:reward_charts",
+            runs_table="rloo_studio.reward.runs_list:runs_table",
+            tab="rloo_studio.ui.reward_tab", tab_title="Reward model", tab_after="Records"),
     JobKind("rloo", "RLOO", train="rloo_studio.rloo.job:train_rloo",
             config="rloo_studio.rloo.config:RlooJobConfig", cli="train-rloo",
+            cli_help="train a policy with RLOO on a prompt set, headless",
             presets="rloo_studio.rloo.config:PRESETS", preset="rloo_studio.rloo.config:preset",
-            preflight="rloo_studio.rloo.launch_form:launch_check",
+            preflight="rloo_studio.rloo.launch_form:launch_check", memory="rloo_studio.rloo.config:memory_line",
             key_metrics=(("reward", "reward"), ("kl", "kl"), ("loss", "loss")),
-            resumable=True, reproducible=True),
+            resumable=True, step_files=("metrics.jsonl", "samples.jsonl", "tokens.jsonl"), adapter="policy",
+            reproduce="rloo_studio.rloo.reproduce_part",
+            reproduce_modules=("rloo_studio.core.rule_rewards", "rloo_studio.core.thinking", "rloo_studio.core.answers"),
+            show="rloo_studio.rloo.evaluate:run_show", charts="rloo_studio.rloo.charts:rloo_charts",
+            tab="rloo_studio.ui.rloo_tab", tab_title="RLOO", tab_after="Inspect"),
     JobKind("generate", "generate", train="rloo_studio.label.generate:generate_candidates",
             config="rloo_studio.label.generate:GenerateConfig", key_metrics=(("pairs", "pairs"),)),
     JobKind("export", "export", train="rloo_studio.runs.export_model:export_job",
@@ -77,5 +129,27 @@ def title(name: str | None) -> str:
     return KINDS[name].title if name in KINDS else (name or "")
 
 
-def by_cli(command: str) -> JobKind:
-    return next(k for k in KINDS.values() if k.cli == command)
+def trainable() -> list[JobKind]:
+    """The kinds a person starts with a headless `train-*` command, in the registry's order."""
+    return [k for k in KINDS.values() if k.cli]
+
+
+def scorer_kinds(which: tuple[str, ...] = SCORERS) -> list[str]:
+    """The names of the kinds whose runs give a scorer of these sorts ('outcome', 'process')."""
+    return [k.name for k in KINDS.values() if k.scorer in which]
+
+
+def policy_kinds() -> list[str]:
+    """The names of the kinds whose adapter is a trained policy (exported for serving, answered in the Playground)."""
+    return [k.name for k in KINDS.values() if k.adapter == "policy"]
+
+
+def article(word: str) -> str:
+    """'a' or 'an' before a kind's title: 'an RLOO run', 'a reward-model run'."""
+    vowel = word[:1] in "aeiouAEIOU" or (word[:2].isupper() and word[:1] in "AEFHILMNORSX")
+    return "an" if vowel else "a"
+
+
+def tabbed() -> list[JobKind]:
+    """The kinds with a tab of their own, in the registry's order."""
+    return [k for k in KINDS.values() if k.tab]

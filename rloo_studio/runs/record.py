@@ -48,6 +48,36 @@ def cli_command(kind: str, workspace: Path, run_dir: Path) -> str | None:
                      "--config", shlex.quote(str(run_dir / "config.yaml"))])
 
 
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+    return out
+
+
+def set_command(kind: str, config: dict, workspace) -> str | None:
+    """The headless command that trains the same run, as `--set` flags for the settings that differ from the
+    kind's defaults (None for a kind without a command)."""
+    import dataclasses
+
+    sub = KINDS[kind].cli if kind in KINDS else None
+    if not sub:
+        return None
+    default = dataclasses.asdict(KINDS[kind].config_class()())
+    base = _flat(default)
+    # A nested group (lora) that differs is written out whole: `--set lora.r=4` alone would fill the
+    # group's other keys from LoraSpec's own defaults, which are not this config's defaults.
+    changed_groups = {k for k, v in config.items() if isinstance(v, dict) and v != default.get(k)}
+    parts = [f"python -m rloo_studio {sub}", f"--workspace {shlex.quote(str(workspace))}"]
+    for k, v in _flat(config).items():
+        if k in base and base[k] == v and k.split(".")[0] not in changed_groups:
+            continue
+        text = ",".join(map(str, v)) if isinstance(v, list) else (
+            "null" if v is None else str(v).lower() if isinstance(v, bool) else str(v))
+        parts.append(f"--set {shlex.quote(f'{k}={text}')}")
+    return " \\\n  ".join(parts)
+
+
 def write(run_dir: Path, kind: str, workspace: Path, config: dict) -> None:
     cmd = cli_command(kind, workspace, run_dir)
     if cmd:

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from rloo_studio.core.config import to_yaml_commented
 from rloo_studio.core.errors import explain
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.record import write as write_repro
 
 STATES = ("queued", "running", "completed", "stopped", "failed", "interrupted")
@@ -42,6 +43,7 @@ class RunContext:
     progress: dict = field(default_factory=dict)
     final: dict = field(default_factory=dict)  # the ended state, kept in memory even if the disk refused it
     main: bool = True  # under `accelerate launch`, only the main process writes files
+    kind: str = ""  # the run's kind (runs.jobs.KINDS): which per-step files a resume rewinds
     earlier: dict = field(default_factory=dict)  # a resumed run's earlier parts: first_started, earlier_s
 
     def should_stop(self) -> bool:
@@ -145,7 +147,7 @@ def prepare_run(ws: Workspace, kind: str, config: Any, run_id: str | None = None
     rid = run_id or ws.new_run_id(kind)
     d = ws.run_dir(rid)
     d.mkdir(parents=True, exist_ok=True)
-    ctx = RunContext(ws, rid, d)
+    ctx = RunContext(ws, rid, d, kind=kind)
     if run_id:  # a resumed run keeps its earlier curves and the time its earlier parts took
         ctx.feed.extend(read_metrics(d))
         ctx.earlier = earlier_parts(read_status(d), max((r.get("time", 0) for r in ctx.feed), default=None))
@@ -321,18 +323,20 @@ def checkpoint_step(checkpoint: str | None) -> int:
     return int(Path(checkpoint).name[11:]) if checkpoint else 0
 
 
-STEP_FILES = ("metrics.jsonl", "samples.jsonl")  # per-step records a resumed run writes again
+def step_files(kind: str) -> tuple[str, ...]:
+    """The per-step records a resumed run of `kind` writes again (its registry entry; metrics.jsonl for any)."""
+    return KINDS[kind].step_files if kind in KINDS else ("metrics.jsonl",)
 
 
 def rewind(ctx: RunContext, step: int) -> None:
     """Forget what a run recorded after `step` (the checkpoint it resumes from), so that the redone
-    steps appear once: metrics.jsonl, samples.jsonl and the in-memory feed keep steps <= step, and
-    the end-of-training summary goes (training is not over)."""
+    steps appear once: each of its kind's per-step files (runs.jobs.JobKind.step_files) and the in-memory
+    feed keep steps <= step, and the end-of-training summary goes (training is not over)."""
     keep = lambda r: r.get("step", 0) <= step and "train_runtime" not in r  # noqa: E731
     ctx.feed[:] = [r for r in ctx.feed if keep(r)]
     if not ctx.main:
         return
-    for name in STEP_FILES:
+    for name in step_files(ctx.kind):
         path = ctx.dir / name
         if path.exists():
             tmp = path.with_suffix(".tmp")

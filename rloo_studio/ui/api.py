@@ -50,7 +50,7 @@ def score(studio: Studio, prompt: str, response: str, reward_run: str,
     """
     from rloo_studio.inspect.scoring import check_text, score_json  # loads torch: only when asked
 
-    run = catalog.find_run(studio.ws, reward_run, "reward")  # says so when the id names no reward run
+    run = catalog.scorer_run(studio.ws, reward_run, ("outcome",))  # says so when the id names no reward run
     if split not in ("blank", "line", "sentence"):
         raise DataError(f"split must be 'blank', 'line' or 'sentence', not {str(split)[:40]!r}.")
     return score_json(studio.ws, run["id"], None, check_text(_text(prompt), "prompt"),

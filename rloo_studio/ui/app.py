@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import html
+import importlib
 
 import gradio as gr
 from starlette.middleware import Middleware
 
+from rloo_studio.runs import jobs
 from rloo_studio.studio import Studio
-from rloo_studio.ui import api, inspect_tab, label_tab, reward_tab, rloo_tab, runs_tab
-from rloo_studio.ui import playground_tab, records_tab, run_panel
+from rloo_studio.ui import api, inspect_tab, label_tab, runs_tab
+from rloo_studio.ui import job_section, playground_tab, records_tab, run_panel
 from rloo_studio.ui.uploads import IncomingGuard, use_workspace_temp
 
 CSS = """
@@ -49,8 +51,22 @@ RELOAD_ON_RESTART = """
 </script>
 """
 
-TABS = [("Label", label_tab), ("Records", records_tab), ("Reward model", reward_tab), ("Inspect", inspect_tab),
-        ("RLOO", rloo_tab), ("Runs", runs_tab), ("Playground", playground_tab)]
+BASE_TABS = [("Label", label_tab), ("Records", records_tab), ("Inspect", inspect_tab), ("Runs", runs_tab),
+             ("Playground", playground_tab)]
+
+
+def tabs() -> list[tuple[str, object]]:
+    """(title, module) of every tab: the base tabs, with each job kind's tab (runs.jobs.JobKind.tab) after the tab
+    its entry names (kinds after the same tab keep the registry's order; a tab named nowhere goes last)."""
+    out = list(BASE_TABS)
+    for job in jobs.tabbed():
+        titles = [t for t, _ in out]
+        at = titles.index(job.tab_after) + 1 if job.tab_after in titles else len(out)
+        while at < len(out) and out[at][0] in {k.tab_title for k in jobs.tabbed()}:
+            at += 1  # after the job tabs already placed there
+        out.insert(at, (job.tab_title, importlib.import_module(job.tab)))
+    return out
+
 
 
 def header_html(studio: Studio) -> str:
@@ -89,19 +105,19 @@ def build_ui(studio: Studio) -> gr.Blocks:
     with gr.Blocks(title="RLOO Studio", delete_cache=(3600, 86400)) as demo:
         endpoints = api.register(demo, studio)  # the scripting API, first: its names are taken before any tab's
         gr.HTML(header_html(studio))
-        tabs = []
+        built = []
         with gr.Tabs():
-            for name, module in TABS:
+            for name, module in tabs():
                 before = set(demo.blocks)
                 with gr.Tab(name, id=name.lower().replace(" ", "-")) as tab:
                     hooks = module.build(studio)  # a tab may return hooks(demo, tab) for load / select events
-                tabs.append((tab, _polling(demo, before)))
+                built.append((tab, _polling(demo, before)))
                 # First of the tab's select events (the page runs them in order): in the browser, every tab's
                 # live parts go stale; the tab shown gets its own back from its fresh tick (ui/run_panel.py).
                 tab.select(None, js=run_panel.LEAVE_JS)
                 if callable(hooks):
                     hooks(demo, tab)
-        poll_only_the_open_tab(demo, tabs)
+        poll_only_the_open_tab(demo, built)
     api.hide_the_rest(demo, endpoints)  # the tabs' own events serve the page, not scripts
     return demo
 
@@ -145,8 +161,8 @@ def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tupl
     allowed, blocked = served_paths(studio)
     demo.launch(
         server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block,
-        css=CSS + run_panel.CSS + "".join(getattr(m, "CSS", "") for _, m in TABS),  # each tab may add its own
-        head=RELOAD_ON_RESTART + "".join(getattr(m, "HEAD", "") for _, m in TABS),  # ... and scripts (keys)
+        css=CSS + run_panel.css() + job_section.CSS + "".join(getattr(m, "CSS", "") for _, m in tabs()),  # each tab's own
+        head=RELOAD_ON_RESTART + "".join(getattr(m, "HEAD", "") for _, m in tabs()),  # ... and scripts (keys)
         show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
         allowed_paths=allowed, blocked_paths=blocked,  # downloads of exported files; nothing else on disk
         app_kwargs={"middleware": [Middleware(IncomingGuard, incoming=str(studio.ws.incoming_dir))]},

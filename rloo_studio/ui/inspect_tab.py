@@ -59,7 +59,7 @@ def _error(exc: BaseException | str) -> str:
 
 def choices(ws) -> list[tuple[str, str]]:
     """The trained reward runs, newest first, then the base model with an untrained head."""
-    return list(catalog.trained_adapters(ws, "reward")) + [("base model, untrained head", BASE)]
+    return list(catalog.scorer_runs(ws, ("outcome",))) + [("base model, untrained head", BASE)]
 
 
 def refresh(ws, current):
@@ -83,7 +83,7 @@ def run_base(ws, choice) -> str:
     if not choice or choice == BASE:
         return ""
     try:
-        return str(catalog.run_config(ws, catalog.find_run(ws, choice, "reward")["id"]).get("model") or "")
+        return str(catalog.run_config(ws, catalog.scorer_run(ws, choice)["id"]).get("model") or "")
     except StudioError:
         return ""
 

@@ -11,115 +11,25 @@ not to the page: a reload, a second tab or an app restart shows the same pair in
 """
 from __future__ import annotations
 
-import html
-import json
 import secrets
 from dataclasses import replace
 from functools import partial
 
 import gradio as gr
 
-from rloo_studio.label import agreement, guidelines, store
+from rloo_studio.label import store
 from rloo_studio.core.errors import explain
 from rloo_studio.reward.uncertainty import uncertainty_queue
-from rloo_studio.runs.catalog import trained_adapters
+from rloo_studio.runs.catalog import scorer_runs
 from rloo_studio.studio import Studio
-from rloo_studio.ui import inputs, label_data, render
+from rloo_studio.ui import inputs, label_data
+from rloo_studio.ui import label_browser
+from rloo_studio.ui.label_browser import ON_SCREEN_JS, SAVED_JS, load_inputs_js, remember_js, start_js
+from rloo_studio.ui.label_panels import annotators_md, annotators_panel, guidelines_md, guidelines_section
 from rloo_studio.ui.label_render import (KEYS, NO_NAME, NOTHING_SAVED, LabelInputs, progress_md, status_html,
                                        show_next, sources_update, unchanged, view)
 
-CSS = render.CSS + """
-#lbl-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill)}
-.lbl-side {min-height: 8em}
-.lbl-side-title {font-weight: 600; margin-bottom: .3em}
-#lbl-progress {font-size: .95em}
-.lbl-msg-error {color: #b91c1c; font-weight: 600}
-.lbl-keys {font-size: .85em; color: var(--body-text-color-subdued)}
-#lbl-busy-text:empty {display: none}
-"""
-
-HEAD = """
-<script>
-document.addEventListener('keydown', (e) => {
-  const t = e.target;
-  if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable)) {
-    // Esc leaves the comment box, so that the keys label again.
-    if (e.key === 'Escape' && t.closest && t.closest('#lbl-comment')) { e.preventDefault(); t.blur(); }
-    return;
-  }
-  if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
-  const map = {'1': 'lbl-left', 'ArrowLeft': 'lbl-left', '2': 'lbl-right', 'ArrowRight': 'lbl-right',
-               '3': 'lbl-tie', '4': 'lbl-skip', 'f': 'lbl-flag', 'F': 'lbl-flag', 'u': 'lbl-undo', 'U': 'lbl-undo'};
-  const btn = document.getElementById(map[e.key]);
-  if (!btn || btn.offsetParent === null) return;  // only while the Label tab is shown
-  e.preventDefault();
-  if (btn.disabled) {  // no pair on the page: the label buttons are disabled; the key says so, in words
-    const note = document.getElementById('lbl-busy-text');
-    const said = 'No pair is on screen, so this key saved nothing: type your name, or choose a filter with pairs left.';
-    if (note) note.textContent = said;
-    clearTimeout(window.lblNoPairT);
-    window.lblNoPairT = setTimeout(() => { if (note && note.textContent === said) note.textContent = ''; }, 8000);
-    return;
-  }
-  btn.click();
-});
-// A label or undo press (key or click) while the last one is being saved is refused here, in words: the
-// label event's .then calls lblSaved(). After a minute without an answer, presses are taken again.
-window.lblSaving = 0;
-window.lblSaved = () => { window.lblSaving = 0; };
-document.addEventListener('click', (e) => {
-  const btn = e.target.closest && e.target.closest('#lbl-left, #lbl-right, #lbl-tie, #lbl-skip, #lbl-flag, #lbl-undo');
-  if (!btn) return;
-  const note = document.getElementById('lbl-busy-text');
-  if (window.lblSaving && Date.now() - window.lblSaving < 60000) {
-    e.stopImmediatePropagation();
-    e.preventDefault();
-    if (note) note.textContent = 'Still saving your last label: this press was not used. Press again.';
-    return;
-  }
-  if (note) note.textContent = '';
-  window.lblSaving = Date.now();
-}, true);
-</script>
-"""
-
-SAVED_JS = "() => { window.lblSaved && window.lblSaved(); }"
-
-# Runs in the browser when a label button is pressed (or clicked): the last input becomes the id of
-# the pair whose texts are on the page right now ('' when none is).
-ON_SCREEN_JS = """(...args) => {
-  const el = document.querySelector('#lbl-prompt [data-pair]');
-  args[args.length - 1] = el ? el.getAttribute('data-pair') : '';
-  return args;
-}"""
-
-# Runs in the browser as the page loads, with no round trip (so nothing typed meanwhile is overwritten): the name
-# typed so far wins over the remembered one; this browser's id is made once. They live in plain localStorage under
-# the workspace's key, read synchronously: gr.BrowserState fills its value only once its component has mounted,
-# which can be after the page-load event has read it (a reload then showed no pair, or made a new browser id).
-def start_js(key: str) -> str:
-    """(typed name) -> [name, this browser's id, the app start it saw last], from localStorage under `key`."""
-    return f"""(typed) => {{ const k = {json.dumps(key)}; const get = (n) => localStorage.getItem(k + n) || '';
-  let id = get(':browser');
-  if (!id) {{ id = Date.now().toString(36) + '-' + Math.random().toString(36).slice(2);
-             localStorage.setItem(k + ':browser', id); }}
-  return [(typed || '').trim() ? typed : get(':name'), id, get(':boot')]; }}"""
-
-
-def load_inputs_js(key: str, names: list[str]) -> str:
-    """The page-load view's inputs (widgets `names`, in order) with the name, browser id and boot read from
-    localStorage again: a `js=` event's outputs may reach the page after the next event has read its inputs."""
-    at = {n: names.index(n) for n in ("name", "session", "boot")}
-    return f"""(...v) => {{ const k = {json.dumps(key)}; const get = (n) => localStorage.getItem(k + n) || '';
-  if (!(v[{at['name']}] || '').trim()) v[{at['name']}] = get(':name');
-  v[{at['session']}] = get(':browser'); v[{at['boot']}] = get(':boot'); return v; }}"""
-
-
-def remember_js(key: str, what: str) -> str:
-    """(value) -> nothing: keep `value` in localStorage as the page's `what` (name, boot)."""
-    return f"(v) => {{ localStorage.setItem({json.dumps(key + ':' + what)}, v || ''); }}"
-
-
+CSS, HEAD = label_browser.CSS, label_browser.HEAD  # the page's styles and key handler (ui/app.py adds them)
 RESTARTED = "The app restarted; your name and your pair were kept."
 NAME_ID = "lbl-name"  # the name box: the one place a person types their name (the Records tab reads it too)
 BOOT = secrets.token_hex(8)  # this start of the app
@@ -218,79 +128,6 @@ def choose_order(studio: Studio, form: LabelInputs, progress=gr.Progress()):
     return active, status_html(note), *relabel(studio, replace(form, active=active))
 
 
-def annotators_md(studio: Studio) -> str:
-    """Who labeled how much (today and in all), and how well they agree (refreshed while the panel is open)."""
-    ws = studio.ws
-    lines = [f"Overlap: **{store.overlap(ws)}** annotator(s) per pair."]
-    stats = agreement.annotator_stats(ws, today=True)
-    if stats:
-        lines.append("| annotator | labels today | labels | skips |\n|---|---|---|---|" + "".join(
-            f"\n| {html.escape(a['name'])} | {a['today']} | {a['labels']} | {a['skips']} |" for a in stats))
-    else:
-        lines.append("No labels from people yet.")
-    ag = agreement.agreement(ws)
-    if not ag["pairs"]:
-        lines.append("No pair has labels from two annotators yet (raise the overlap to measure agreement).")
-        return "\n\n".join(lines)
-    if ag["kappa"] is not None:
-        lines.append(f"Cohen's kappa **{ag['kappa']:.2f}**, raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared pairs.")
-    else:
-        lines.append(f"Raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared labels (all annotator pairs).")
-    lines.append("| annotators | shared | raw | kappa |\n|---|---|---|---|" + "".join(
-        f"\n| {html.escape(p['a'])} / {html.escape(p['b'])} | {p['shared']} | {p['raw']:.0%} | {p['kappa']:.2f} |"
-        for p in ag["pairs"]))
-    return "\n\n".join(lines)
-
-
-def set_overlap(studio: Studio, n):
-    try:
-        store.set_overlap(studio.ws, int(n))
-        return annotators_md(studio)
-    except (ValueError, TypeError) as e:
-        return f"**{e}**"
-
-
-NO_GUIDELINES = ("*No labeling guidelines for this workspace yet. Write them under “Edit the guidelines”: "
-                 "everyone labeling here sees them above the pair.*")
-
-
-def guidelines_md(studio: Studio) -> str:
-    return guidelines.get(studio.ws) or NO_GUIDELINES
-
-
-def save_guidelines(studio: Studio, text):
-    """(guidelines shown, message, stored text): stored for the whole workspace, or a plain message and nothing
-    saved."""
-    try:
-        kept = guidelines.save(studio.ws, text)
-    except Exception as e:  # too long, or the disk refused: say so, the stored text stays as it was
-        return gr.skip(), status_html(explain(e), True), gr.skip()
-    return kept or NO_GUIDELINES, status_html("Guidelines saved: everyone labeling in this workspace sees them." if kept
-                                              else "Guidelines removed."), kept
-
-
-# The edit box is filled in the browser as it opens (no round trip), with the stored text unless something is typed:
-# a value sent by the page-load event could land after the person typed and replace it (then "Guidelines removed").
-FILL_EDIT_JS = "(stored, typed) => (typed || '').trim() ? typed : stored"
-
-
-def guidelines_section(studio: Studio):
-    """Shown above the pair: the workspace's guidelines (markdown), editable by anyone labeling."""
-    with gr.Accordion("Labeling guidelines", open=True, elem_id="lbl-guidelines-box"):
-        shown = gr.Markdown(lambda: guidelines_md(studio), elem_id="lbl-guidelines")
-        stored = gr.Textbox(lambda: guidelines.get(studio.ws), visible=False)  # as stored when the page loaded
-        with gr.Accordion("Edit the guidelines (markdown, shared by everyone labeling in this workspace)",
-                          open=False) as edit:
-            text = gr.Textbox(lines=5, max_lines=30, show_label=False, elem_id="lbl-guidelines-edit",
-                              placeholder="# What makes a response better\n- the right answer first\n- ...")
-            with gr.Row():
-                save = gr.Button("Save guidelines", scale=0, min_width=180, elem_id="lbl-guidelines-save")
-                note = gr.HTML(elem_id="lbl-guidelines-msg")
-    edit.expand(None, [stored, text], text, js=FILL_EDIT_JS)
-    save.click(partial(save_guidelines, studio), text, [shown, note, stored])
-    return shown
-
-
 def name_box(demo: gr.Blocks) -> gr.Textbox | None:
     """The Label tab's name box in a built app (None without a Label tab): other tabs read the annotator's name
     from it, the name this browser keeps (localStorage), so that a person types it once."""
@@ -298,24 +135,6 @@ def name_box(demo: gr.Blocks) -> gr.Textbox | None:
 
 
 # -- layout --------------------------------------------------------------------------------------
-
-def annotators_panel(studio: Studio):
-    """Per-annotator counts (today and in all), overlap and agreement; followed while the panel is open."""
-    with gr.Accordion("Annotators and agreement", open=False) as panel:
-        with gr.Row():
-            overlap = gr.Number(store.overlap(studio.ws), label="Annotators per pair (overlap)", precision=0, minimum=1,
-                                maximum=10)
-            b_overlap = gr.Button("Set overlap")
-        agree = gr.Markdown(elem_id="lbl-annotators")
-        b_agree = gr.Button("Refresh agreement")
-        agree_timer = gr.Timer(3.0, active=False)  # while the panel is open, it follows labels as they arrive
-    b_overlap.click(partial(set_overlap, studio), overlap, agree)
-    b_agree.click(partial(annotators_md, studio), None, agree)
-    panel.expand(lambda: (annotators_md(studio), gr.Timer(active=True)), None, [agree, agree_timer])
-    panel.collapse(lambda: gr.Timer(active=False), None, agree_timer)
-    agree_timer.tick(partial(annotators_md, studio), None, agree, show_progress="hidden")
-    return agree
-
 
 def pair_view():
     """The prompt, and the two responses side by side: (prompt, left, right)."""
@@ -346,6 +165,33 @@ def label_buttons():
     return buttons, b_undo, comment
 
 
+def _choosers(ws) -> tuple:
+    """The name box, the queue's filter and source, raw text, and the active-labeling order."""
+    with gr.Row():
+        name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1, elem_id=NAME_ID)
+        flt = gr.Dropdown(list(store.FILTERS), value="unlabeled", label="Show", scale=1)
+        src = gr.Dropdown([("all sources", "")] + [(s, s) for s in store.sources(ws)], value="", label="Source",
+                          scale=1, elem_id="lbl-source")
+        raw = gr.Checkbox(label="Raw text", value=False, scale=1)
+    with gr.Row():
+        order_by = gr.Dropdown([("usual order", "")] + scorer_runs(ws, ("outcome",)), value="", scale=2,
+                               label="Active labeling: most uncertain first, by reward model")
+        order_msg = gr.HTML()
+    return name, flt, src, raw, order_by, order_msg
+
+
+def _wire_keys(studio: Studio, buttons: dict, b_undo, comment, queue: dict, current, screen, outs: list) -> None:
+    """Each label button (and its key) saves for the pair on screen, then shows the next; undo takes it back."""
+    for side, btn in buttons.items():  # screen last: ON_SCREEN_JS fills the last input
+        # every press reaches the page's guard (HEAD), which refuses in words one made while the last is saved
+        btn.click(**inputs.bind(partial(label, studio, side), LabelInputs, **queue, shown=current, comment=comment,
+                                screen=screen),
+                  outputs=[*outs, comment], js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="multiple").then(
+            None, js=SAVED_JS)
+    b_undo.click(**inputs.bind(partial(undo, studio), LabelInputs, **queue, shown=current), outputs=outs,
+                 show_progress="hidden", trigger_mode="multiple").then(None, js=SAVED_JS)
+
+
 def build(studio: Studio):
     ws = studio.ws
     key = "rloo-studio:" + browser_secret(ws)[:16]  # this workspace's values in the browser's localStorage
@@ -354,16 +200,7 @@ def build(studio: Studio):
     current = gr.State(None)  # the pair on the page (None: none is); set by every event that draws the view
     active = gr.State(None)  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
     screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
-    with gr.Row():
-        name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1, elem_id=NAME_ID)
-        flt = gr.Dropdown(list(store.FILTERS), value="unlabeled", label="Show", scale=1)
-        src = gr.Dropdown([("all sources", "")] + [(s, s) for s in store.sources(ws)], value="", label="Source",
-                          scale=1, elem_id="lbl-source")
-        raw = gr.Checkbox(label="Raw text", value=False, scale=1)
-    with gr.Row():
-        order_by = gr.Dropdown([("usual order", "")] + trained_adapters(ws, "reward"), value="", scale=2,
-                               label="Active labeling: most uncertain first, by reward model")
-        order_msg = gr.HTML()
+    name, flt, src, raw, order_by, order_msg = _choosers(ws)
     empty_box, b_demo_empty = label_data.empty_notice(studio)
     guides = guidelines_section(studio)
     progress = gr.Markdown(elem_id="lbl-progress")
@@ -377,14 +214,7 @@ def build(studio: Studio):
     def next_pair(callback):  # an event that shows the annotator's next pair
         return inputs.bind(partial(callback, studio), LabelInputs, **queue)
 
-    for side, btn in buttons.items():  # screen last: ON_SCREEN_JS fills the last input
-        # every press reaches the page's guard (HEAD), which refuses in words one made while the last is saved
-        btn.click(**inputs.bind(partial(label, studio, side), LabelInputs, **queue, shown=current, comment=comment,
-                                screen=screen),
-                  outputs=[*outs, comment], js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="multiple").then(
-            None, js=SAVED_JS)
-    b_undo.click(**inputs.bind(partial(undo, studio), LabelInputs, **queue, shown=current), outputs=outs,
-                 show_progress="hidden", trigger_mode="multiple").then(None, js=SAVED_JS)
+    _wire_keys(studio, buttons, b_undo, comment, queue, current, screen, outs)
     # Enter leaves the name box (so that the keys label), and leaving it loads that annotator's queue.
     name.submit(None, js="() => { document.activeElement.blur(); }")
     name.blur(**next_pair(relabel), outputs=outs)
@@ -410,7 +240,7 @@ def build(studio: Studio):
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
         tab.select(**next_pair(back_on_tab), outputs=outs).then(
-            lambda: gr.update(choices=[("usual order", "")] + trained_adapters(ws, "reward")), None, order_by).then(
+            lambda: gr.update(choices=[("usual order", "")] + scorer_runs(ws, ("outcome",))), None, order_by).then(
             lambda: (sources_update(studio), guidelines_md(studio)), None, [src, guides])  # sent from other tabs
 
     return on_load

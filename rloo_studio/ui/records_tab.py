@@ -18,7 +18,7 @@ from rloo_studio.inspect.dataset import disagreements
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, label_tab, rloo_send
-from rloo_studio.runs.catalog import trained_adapters
+from rloo_studio.runs.catalog import scorer_runs
 
 HEADERS = ["pair", "prompt", "response A", "response B", "your label", "chosen", "labels", "comments", "flag",
            "source"]
@@ -92,7 +92,7 @@ def search(ws, form: Search):
 
 
 def _reward_runs(ws) -> list[tuple[str, str]]:
-    return [("", "")] + trained_adapters(ws, "reward")
+    return [("", "")] + scorer_runs(ws, ("outcome",))
 
 
 def filter_choices(ws, source, annotator, reward_run):
@@ -174,7 +174,7 @@ def give(ws, choice, form: Relabel):
 
 
 def rloo_runs(ws, current):
-    ids = [r["id"] for r in ws.runs("rloo") if (ws.run_dir(r["id"]) / "samples.jsonl").exists()]
+    ids = [r["id"] for r in ws.runs() if (ws.run_dir(r["id"]) / "samples.jsonl").exists()]  # runs with completions
     return gr.update(choices=ids, value=current if current in ids else (ids[0] if ids else None))
 
 

@@ -1,8 +1,10 @@
-"""RLOO tab: config form (from RlooJobConfig, with presets), validate, launch / stop / resume,
-live plots from TRL's metrics, warnings, the completions table, and a before/after panel.
+"""RLOO tab: the job section (ui/job_section.py: preset and form, Check settings / Launch / Stop / Resume, the run
+panel, the runs list), plus what is RLOO's own: the prompt upload, the reward tick-boxes and their weights, the run
+picker with an overlay, the warnings, the completions table, one completion as the models read it, sending a
+group to labeling, the token view and the before/after.
 
-Thin: callbacks read widgets, call rloo_studio.rloo.config / job / view, and format.
-The run shown is the one picked in the run list (by default the active or newest run).
+Thin: callbacks read widgets, call rloo_studio.rloo, and format. The run shown is the one picked in the run list
+(by default the active or newest run).
 """
 from __future__ import annotations
 
@@ -12,28 +14,32 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.rloo import health, completions, launch_form
+from rloo_studio.core import model_choices
 from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.core.job_config import OPTIMIZERS
 from rloo_studio.label.importing import import_upload
-from rloo_studio.ui.uploads import discard_upload
-from rloo_studio.rloo import config as rloo_config
-from rloo_studio.rloo.config import LATEST
 from rloo_studio.rloo import compare as rloo_eval
-from rloo_studio.core import memory, model_choices
+from rloo_studio.rloo import completions, health, launch_form
+from rloo_studio.rloo import config as rloo_config
 from rloo_studio.rloo.charts import CHART_TITLES, PLOTS, rloo_charts
-from rloo_studio.core.model_options import TRUST_WARNING
+from rloo_studio.rloo.config import LATEST
 from rloo_studio.runs import lifecycle, run_warnings, tail
-from rloo_studio.runs.catalog import find_run, trained_adapters
+from rloo_studio.runs.catalog import find_run, scorer_runs
 from rloo_studio.studio import Studio
-from rloo_studio.ui import launch_panel, messages, rloo_send, run_panel
-from rloo_studio.ui import rloo_model_input, rloo_render, token_view
-from rloo_studio.ui.fields import Pick, Range, Ticks, widget, widget_value
+from rloo_studio.ui import job_section, rloo_model_input, rloo_render, rloo_send, run_panel, token_view
+from rloo_studio.ui.fields import Pick, Range, Ticks
+from rloo_studio.ui.job_section import JobSection
 from rloo_studio.ui.run_panel import RunPanel
+from rloo_studio.ui.uploads import discard_upload
 
+KIND = "rloo"
 CSS = rloo_render.CSS
 EMPTY = "No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>."
+PRESET_INFO = ("demo-cpu learns on the bundled model in a minute, rewarded by correctness; demo-cpu-reward-model by "
+               "your newest reward model alone; the GPU presets follow the Qwen3 Thinking seed recipe (lr 1e-5, "
+               "beta 0.05, k=4, adamw_8bit)")
 
-GROUPS = [  # (accordion, rows of keys, open at start)
+LAYOUT = [  # (accordion, rows of keys, open at start)
     ("Policy", (("model", "backend", "load_in_4bit", "trust_remote_code", "enable_thinking"),
                 ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
     ("Prompts and rewards", (("prompt_set", "rewards", "reward_weights", "reward_clip_range", "answer_format"),
@@ -52,17 +58,12 @@ def _specials(ws) -> dict:
     sets = launch_form.prompt_set_choices(ws)
     return {"prompt_set": Pick(sets), "eval_prompt_set": Pick(sets), "rewards": Ticks(launch_form.reward_choices(ws)),
             "reward_model_run": Pick(_reward_runs(ws)),
-            "optim": Pick(list(launch_form.CHOICES["optim"])), "num_generations": Range(2, 16)}
+            "optim": Pick(list(OPTIMIZERS)), "num_generations": Range(2, 16)}
 
 
 def _reward_runs(ws) -> list:
     # 'latest' is what the demo-cpu-reward-model preset sets: the newest reward run, named at launch
-    return [("(none)", ""), ("latest (the newest reward run, named at launch)", LATEST)] + trained_adapters(ws, "reward")
-
-
-def _as_widget(f: launch_form.FormField, value):
-    """A form value as its widget holds it (the rewards tick-boxes take a list)."""
-    return widget_value(f, value, Ticks([]) if f.key == "rewards" else None)
+    return [("(none)", ""), ("latest (the newest reward run, named at launch)", LATEST)] + scorer_runs(ws, ("outcome",))
 
 
 def _run(ws, rid) -> tuple[str | None, str | None]:
@@ -75,75 +76,16 @@ def _run(ws, rid) -> tuple[str | None, str | None]:
 
 # -- callbacks (wired with functools.partial(callback, studio)): read widgets, call the core, format ----------
 
-def on_preset(fields, name):
-    vals = [_as_widget(f, v) for f, v in zip(fields, launch_form.form_values(rloo_config.preset(name)))]
-    return [*vals, rloo_config.preset(name).rewards]
-
-
 def on_model(value) -> str:
     """Said as soon as the model field changes (a GPU preset fills it too): a model this machine does not
     have, before anything starts."""
     problem = model_choices.availability(str(value or ""))
-    return rloo_render.check(False, problem) if problem else ""
+    return job_section.answer(problem, False) if problem else ""
 
 
 def on_rewards(ticked, weights, before):
     """Ticking a reward gives it a weight (1.0); unticking removes its weight. Returns (weights, ticked)."""
     return launch_form.weights_after_tick(before or [], ticked or [], weights or ""), list(ticked or [])
-
-
-def config_or_message(ws, vals):
-    try:
-        cfg = launch_form.config_from_form(list(vals))
-        lifecycle.new_run(ws, "rloo", cfg)
-        return cfg, None
-    except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
-        return None, explain(exc)
-
-
-def _trust_note(cfg) -> str:
-    return rloo_render.check(False, "⚠ " + TRUST_WARNING) if cfg.trust_remote_code else ""
-
-
-def on_trust(on: bool) -> str:
-    if not on:
-        return ""
-    gr.Warning(TRUST_WARNING)
-    return rloo_render.check(False, "⚠ " + TRUST_WARNING)
-
-
-def on_validate(studio: Studio, *vals):
-    cfg, err = config_or_message(studio.ws, vals)
-    if err:
-        return rloo_render.check(False, err)
-    return rloo_render.check(True, "Settings are valid. " + memory.for_rloo(cfg)) + _trust_note(cfg)
-
-
-def on_launch(studio: Studio, *vals):
-    ws = studio.ws
-    try:
-        cfg = launch_form.config_from_form(list(vals))
-        rid = lifecycle.start(ws, studio.runner, "rloo", cfg)
-    except Exception as exc:  # noqa: BLE001 — whatever was typed, or a busy runner: one plain message
-        return rloo_render.check(False, explain(exc)), gr.update()
-    return (rloo_render.check(True, f"Launched {rid}.") + _trust_note(cfg),
-            gr.Dropdown(choices=[r["id"] for r in ws.runs("rloo")], value=rid))
-
-
-def on_stop(studio: Studio, rid):
-    try:
-        rid = lifecycle.follow(studio.ws, "rloo", rid)
-        return rloo_render.check(True, lifecycle.stop(studio.ws, studio.runner, rid))
-    except StudioError as exc:
-        return rloo_render.check(False, str(exc))
-
-
-def on_resume(studio: Studio, rid):
-    try:  # the run's own config: the checkpoint was made with it
-        rid = lifecycle.resume(studio.ws, studio.runner, "rloo", rid)
-    except StudioError as exc:
-        return rloo_render.check(False, str(exc)), gr.update()
-    return rloo_render.check(True, f"Resuming {rid} from its last checkpoint."), gr.update(value=rid)
 
 
 def on_upload(studio: Studio, path):
@@ -153,21 +95,26 @@ def on_upload(studio: Studio, path):
     try:
         res = import_upload(ws, path, expect=("prompts",))
     except Exception as exc:  # noqa: BLE001 — a file that is not a prompt set: say so, import nothing
-        return rloo_render.check(False, explain(exc)), gr.update()
+        return job_section.answer(explain(exc), False), gr.update()
     finally:
         discard_upload(ws, path)  # Gradio's copy; the workspace keeps its own under uploads/
     cols = ", ".join(res.columns)
-    return (rloo_render.check(True, f"Imported {res.prompts} prompts as prompt set {res.name!r}"
-                        + (f" (columns for the rewards: {cols})" if cols else "")),
+    return (job_section.answer(f"Imported {res.prompts} prompts as prompt set {res.name!r}"
+                               + (f" (columns for the rewards: {cols})" if cols else ""), True),
             gr.Dropdown(choices=launch_form.prompt_set_choices(ws), value=res.name))
 
 
 @dataclass
 class Live:
-    """The parts of the tab the timer keeps up to date: the run panel, the warnings, the completions table."""
-    panel: RunPanel
+    """The parts of the tab the timer keeps up to date: the job section (run panel, runs list, config), the
+    warnings, the completions table."""
+    section: JobSection
     warnings: gr.HTML
     table: gr.Dataframe
+
+    @property
+    def panel(self) -> RunPanel:
+        return self.section.panel
 
 
 @dataclass(frozen=True)
@@ -186,15 +133,17 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
     panel, ws = live.panel, live.panel.studio.ws
     memo = run_panel.remembered(shown.memo, fresh)
     rid, err = panel.find(shown.run)
+    listed = job_section.listed(live.section, memo) if live.section.runs is not None else {}
     if not rid:  # a typed run id that names no run: say so where the run would be shown
-        return {panel.memo: memo, **panel.nothing(memo, err and rloo_render.check(False, err)), live.warnings: ""}
+        return {panel.memo: memo, **listed, **panel.nothing(memo, err and job_section.answer(err, False)),
+                live.warnings: ""}
     records, version = panel.records(rid)
     other = panel.find(shown.overlay)[0] if str(shown.overlay or "").strip() else None  # a deleted run: none
     earlier, earlier_version = panel.records(other) if other and other != rid else (None, None)
     samples, samples_version = tail.records(ws.run_dir(rid), "samples.jsonl", last_steps=health.WINDOW)
     weight, log = float(shown.smoothing or 0), bool(shown.log_scale)
-    out = {panel.memo: memo, **panel.show(memo, rid, records, rloo_render.figures(records),
-                                          rloo_render.eval_line(ws, rid))}
+    out = {panel.memo: memo, **listed, **panel.show(memo, rid, records, rloo_render.figures(records),
+                                                     rloo_render.eval_line(ws, rid))}
     out |= panel.charts(memo, [rid, version, other if earlier else None, earlier_version, weight, log],
                         lambda: rloo_charts(records, rid, earlier, other or "", weight, log))
     if run_panel.changed(memo, "warnings", [rid, version, samples_version]):
@@ -205,7 +154,7 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
         cols, rows = completions.completion_groups(samples, shown.order or completions.ORDERS[0])
         if rows:
             out[live.table] = gr.Dataframe(value=rows, headers=cols, column_widths=rloo_render.widths(cols))
-    return out
+    return out | (job_section.config_parts(live.section, memo, rid) if live.section.config is not None else {})
 
 
 def _max_length(ws, rid: str) -> int | None:
@@ -247,44 +196,6 @@ def fresh_choices(studio: Studio):
             gr.Dropdown(choices=launch_form.prompt_set_choices(ws)))
 
 
-def _groups(fields: list) -> list:
-    """GROUPS plus an "Other settings" row for the config's fields that no group names."""
-    named = {k for _, rows, _ in GROUPS for keys in rows for k in keys}
-    rest = tuple(f.key for f in fields if f.key not in named)
-    return GROUPS + ([("Other settings", (rest,), False)] if rest else [])
-
-
-def _form(studio: Studio, fields: list, values: dict) -> tuple:
-    """Preset, prompt upload and the config form: (preset dropdown, upload, widgets by key)."""
-    with gr.Row():
-        preset_dd = gr.Dropdown(list(rloo_config.PRESETS), value="demo-cpu", label="Preset", scale=1,
-                                elem_id="rloo-preset",
-                                info="demo-cpu learns on the bundled model in a minute, rewarded by correctness; "
-                                     "demo-cpu-reward-model by your newest reward model alone; the GPU presets follow "
-                                     "the Qwen3 Thinking seed recipe (lr 1e-5, beta 0.05, k=4, adamw_8bit)")
-        upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
-                         file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=150)
-    by_key, specials, widgets = {f.key: f for f in fields}, _specials(studio.ws), {}
-    for title, rows, is_open in _groups(fields):
-        with gr.Accordion(title, open=is_open):
-            for keys in rows:
-                with gr.Row():
-                    for key in [k for k in keys if k in by_key]:  # the model's name is long: a wider box
-                        widgets[key] = widget(by_key[key], values[key], "rloo", specials.get(key),
-                                              studio.ws.root, min_width=200, **({"scale": 2} if key == "model" else {}))
-    return preset_dd, upload, widgets
-
-
-def _actions() -> tuple:
-    check = gr.HTML(elem_id="rloo-check")
-    with gr.Row():
-        validate_btn = gr.Button("Check settings", elem_id="rloo-validate")
-        launch_btn = gr.Button("Launch", variant="primary", elem_id="rloo-launch")
-        stop_btn = gr.Button("Stop (saves the adapter)", variant="stop", elem_id="rloo-stop", interactive=False)
-        resume_btn = gr.Button("Resume", elem_id="rloo-resume", interactive=False)  # the run panel enables them
-    return check, validate_btn, launch_btn, stop_btn, resume_btn
-
-
 def _run_bar(ws) -> tuple:
     with gr.Row():
         run_dd = gr.Dropdown(label="Run", choices=[r["id"] for r in ws.runs("rloo")],
@@ -298,12 +209,12 @@ def _run_bar(ws) -> tuple:
     return run_dd, overlay_dd, smooth, log_scale
 
 
-def _live(studio: Studio) -> tuple:
+def _live(section: JobSection) -> gr.HTML:
     """The run panel (status, failure box, charts) with the warnings above its charts."""
-    panel = RunPanel.build(studio, "rloo", EMPTY)
-    warn = gr.HTML(elem_id="rloo-warnings", elem_classes=run_panel.live("rloo"))
+    panel = section.run_panel(EMPTY)
+    warn = gr.HTML(elem_id="rloo-warnings", elem_classes=run_panel.live(KIND))
     panel.add_charts([(t, CHART_TITLES.get(t, t)) for t, _ in PLOTS], per_row=3)
-    return panel, warn
+    return warn
 
 
 def _completions() -> tuple:
@@ -333,43 +244,47 @@ def _compare() -> tuple:
     return n_cmp, cmp_btn, cmp_md, cmp_table
 
 
+def _form(section: JobSection) -> gr.File:
+    """The preset and the prompt upload side by side, then the config form; returns the upload."""
+    with gr.Row():
+        section.preset_dropdown("demo-cpu", PRESET_INFO, scale=1)
+        upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
+                         file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=150)
+    section.accordions(LAYOUT, rloo_config.preset("demo-cpu"), min_width=200)
+    return upload
+
+
 def build(studio: Studio):
-    fields = launch_form.form_fields()
-    values = dict(zip([f.key for f in fields], launch_form.form_values(rloo_config.preset("demo-cpu"))))
-    preset_dd, upload, widgets = _form(studio, fields, values)
-    inputs = [widgets[f.key] for f in fields]
-    check, validate_btn, launch_btn, stop_btn, resume_btn = _actions()
+    section = JobSection.start(studio, KIND, _specials(studio.ws))
+    upload = _form(section)
+    section.actions(stop="Stop (saves the adapter)")
     run_dd, overlay_dd, smooth, log_scale = _run_bar(studio.ws)
-    panel, warn = _live(studio)
+    warn = _live(section)
     order_dd, table = _completions()
     rloo_model_input.build(studio, run_dd, table)  # one completion as the models read it (ui/rloo_model_input.py)
     rloo_send.build(studio, run_dd)  # a group of these completions into the Label queue (ui/rloo_send.py)
     token_view.build(studio, run_dd)  # what a step taught, token by token (ui/token_view.py)
     n_cmp, cmp_btn, cmp_md, cmp_table = _compare()
-    launch_btn_write, launch_out = launch_panel.build(studio, "rloo", inputs, launch_form.config_from_form, "rloo")
-    ticked = gr.State(_as_widget(_field(fields, "rewards"), values["rewards"]))  # to keep weights aligned
+    with gr.Accordion("RLOO runs: each run's config and the command that repeats it", open=False):
+        section.runs_list("RLOO runs")
+    section.launch_files()
+    widgets, check = section.widgets, section.check
+    ticked = gr.State(list(rloo_config.preset("demo-cpu").rewards))  # to keep the weights aligned with the ticks
 
+    actions = job_section.wire(section, run_dd)
     run_dd.focus(partial(run_choices, studio, False), None, run_dd)
     overlay_dd.focus(partial(run_choices, studio, True), None, overlay_dd)
-    preset_dd.change(partial(on_preset, fields), preset_dd, [*inputs, ticked])
+    section.preset.change(lambda name: rloo_config.preset(name).rewards, section.preset, ticked)
     widgets["model"].change(on_model, widgets["model"], check, show_progress="hidden")  # GPU preset, not cached
     widgets["rewards"].input(on_rewards, [widgets["rewards"], widgets["reward_weights"], ticked],
                              [widgets["reward_weights"], ticked])
-    widgets["trust_remote_code"].input(on_trust, widgets["trust_remote_code"], check)
-    validate_btn.click(partial(on_validate, studio), inputs, check)
-    launch_btn.click(partial(on_launch, studio), inputs, [check, run_dd])
-    stop_btn.click(partial(on_stop, studio), run_dd, check)
-    resumed = resume_btn.click(partial(on_resume, studio), run_dd, [check, run_dd])
     upload.upload(partial(on_upload, studio), upload, [check, widgets["prompt_set"]])
     cmp_btn.click(partial(on_compare, studio), [run_dd, n_cmp], [cmp_md, cmp_table])
-    messages.clear_on([(preset_dd.input, []), (validate_btn.click, [check]), (launch_btn.click, [check]),
-                       (stop_btn.click, [check]), (resume_btn.click, [check]), (upload.upload, [check]),
-                       (cmp_btn.click, [cmp_md]), (launch_btn_write.click, [launch_out])],
-                      [check, cmp_md, launch_out])
+    job_section.clear_messages(section, actions + [(upload.upload, [check]), (cmp_btn.click, [cmp_md])], [cmp_md])
     shown = {"run": run_dd, "overlay": overlay_dd, "smoothing": smooth, "log_scale": log_scale, "order": order_dd}
-    panel.add_controls(stop_btn, resume_btn)
-    follow = panel.follow(partial(on_tick, Live(panel, warn, table)), 2.0, Shown, shown, [warn, table],
-                          also=tuple(shown.values()), after=(resumed,))
+    follow = section.panel.follow(partial(on_tick, Live(section, warn, table)), 2.0, Shown, shown,
+                                  [warn, table, section.runs, section.config, section.cli],
+                                  also=tuple(shown.values()), after=(section.resumed,))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         follow(demo, tab)  # the run panel, drawn afresh: charts drawn while the tab was hidden have no size
@@ -377,7 +292,3 @@ def build(studio: Studio):
                    [widgets["reward_model_run"], widgets["rewards"], widgets["prompt_set"]])
 
     return hooks
-
-
-def _field(fields: list, key: str):
-    return next(f for f in fields if f.key == key)

@@ -21,7 +21,7 @@ from typing import Callable
 import gradio as gr
 
 from rloo_studio.core.errors import StudioError
-from rloo_studio.runs import catalog, lifecycle, tail
+from rloo_studio.runs import catalog, jobs, lifecycle, tail
 from rloo_studio.runs.chart_data import Chart
 from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, inputs, render
@@ -34,8 +34,15 @@ CSS = """
 .run-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
 .run-status .failed, .run-status .bad {color:var(--error-text-color, #c00); font-weight:600}
 .run-status progress {width:14em; vertical-align:middle; margin:0 .6em}
-""" + "".join(f"body:not(.fresh-{k}) .live-{k} {{visibility:hidden}}\n"
-              f"body:not(.fresh-{k}) .block.live-{k}.live-note::before {{{UPDATING}}}\n" for k in ("reward", "rloo", "runs"))
+"""
+
+
+def css() -> str:
+    """CSS plus, for each job tab (runs.jobs.JobKind.tab) and the Runs tab, its live parts hidden until fresh."""
+    return CSS + "".join(f"body:not(.fresh-{k}) .live-{k} {{visibility:hidden}}\n"
+                         f"body:not(.fresh-{k}) .block.live-{k}.live-note::before {{{UPDATING}}}\n"
+                         for k in [*(job.name for job in jobs.tabbed()), "runs"])
+
 
 # On every tab's selection, in the browser (no server round trip), first of the tab's select events: every
 # tab's live parts are stale, so the tab left is hidden when it comes back until its fresh tick has drawn it.
@@ -115,7 +122,7 @@ def status_html(rid: str, st: dict, records: list[dict], figures: str = "", extr
 @dataclass
 class RunPanel:
     studio: Studio
-    kind: str  # "reward" or "rloo": the runs it shows, and the prefix of its elem_ids
+    kind: str  # a job kind's name (runs.jobs.KINDS): the runs it shows, and the prefix of its elem_ids
     empty: str  # the status line before the kind's first run (HTML)
     status: gr.HTML
     failure: gr.HTML  # a failed run: its message, the traceback folded

@@ -7,7 +7,9 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.runs import catalog, chart_data, run_warnings
+from rloo_studio.rloo.tokens import FILE as TOKENS_FILE
+from rloo_studio.runs import catalog, chart_data, jobs, run_warnings
+from rloo_studio.runs.runner import step_files
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
 from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
@@ -105,8 +107,9 @@ def export_launch(ws, selected, strategy, gpus, machines):
         return "Select a reward or RLOO run first."
     try:
         r = catalog.find_run(ws, selected[0])
-        if r["kind"] not in ("reward", "rloo"):
-            return f"**{html.escape(r['id'])} is a {r['kind']} run; launch files are for reward and RLOO runs.**"
+        if r["kind"] not in {k.name for k in jobs.trainable()}:
+            kinds = " and ".join(k.title for k in jobs.trainable())
+            return f"**{html.escape(r['id'])} is a {r['kind']} run; launch files are for {kinds} runs.**"
         gpus, machines = launch_panel.counts(gpus, machines)
         path, cmd = launch_files(r["kind"], ws.root, ws.run_dir(r["id"]) / "config.yaml", strategy, gpus, machines)
     except (StudioError, ValueError, TypeError) as e:
@@ -176,9 +179,9 @@ def export_section(studio: Studio, pick):
 
 
 def first_rloo(ws, selected) -> str:
-    """The first selected run that is an RLOO run ('' if none is): the one the token view draws."""
-    rloo = {r["id"] for r in ws.runs("rloo")}
-    return next((r for r in _known(ws, selected) if r in rloo), "")
+    """The first selected run of a kind that records a token view ('' if none is): the one the token view draws."""
+    kinds = {r["id"]: r["kind"] for r in ws.runs()}
+    return next((r for r in _known(ws, selected) if TOKENS_FILE in step_files(kinds[r])), "")
 
 
 def build(studio: Studio):

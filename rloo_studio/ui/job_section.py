@@ -1,0 +1,274 @@
+"""The job section of a kind's tab, built once from its registry entry (runs.jobs.JobKind): the preset and the
+config form (from the kind's config class), Check settings, Launch / Stop / Resume with their answers, the run
+panel, the kind's runs list with a run's config.yaml and command, and the accelerate launch files.
+
+A kind's tab lays these parts out where it wants them and adds only what is its own (the RLOO completions, the
+reward model's data pre-flight); the handlers below are the same for every kind. Element ids are
+'<kind>-validate', '<kind>-launch', '<kind>-stop', '<kind>-resume', '<kind>-check' (what the buttons answer),
+'<kind>-runs', '<kind>-preset' and '<kind>-<field>' for each setting.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from functools import partial
+
+import gradio as gr
+import yaml
+
+from rloo_studio.core import form
+from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.core.model_options import TRUST_WARNING
+from rloo_studio.runs import catalog, lifecycle, record
+from rloo_studio.runs.jobs import KINDS, JobKind, load
+from rloo_studio.runs.runner import ACTIVE
+from rloo_studio.studio import Studio
+from rloo_studio.ui import launch_panel, messages, render, run_panel
+from rloo_studio.ui.fields import Ticks, widget, widget_value
+from rloo_studio.ui.run_panel import RunPanel
+
+CSS = """
+.job-check .bad {color:var(--error-text-color, #c00); font-weight:600}
+.job-check .ok {color:#15803d}
+"""
+RUN_HEADERS = ["run", "status", "started", "duration (s)", "key figures", "message"]
+RUN_WIDTHS = ["20%", "9%", "13%", "10%", "23%", "25%"]
+
+
+# -- the form, without layout: values as the widgets hold them ---------------------------------------------------
+
+def fields_of(kind: str) -> list[form.FormField]:
+    return form.fields(KINDS[kind].config_class())
+
+
+def config_of(kind: str, values) -> object:
+    """Widget values (fields_of order) -> the kind's validated config; a ConfigError naming the field."""
+    return form.parse(KINDS[kind].config_class(), list(values))
+
+
+def as_widgets(fields: list, cfg, specials: dict) -> list:
+    """A config's values as the form's widgets hold them (tick-boxes a list, an empty number box None)."""
+    return [widget_value(f, v, specials.get(f.key)) for f, v in zip(fields, form.values(cfg))]
+
+
+def groups(fields: list, named: list) -> list:
+    """`named` — (accordion title, rows of keys, open at start) — plus "Other settings" for the fields no group
+    names, so that a setting added to a config always reaches the form."""
+    seen = {k for _, rows, _ in named for keys in rows for k in keys}
+    rest = tuple(f.key for f in fields if f.key not in seen)
+    return named + ([("Other settings", (rest,), False)] if rest else [])
+
+
+def answer(text: str, ok: bool) -> str:
+    return render.message_html(text, ok)
+
+
+def _trust(cfg) -> str:
+    return answer(TRUST_WARNING, False) if getattr(cfg, "trust_remote_code", False) else ""
+
+
+# -- handlers: the same for every kind (wired with functools.partial) ---------------------------------------------
+
+def on_preset(kind: str, fields: list, specials: dict, name):
+    return as_widgets(fields, KINDS[kind].preset_config(name), specials)
+
+
+def on_check(studio: Studio, kind: str, *values) -> str:
+    """Check settings: the form as a config, the kind's pre-flight, the memory estimate; nothing is started."""
+    try:
+        cfg = lifecycle.new_run(studio.ws, kind, config_of(kind, values))
+    except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
+        return answer(explain(exc), False)
+    return answer(" ".join(x for x in ("Settings are valid.", KINDS[kind].memory_line(cfg)) if x), True) + _trust(cfg)
+
+
+def on_launch(studio: Studio, kind: str, *values):
+    """(run shown, answer): a new run started, or why not (nothing is created then)."""
+    try:
+        cfg = config_of(kind, values)
+        rid = lifecycle.start(studio.ws, studio.runner, kind, cfg)
+    except Exception as exc:  # noqa: BLE001 — a bad field, a missing model, too few examples, busy: a message
+        return gr.skip(), answer(explain(exc), False)
+    return rid, answer(f"Started run {rid}.", True) + _trust(cfg)
+
+
+def on_stop(studio: Studio, kind: str, rid) -> str:
+    try:
+        rid = lifecycle.follow(studio.ws, kind, rid)
+        return answer(lifecycle.stop(studio.ws, studio.runner, rid), True)
+    except StudioError as exc:
+        return answer(str(exc), False)
+
+
+def on_resume(studio: Studio, kind: str, rid):
+    """(run shown, answer): the run queued to continue from its last checkpoint with its own config."""
+    try:
+        rid = lifecycle.resume(studio.ws, studio.runner, kind, lifecycle.follow(studio.ws, kind, rid) or "")
+    except StudioError as exc:
+        return gr.skip(), answer(str(exc), False)
+    return rid, answer(f"Resuming run {rid} from its last checkpoint.", True)
+
+
+def on_pick(evt: gr.SelectData):
+    """A row clicked in the runs list: its run is shown."""
+    return (evt.row_value or [None])[0]
+
+
+def on_trust(on: bool) -> str:
+    """Ticking trust_remote_code: warned at once, in a toast and in the answer box."""
+    if not on:
+        return ""
+    gr.Warning(TRUST_WARNING)
+    return answer(TRUST_WARNING, False)
+
+
+# -- the runs list and a run's config: redrawn by the tab's tick when they changed -------------------------------
+
+def runs_rows(ws, kind: str) -> tuple[list[str], list[list]]:
+    """(headers, rows) of the kind's runs list: its own table when its entry names one, else the common one."""
+    job = KINDS[kind]
+    if job.runs_table:
+        return load(job.runs_table)(ws)
+    rows = [[s["id"], s["status"], s["started"], s["duration_s"], s["figures"], s["message"]]
+            for s in catalog.summaries(ws) if s["kind"] == kind]
+    return RUN_HEADERS, rows
+
+
+def listed(section: JobSection, memo: dict) -> dict:
+    """The runs list, worked out again only when a run was added, deleted or changed state, or an active one
+    logged; sent only when its rows changed."""
+    ws = section.studio.ws
+    key = [(r["id"], r["status"], r["started"], r["ended"], r["message"],
+            section.panel.records(r["id"])[1] if r["status"] in ACTIVE else None) for r in ws.runs(section.kind.name)]
+    if not run_panel.changed(memo, "runs", key):
+        return {}
+    _, rows = runs_rows(ws, section.kind.name)
+    return {section.runs: rows} if run_panel.changed(memo, "rows", rows) else {}
+
+
+def config_parts(section: JobSection, memo: dict, rid: str) -> dict:
+    """The shown run's config (as its config.yaml holds it) and the command that repeats it, when the run shown
+    changed."""
+    if not run_panel.changed(memo, "config", rid):
+        return {}
+    ws = section.studio.ws
+    cfg = catalog.run_config(ws, rid)
+    return {section.config: yaml.safe_dump(cfg, sort_keys=False) if cfg else "",
+            section.cli: record.set_command(section.kind.name, cfg, str(ws.root)) or ""}
+
+
+# -- the parts, built where the tab calls them -------------------------------------------------------------------
+
+@dataclass
+class JobSection:
+    """A kind's job section: what its tab lays out, wires with `wire`, and reads in its tick."""
+
+    studio: Studio
+    kind: JobKind
+    fields: list = field(default_factory=list)
+    specials: dict = field(default_factory=dict)  # key -> ui.fields.Pick / Ticks / Range: a widget of its own
+    widgets: dict = field(default_factory=dict)
+    preset: gr.Dropdown | None = None
+    check: gr.HTML | None = None  # what the buttons answer
+    buttons: tuple = ()  # (Check settings, Launch, Stop, Resume)
+    panel: RunPanel | None = None
+    runs: gr.Dataframe | None = None
+    config: gr.Code | None = None
+    cli: gr.Code | None = None
+    write: tuple = ()  # (button, answer) of the accelerate launch files
+    resumed: object = None  # Resume's click event (the tab's tick follows it)
+
+    @classmethod
+    def start(cls, studio: Studio, kind: str, specials: dict | None = None) -> JobSection:
+        return cls(studio, KINDS[kind], fields_of(kind), dict(specials or {}))
+
+    @property
+    def inputs(self) -> list:
+        return [self.widgets[f.key] for f in self.fields]
+
+    def form(self, layout: list, preset: str, info: str = "", **row_kw) -> None:
+        """The preset dropdown, then the form (`accordions`) starting from that preset's config."""
+        self.preset_dropdown(preset, info)
+        self.accordions(layout, self.kind.preset_config(preset), **row_kw)
+
+    def preset_dropdown(self, preset: str, info: str = "", **kw) -> None:
+        self.preset = gr.Dropdown(self.kind.preset_names(), value=preset, label="Preset", info=info or None,
+                                  elem_id=f"{self.kind.name}-preset", **kw)
+
+    def accordions(self, layout: list, values, wide: tuple = ("model",), **row_kw) -> None:
+        """One accordion per group of `layout` (groups()), a row of widgets per row of keys, starting from the
+        config `values`; the `wide` fields get twice the room of the others in their row."""
+        name = self.kind.name
+        start = dict(zip([f.key for f in self.fields], form.values(values)))
+        by_key = {f.key: f for f in self.fields}
+        for title, rows, is_open in groups(self.fields, layout):
+            with gr.Accordion(title, open=is_open):
+                for keys in rows:
+                    with gr.Row():
+                        for key in [k for k in keys if k in by_key]:
+                            self.widgets[key] = widget(by_key[key], start[key], name, self.specials.get(key),
+                                                       self.studio.ws.root, **({"scale": 2} if key in wide else {}),
+                                                       **row_kw)
+
+    def actions(self, check: str = "Check settings", launch: str = "Launch", stop: str = "Stop") -> None:
+        """Check settings, Launch, Stop, Resume (Stop and Resume pressable only when they apply), their answer."""
+        name = self.kind.name
+        with gr.Row():
+            self.buttons = (gr.Button(check, elem_id=f"{name}-validate"),
+                            gr.Button(launch, variant="primary", elem_id=f"{name}-launch"),
+                            gr.Button(stop, variant="stop", elem_id=f"{name}-stop", interactive=False),
+                            gr.Button("Resume", elem_id=f"{name}-resume", interactive=False))
+        self.check = gr.HTML(elem_id=f"{name}-check", elem_classes=["job-check"])  # the timer never writes it
+
+    def run_panel(self, empty: str) -> RunPanel:
+        self.panel = RunPanel.build(self.studio, self.kind.name, empty)
+        return self.panel
+
+    def runs_list(self, title: str, widths: list | None = None) -> None:
+        """The kind's runs (click one to show it), and the shown run's config.yaml and command."""
+        headers, _ = runs_rows(self.studio.ws, self.kind.name)
+        gr.Markdown(f"### {title}\nClick a run to see its charts, its config and the command that repeats it.")
+        self.runs = gr.Dataframe(headers=headers, interactive=False, wrap=True, elem_id=f"{self.kind.name}-runs",
+                                 column_widths=widths or RUN_WIDTHS, elem_classes=run_panel.live(self.kind.name))
+        with gr.Row():
+            self.config = gr.Code(label="config.yaml", language="yaml", interactive=False)
+            self.cli = gr.Code(label="The same run from the command line", language="shell", interactive=False)
+
+    def launch_files(self) -> None:
+        self.write = launch_panel.build(self.studio, self.kind.name, self.inputs, partial(config_of, self.kind.name),
+                                        self.kind.name)
+
+
+def wire(section: JobSection, shown, own_answers: list | None = None) -> list:
+    """Connect the section's handlers: the preset fills the form, the buttons answer in `check`, a run started,
+    resumed or clicked in the runs list becomes `shown` (a gr.State, or the tab's own run picker). Returns the
+    (event, boxes it writes) pairs for messages.clear_on, so the tab can add its own actions to them."""
+    s, studio, name = section, section.studio, section.kind.name
+    validate, launch, stop, resume = s.buttons
+    ticks = {k: w for k, w in s.specials.items() if isinstance(w, Ticks)}
+    s.preset.change(partial(on_preset, name, s.fields, ticks), s.preset, s.inputs)
+    validate.click(partial(on_check, studio, name), s.inputs, s.check)
+    launch.click(partial(on_launch, studio, name), s.inputs, [shown, s.check])
+    stop.click(partial(on_stop, studio, name), shown, s.check)
+    s.resumed = resume.click(partial(on_resume, studio, name), shown, [shown, s.check])
+    if s.runs is not None:
+        s.runs.select(on_pick, None, shown)
+    if "trust_remote_code" in s.widgets:
+        s.widgets["trust_remote_code"].input(on_trust, s.widgets["trust_remote_code"], s.check)
+    s.panel.add_controls(stop, resume)
+    actions = [(s.preset.input, []), (validate.click, [s.check]), (launch.click, [s.check]), (stop.click, [s.check]),
+               (resume.click, [s.check])]
+    if s.runs is not None:
+        actions.append((s.runs.select, []))
+    if s.write:
+        actions.append((s.write[0].click, [s.write[1]]))
+    return actions
+
+
+def clear_messages(section: JobSection, actions: list, boxes: list) -> None:
+    """Every action of the tab empties the answers it does not write (ui/messages.py)."""
+    messages.clear_on(actions, [section.check, *([section.write[1]] if section.write else []), *boxes])
+
+
+def note(text: str) -> str:
+    return f"<div>{html.escape(text)}</div>"

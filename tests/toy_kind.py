@@ -1,0 +1,62 @@
+"""A throw-away job kind for tests/test_registry.py: its config, its job and its tab, registered only by the test.
+
+The job counts steps: each writes a metric record and a row per item to toy.jsonl (a per-step file of its own),
+and every `save_steps` a checkpoint the way the Trainer writes one (trainer_state.json last), so that a resume
+starts from the last checkpoint through the same runs.runner.resume_point as the real jobs.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from rloo_studio.runs.runner import RunContext, resume_point
+
+FILE = "toy.jsonl"
+
+
+@dataclass
+class ToyConfig:
+    steps: int = field(default=4, metadata={"help": "Steps to count."})
+    items: int = field(default=3, metadata={"help": "Rows written to toy.jsonl at each step."})
+    save_steps: int = field(default=2, metadata={"help": "A checkpoint every this many steps."})
+
+
+PRESETS = {"small": {"steps": 2}, "default": {}}
+
+
+def preset(name: str) -> ToyConfig:
+    return ToyConfig(**PRESETS[name])
+
+
+def train_toy(cfg: ToyConfig, ctx: RunContext) -> str:
+    last = resume_point(ctx)
+    start = int(last.rsplit("-", 1)[1]) if last else 0
+    for step in range(start + 1, cfg.steps + 1):
+        ctx.metric({"step": step, "loss": 1.0 / step})
+        with open(ctx.dir / FILE, "a") as f:
+            f.writelines(json.dumps({"step": step, "item": i}) + "\n" for i in range(cfg.items))
+        if step % cfg.save_steps == 0:
+            ckpt = ctx.dir / "checkpoints" / f"checkpoint-{step}"
+            ckpt.mkdir(parents=True, exist_ok=True)
+            (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+        if step == int(os.environ.get("TOY_CRASH_AFTER", 0)):  # as a killed run ends; a resume is told otherwise
+            raise RuntimeError(f"killed after step {step}")
+        ctx.set_progress(step, cfg.steps)
+    return f"counted to {cfg.steps}"
+
+
+def build(studio):
+    """The toy kind's tab: the job section, built from its registry entry, and nothing of its own."""
+    import gradio as gr
+
+    from rloo_studio.ui import job_section
+    from rloo_studio.ui.job_section import JobSection
+
+    section = JobSection.start(studio, "toy")
+    section.form([("Counting", (("steps", "items", "save_steps"),), True)], "default")
+    section.actions()
+    section.run_panel("No toy run yet.")
+    section.runs_list("Toy runs")
+    watched = gr.State(None)
+    job_section.clear_messages(section, job_section.wire(section, watched), [])
