@@ -174,6 +174,35 @@ SCHEMA = [
         WHERE id = OLD.pair_id;
     END;
     """,
+    # 9: step labels for a process reward model (label/steps.py): a verdict on one <think> step of a response, by an
+    # annotator (a person, 'import', or the automatic rollouts). A re-label, an undo or an earlier bad step supersedes
+    # a label rather than deleting it; superseded_by names the label that did, so that undoing that one restores it.
+    """
+    CREATE TABLE step_labels (
+        id INTEGER PRIMARY KEY,
+        response_id INTEGER NOT NULL REFERENCES responses(id) ON DELETE CASCADE,
+        step INTEGER NOT NULL CHECK (step >= 0),   -- 0-based, as thinking.parse(text, 'blank').steps
+        verdict INTEGER NOT NULL CHECK (verdict IN (-1, 0, 1)),  -- bad / neutral / good (PRM800K)
+        annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+        soft REAL,                           -- rollouts: share of continuations that reached the answer
+        created REAL NOT NULL,
+        superseded INTEGER NOT NULL DEFAULT 0,
+        superseded_by INTEGER);              -- the label that replaced or cut this one (NULL: current, or undone)
+    CREATE INDEX step_labels_response ON step_labels(response_id, superseded, annotator_id, step);
+    CREATE INDEX step_labels_mine ON step_labels(annotator_id, superseded, created);
+    -- The responses that have <think> steps, and how many: counted once per response (texts never change), so that
+    -- the step queue and progress read a row per response instead of parsing every response on each key press.
+    -- settings['steps_counted'] holds the highest response id counted.
+    CREATE TABLE response_steps (
+        response_id INTEGER PRIMARY KEY REFERENCES responses(id) ON DELETE CASCADE,
+        n INTEGER NOT NULL);
+    -- A response written by a stepwise import or the rollouts, found again by its prompt and text (label/steps.py
+    -- row_key): importing a file again, or storing a rollout again, adds no second copy.
+    CREATE TABLE response_keys (
+        key TEXT PRIMARY KEY,
+        response_id INTEGER NOT NULL REFERENCES responses(id) ON DELETE CASCADE) WITHOUT ROWID;
+    CREATE INDEX response_keys_response ON response_keys(response_id);
+    """,
 ]
 
 # Indexes a big import drops while it writes and makes again at its end (label.importing.indexes_set_aside): in

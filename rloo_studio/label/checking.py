@@ -24,14 +24,17 @@ def kind_of(rows: list[dict], name: str) -> tuple[str, list[str]]:
     resp_cols = sorted((c for c in cols if c.startswith("response_") and c[9:].isdigit()), key=lambda c: int(c[9:]))
     if {"chosen", "rejected"} <= cols:
         return "preference", resp_cols
+    if set(S.STEPWISE) <= cols:
+        return "steps", resp_cols
     if "prompt" in cols and ("responses" in cols or len(resp_cols) >= 2):
         return "candidates", resp_cols
     if "prompt" in cols:
         return "prompts", resp_cols
     raise DataError(
         f"{name}: no usable columns. Found: {', '.join(sorted(map(str, cols))) or 'none'}. Expected 'chosen' and "
-        "'rejected' (preference pairs, optional 'prompt'), 'prompt' with 'responses' or response_1..N "
-        "(candidates to label), or 'prompt' alone (a prompt set)"
+        "'rejected' (preference pairs, optional 'prompt'), 'prompt' with 'completions' and 'labels' (stepwise: "
+        "steps with true / false labels), 'prompt' with 'responses' or response_1..N (candidates to label), or "
+        "'prompt' alone (a prompt set)"
     )
 
 
@@ -39,6 +42,8 @@ def record(kind: str, resp_cols: list[str], r: dict, loc: str) -> Row:
     """One file row, checked, as the store keeps it; a DataError at `loc` (file, line or row) otherwise."""
     if kind == "preference":
         return S.preference_row(loc, r)
+    if kind == "steps":
+        return S.stepwise_row(loc, r)
     if "prompt" not in r:
         raise DataError(f"{loc}: missing field 'prompt'")
     prompt, turns = S.prompt_field(loc, r["prompt"])
@@ -81,7 +86,8 @@ def check_all(records: Iterator[Row], spool) -> tuple[int, set]:
     for rec in records:
         n += 1
         columns.update(rec.extra)
-        chunk.append((rec.prompt, rec.responses, rec.extra, rec.preferred))
+        chunk.append((rec.prompt, rec.responses, rec.extra, rec.preferred) if rec.steps is None
+                     else (rec.prompt, rec.responses, rec.extra, rec.preferred, rec.steps, rec.folded))
         if len(chunk) == SPOOL_ROWS:
             _spool(spool, chunk)
             chunk = []

@@ -3,6 +3,9 @@
 Format by the output name: `.jsonl` JSONL, `.parquet` Parquet, anything else a `datasets`
 folder (save_to_disk). `standard` rows are {prompt, chosen, rejected} strings; `conversational`
 rows hold lists of {role, content} messages. Ties and skips are left out, or written apart.
+
+Step labels (export_steps) go out in the stepwise-supervision shape: {prompt, completions: the labeled steps,
+labels: true / false per step, and the prompt's other columns}, the shape the stepwise import reads.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from pathlib import Path
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.paths import typed_path
 from rloo_studio.label.store import decided_pairs
-from rloo_studio.label.shapes import TURNS
+from rloo_studio.label.shapes import STEPWISE, TURNS
+from rloo_studio.label.steps import labeled_responses
 from rloo_studio.core.workspace import Workspace
 
 FORMATS = ("standard", "conversational")
@@ -167,5 +171,51 @@ def export(ws: Workspace, out: str | Path, fmt: str = "standard", ties_apart: bo
         if ties_apart and n_ties:
             paths.append(_write(ties, _with_tag(out, "ties"), tmp))
         return ExportResult(paths, n, n_ties, skipped, cut)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass
+class StepExportResult:
+    paths: list[Path]
+    rows: int  # labeled responses written (one row per response and annotator)
+    steps: int  # step labels in them
+    who: str
+
+    def summary(self) -> str:
+        names = ", ".join(p.name for p in self.paths)
+        whose = "" if self.who == "all" else f" by {self.who}"
+        return (f"Exported {self.rows:,} labeled responses ({self.steps:,} step labels{whose}) to {names} as prompt / "
+                "completions / labels; a neutral step counts as right (true).")
+
+
+def export_steps(ws: Workspace, out: str | Path, who: str = "all") -> StepExportResult:
+    """Write the step labels of `who` ('all', 'people', 'rollouts' or an annotator's name; steps.labeled_responses)
+    to `out` (.jsonl, .parquet, else a `datasets` folder): one row per labeled response and annotator, its
+    completions the labeled steps (up to and including the first bad one), labels verdict >= 0. Every row has the
+    same columns: the prompts' other columns (e.g. answer), empty where a prompt has none."""
+    out = typed_path(out, "export file")
+    entries = labeled_responses(ws, who)
+    if not entries:
+        raise DataError("No step labels to export yet" + ("" if who == "all" else f" by {who}")
+                        + ": label the steps of some responses (Label tab, Steps) or import a stepwise file.")
+    columns = sorted({k for e in entries for k in e["prompt_extra"]} - {TURNS, *STEPWISE})
+    tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=ws.root))
+    try:
+        rows, steps = tmp / "rows.jsonl", 0
+        with open(rows, "w", encoding="utf-8") as f:
+            for e in entries:
+                n = len(e["labels"])
+                steps += n
+                row = {"prompt": e["prompt"], "completions": e["steps"][:n], "labels": [v >= 0 for v in e["labels"]],
+                       **{c: e["prompt_extra"].get(c) for c in columns}}
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        try:
+            path = _write(rows, out, tmp)
+        except (TypeError, ValueError) as exc:  # pyarrow: a column whose values differ in type from set to set
+            raise DataError(f"The prompts' columns ({', '.join(columns)}) hold values of different types, which "
+                            f"{out.suffix or 'a datasets folder'} cannot store in one column; export as .jsonl "
+                            f"({str(exc)[:200]})") from None
+        return StepExportResult([path], len(entries), steps, who)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -6,6 +6,8 @@ Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk; read by rea
                                 UltraFeedback-binarized and Anthropic HH shapes (see shapes.py)
   prompt, responses             a list of 2+ candidate responses per prompt (to be labeled)
   prompt, response_1..N         the same, one column per candidate
+  prompt, completions, labels  stepwise supervision: each row one response of <think> steps with true / false
+                                labels, stored as step labels of annotator 'import' (label/steps.py)
   prompt (+ other columns)      a prompt set for RLOO; other columns (answer, ...) are kept
 Every problem is a DataError naming the file, the row (line for JSONL) and the field; an import
 is all or nothing: nothing is written unless every row is valid.
@@ -21,7 +23,8 @@ Imports are idempotent and lose nothing: a row already in the workspace is skipp
 the caller asks to keep duplicates (then pairs are written as new pairs, and a prompt set's prompts
 already there take the file's columns: a set holds each prompt once). Already there means: for a
 candidates row, every pair of its candidates; for a prompt-set row, its prompt text in that set; for a
-preference row, its pair (the same prompt and two responses, in either order) *with that imported label*.
+preference row, its pair (the same prompt and two responses, in either order) *with that imported label*; for a
+stepwise row, its response (the same prompt and steps) with imported step labels.
 A preference row whose pair is there without that label adds its label to the pair (an unlabeled
 candidate pair gets its label; chosen and rejected the other way round give the pair a split vote).
 Pairs carry a `dedup_key` (pair_key()), indexed, so the check is one indexed query per chunk (a big import
@@ -46,12 +49,13 @@ from rloo_studio.label.import_store import Batch, KeyMap, Match, existing_pairs,
 from rloo_studio.label.prompts import add_imported_label, add_prompt, get_or_create_set
 from rloo_studio.label.reading import Progress
 from rloo_studio.label.shapes import Row
+from rloo_studio.label.steps import store_labeled
 from rloo_studio.core.workspace import SET_ASIDE_INDEXES, Workspace
 
 
 @dataclass
 class ImportResult:
-    kind: str  # 'preference', 'candidates' or 'prompts'
+    kind: str  # 'preference', 'candidates', 'prompts' or 'steps'
     name: str  # the prompt set / source name
     rows: int  # rows in the file
     pairs: int  # pairs written
@@ -63,10 +67,16 @@ class ImportResult:
     split: int = 0  # of those, rows whose label is the opposite of one imported before: a split vote
     replaced: int = 0  # prompt set imported again: prompts already in the set that took the file's columns
     differ: int = 0  # prompt set: of the skipped rows, those whose columns differ from the stored ones
+    # (steps: those whose labels differ from the stored imported ones, which were kept)
+    responses: int = 0  # steps: responses written
+    step_labels: int = 0  # steps: step labels written
+    folded: int = 0  # steps: steps that held a blank line (or white space around them), folded
 
     def summary(self) -> str:
         if self.kind == "prompts":
             return self._prompts_summary()
+        if self.kind == "steps":
+            return self._steps_summary()
         what = "labeled pairs (annotator 'import')" if self.kind == "preference" else "pairs to label"
         parts = [f"{self.pairs:,} {what}, {self.prompts:,} prompts"] if self.pairs or not self.labeled else []
         if self.labeled:
@@ -95,6 +105,24 @@ class ImportResult:
                     "duplicates, to take the file's)")
         return msg + "."
 
+    def _steps_summary(self) -> str:
+        parts = [f"{self.responses:,} responses with {self.step_labels:,} step labels (annotator 'import'), "
+                 f"{self.prompts:,} prompts"] if self.responses or not (self.labeled or self.skipped) else []
+        if self.labeled:
+            parts.append(f"{self.labeled:,} of them were already here without imported step labels: the labels "
+                         "were added")
+        if self.folded:
+            parts.append(f"{self.folded:,} {'step' if self.folded == 1 else 'steps'} held a blank line or "
+                         "surrounding white space: stored with blank lines folded to one line break (a blank line "
+                         "separates steps) and trimmed")
+        if self.skipped:
+            other = (f"; {self.differ:,} of them with other labels than the stored ones, which were kept"
+                     if self.differ else "")
+            parts.append(f"{self._skipped('rows', 'already in the workspace')}{other} "
+                         "(keep duplicates to import them as new responses)")
+        done = f"{self.rows - self.skipped:,} of {self.rows:,}" if self.skipped else f"{self.rows:,}"
+        return f"Imported {done} stepwise rows from {self.name}: " + "; ".join(parts) + "."
+
     def _skipped(self, what: str, where: str) -> str:
         old = self.skipped - self.repeated
         parts = [f"{old:,} {what} {where}"] if old else []
@@ -111,7 +139,8 @@ def candidate_pairs(n: int) -> list[tuple[int, int]]:
 # -- writing ------------------------------------------------------------------------------
 
 KIND_WORDS = {"preference": "preference pairs (chosen / rejected)", "candidates": "prompts with candidate responses",
-              "prompts": "a prompt set (a 'prompt' column and no responses)"}
+              "prompts": "a prompt set (a 'prompt' column and no responses)",
+              "steps": "stepwise labels (prompt, completions, labels)"}
 
 
 CHUNK_ROWS = 20_000  # rows written per transaction
@@ -227,6 +256,8 @@ def write_records(ws: Workspace, kind: str, records: Iterable[Row], name: str, p
     if total is None or columns is None:
         records = list(records)
         total, columns = len(records), tuple(sorted({k for rec in records for k in rec.extra}))
+    if kind == "steps":
+        return _write_steps(ws, records, name, total, columns, progress, keep_duplicates)
     now = time.time()
     source = f"import:{name}"
     with ws.transaction() as con:
@@ -259,6 +290,39 @@ def write_records(ws: Workspace, kind: str, records: Iterable[Row], name: str, p
         con.execute(f"PRAGMA cache_size={cache}")
     return ImportResult(kind, name, total, t.pairs, len(t.prompt_ids), columns, t.skipped, t.repeated, t.labeled,
                         t.split)
+
+
+def _write_steps(ws: Workspace, records: Iterable[Row], name: str, total: int, columns: tuple[str, ...],
+                 progress: Progress | None, keep_duplicates: bool) -> ImportResult:
+    """Stepwise rows, CHUNK_ROWS to a transaction: each row's response and its step labels under 'import'. A row
+    whose response is there with imported step labels is skipped (its labels kept); there without them, it gets
+    them (steps.store_labeled); keep_duplicates writes every row as a new response."""
+    res, now, source = ImportResult("steps", name, total, 0, 0, columns), time.time(), f"import:{name}"
+    prompts, seen, rows, done = set(), set(), iter(records), 0
+    while chunk := list(islice(rows, CHUNK_ROWS)):
+        with ws.transaction() as con:
+            sid = get_or_create_set(con, name, source)
+            con.execute("INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)", (IMPORT_ANNOTATOR, now))
+            ann = con.execute("SELECT id FROM annotators WHERE name=?", (IMPORT_ANNOTATOR,)).fetchone()[0]
+            for rec in chunk:
+                rid, outcome = store_labeled(con, sid, rec.prompt, rec.extra, rec.responses[0], source, ann, rec.steps,
+                                             [None] * len(rec.steps), now, replace=False, copy=keep_duplicates)
+                if outcome in ("same", "other"):
+                    res.skipped += 1
+                    res.repeated += rid in seen
+                    res.differ += outcome == "other"
+                    continue
+                seen.add(rid)
+                prompts.add(con.execute("SELECT prompt_id FROM responses WHERE id=?", (rid,)).fetchone()[0])
+                res.responses += outcome == "new"
+                res.labeled += outcome == "labeled"
+                res.step_labels += len(rec.steps)
+                res.folded += rec.folded
+        done += len(chunk)
+        if progress:
+            progress(0.4 + 0.6 * done / max(total, 1), f"writing: {done:,} / {total:,} rows")
+    res.prompts = len(prompts)
+    return res
 
 
 @contextmanager

@@ -8,6 +8,8 @@ Row shapes (TRL's names, https://huggingface.co/docs/trl/dataset_formats):
   UltraFeedback-binarized   `prompt` a string, chosen / rejected whole conversations that repeat it
                    (maybe_extract_prompt); the repeated prompt must equal `prompt`, else the row is refused
   Anthropic HH     "\\n\\nHuman: ...\\n\\nAssistant: ..." transcripts, read as conversations
+  stepwise         prompt / completions (a list of step texts) / labels (a list of true / false, one per step):
+                   the stepwise supervision that TRL's PRMTrainer read and PRM800K / Math-Shepherd conversions use
 How a prompt is stored: its text is the last user message; a prompt that holds more (earlier turns,
 a system message) also keeps its messages in the extra column `messages` (the exporter writes them
 back as the conversational prompt). A file column that is itself called `messages` is kept as
@@ -37,6 +39,8 @@ class Row:
     responses: list[str]
     extra: dict
     preferred: bool  # True: responses = [chosen, rejected], already labeled
+    steps: list[int] | None = None  # a stepwise row: the verdicts of its response's first steps (+1 / -1)
+    folded: int = 0  # a stepwise row: steps that held a blank line (or white space around them), folded
 
     @property
     def turns(self) -> list[dict] | None:
@@ -278,3 +282,63 @@ def extra_columns(r: dict, skip, conversation: list[dict] | None = None) -> dict
         if not redundant:
             out["file_messages"] = m
     return out
+
+
+# -- stepwise rows ---------------------------------------------------------------------------------------------
+
+STEPWISE = ("prompt", "completions", "labels")
+_BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)*")  # thinking.parse's step separator, and any run of them
+
+
+def _listed(loc: str, field: str, v, what: str) -> list:
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)  # a CSV cell holding a JSON list
+        except ValueError:
+            pass
+    if not isinstance(v, (list, tuple)):
+        raise DataError(f"{loc}, field '{field}': expected a list of {what}, got {type(v).__name__}")
+    return list(v)
+
+
+def _step(loc: str, k: int, v) -> tuple[str, bool]:
+    """A step's text as stored, and whether it had to change: a blank line separates steps (thinking.parse), so
+    blank lines inside a step are folded to one line break, and the white space around it is dropped."""
+    t = text(loc, f"completions[{k}]", v)
+    if "<think>" in t or "</think>" in t:
+        raise DataError(f"{loc}, field 'completions[{k}]': a step holds a <think> or </think> tag; steps are the "
+                        "reasoning inside the tags, without them")
+    folded = _BLANK_RUN.sub("\n", t).strip()
+    return folded, folded != t
+
+
+def _verdicts(loc: str, labels: list) -> list[int]:
+    """True -> +1, False -> -1, up to the first False (the steps after the first wrong one are not credited)."""
+    for k, v in enumerate(labels):
+        if not isinstance(v, bool):
+            hint = " (0 and 1 are numbers: write true or false)" if type(v) is int and v in (0, 1) else ""
+            raise DataError(f"{loc}, field 'labels[{k}]': expected true or false, got {v!r}{hint}")
+    cut = labels.index(False) + 1 if False in labels else len(labels)
+    return [1 if v else -1 for v in labels[:cut]]
+
+
+def stepwise_row(loc: str, r: dict) -> Row:
+    """A {prompt, completions, labels, ...} row: the prompt (other columns kept, e.g. answer), one response
+    "<think>\\n" + steps joined by blank lines + "\\n</think>" (thinking.parse gives back exactly these steps), and
+    the verdicts of its steps up to the first wrong one."""
+    for f in STEPWISE:
+        if f not in r:
+            raise DataError(f"{loc}: missing field '{f}'")
+    prompt, turns = prompt_field(loc, r["prompt"])
+    steps = _listed(loc, "completions", r["completions"], "step texts")
+    labels = _listed(loc, "labels", r["labels"], "true / false labels")
+    if not steps:
+        raise DataError(f"{loc}, field 'completions': no steps; a stepwise row needs at least one")
+    if len(labels) != len(steps):
+        raise DataError(f"{loc}: {len(steps)} completions (steps) but {len(labels)} labels; give one label per step")
+    texts = [_step(loc, k, v) for k, v in enumerate(steps)]
+    verdicts = _verdicts(loc, labels)
+    response = "<think>\n" + "\n\n".join(t for t, _ in texts) + "\n</think>"
+    extra = {k: v for k, v in extra_columns(r, STEPWISE).items() if v is not None}  # (an export's empty cells)
+    return Row(prompt, [response], {**extra, **turns}, False, verdicts,
+               sum(changed for _, changed in texts))
