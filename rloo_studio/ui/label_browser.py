@@ -1,5 +1,5 @@
-"""The Label tab's browser side: its styles, the key handler that turns 1 / 2 / 3 / 4 / f / u into button presses
-(HEAD, on every page), and the small scripts its events run in the page (which pair is on screen, what this
+"""The Label tab's browser side: its styles, the key handler that turns 1 / 2 / 3 / 4 / f / u into presses of the
+buttons of the mode shown, pairs or steps (HEAD, on every page), and the small scripts its events run in the page (which pair is on screen, what this
 browser remembers in localStorage). ui/label_tab.py lays out and wires the tab; nothing here calls the server.
 """
 from __future__ import annotations
@@ -28,14 +28,18 @@ document.addEventListener('keydown', (e) => {
     return;
   }
   if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
-  const map = {'1': 'lbl-left', 'ArrowLeft': 'lbl-left', '2': 'lbl-right', 'ArrowRight': 'lbl-right',
-               '3': 'lbl-tie', '4': 'lbl-skip', 'f': 'lbl-flag', 'F': 'lbl-flag', 'u': 'lbl-undo', 'U': 'lbl-undo'};
-  const btn = document.getElementById(map[e.key]);
-  if (!btn || btn.offsetParent === null) return;  // only while the Label tab is shown
+  // A key's buttons: the pair mode's, then the step mode's; the one shown is pressed (only while the Label tab is).
+  const map = {'1': ['lbl-left', 'stp-good'], 'ArrowLeft': ['lbl-left'], '2': ['lbl-right', 'stp-neutral'],
+               'ArrowRight': ['lbl-right'], '3': ['lbl-tie', 'stp-bad'], '4': ['lbl-skip'], 'f': ['lbl-flag'],
+               'F': ['lbl-flag'], 'u': ['lbl-undo', 'stp-undo'], 'U': ['lbl-undo', 'stp-undo']};
+  const btn = (map[e.key] || []).map((id) => document.getElementById(id)).find((b) => b && b.offsetParent !== null);
+  if (!btn) return;
   e.preventDefault();
-  if (btn.disabled) {  // no pair on the page: the label buttons are disabled; the key says so, in words
+  if (btn.disabled) {  // nothing on the page to label: the buttons are disabled; the key says so, in words
     const note = document.getElementById('lbl-busy-text');
-    const said = 'No pair is on screen, so this key saved nothing: type your name, or choose a filter with pairs left.';
+    const said = btn.id.startsWith('stp-')
+      ? 'No step is on screen, so this key saved nothing: type your name, or import responses with <think> steps.'
+      : 'No pair is on screen, so this key saved nothing: type your name, or choose a filter with pairs left.';
     if (note) note.textContent = said;
     clearTimeout(window.lblNoPairT);
     window.lblNoPairT = setTimeout(() => { if (note && note.textContent === said) note.textContent = ''; }, 8000);
@@ -48,7 +52,8 @@ document.addEventListener('keydown', (e) => {
 window.lblSaving = 0;
 window.lblSaved = () => { window.lblSaving = 0; };
 document.addEventListener('click', (e) => {
-  const btn = e.target.closest && e.target.closest('#lbl-left, #lbl-right, #lbl-tie, #lbl-skip, #lbl-flag, #lbl-undo');
+  const btn = e.target.closest && e.target.closest(
+    '#lbl-left, #lbl-right, #lbl-tie, #lbl-skip, #lbl-flag, #lbl-undo, #stp-good, #stp-neutral, #stp-bad, #stp-undo');
   if (!btn) return;
   const note = document.getElementById('lbl-busy-text');
   if (window.lblSaving && Date.now() - window.lblSaving < 60000) {
@@ -78,21 +83,25 @@ ON_SCREEN_JS = """(...args) => {
 # the workspace's key, read synchronously: gr.BrowserState fills its value only once its component has mounted,
 # which can be after the page-load event has read it (a reload then showed no pair, or made a new browser id).
 def start_js(key: str) -> str:
-    """(typed name) -> [name, this browser's id, the app start it saw last], from localStorage under `key`."""
+    """(typed name) -> [name, this browser's id, the app start it saw last, the Label tab's mode], from localStorage
+    under `key`."""
     return f"""(typed) => {{ const k = {json.dumps(key)}; const get = (n) => localStorage.getItem(k + n) || '';
   let id = get(':browser');
   if (!id) {{ id = Date.now().toString(36) + '-' + Math.random().toString(36).slice(2);
              localStorage.setItem(k + ':browser', id); }}
-  return [(typed || '').trim() ? typed : get(':name'), id, get(':boot')]; }}"""
+  return [(typed || '').trim() ? typed : get(':name'), id, get(':boot'), get(':mode') === 'Steps' ? 'Steps' : 'Pairs']; }}"""
 
 
 def load_inputs_js(key: str, names: list[str]) -> str:
-    """The page-load view's inputs (widgets `names`, in order) with the name, browser id and boot read from
-    localStorage again: a `js=` event's outputs may reach the page after the next event has read its inputs."""
-    at = {n: names.index(n) for n in ("name", "session", "boot")}
+    """The page-load view's inputs (widgets `names`, in order) with the name, browser id, boot and mode (those of
+    them named) read from localStorage again: a `js=` event's outputs may reach the page after the next event has
+    read its inputs."""
+    at = {n: names.index(n) for n in ("name", "session", "boot", "mode") if n in names}
+    kept = {"session": "get(':browser')", "boot": "get(':boot')",
+            "mode": "(get(':mode') === 'Steps' ? 'Steps' : 'Pairs')"}
+    sets = "".join(f" v[{at[n]}] = {js};" for n, js in kept.items() if n in at)
     return f"""(...v) => {{ const k = {json.dumps(key)}; const get = (n) => localStorage.getItem(k + n) || '';
-  if (!(v[{at['name']}] || '').trim()) v[{at['name']}] = get(':name');
-  v[{at['session']}] = get(':browser'); v[{at['boot']}] = get(':boot'); return v; }}"""
+  if (!(v[{at['name']}] || '').trim()) v[{at['name']}] = get(':name');{sets} return v; }}"""
 
 
 def remember_js(key: str, what: str) -> str:

@@ -11,7 +11,7 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.core.errors import DataError, explain
-from rloo_studio.label.exporting import FORMATS, export
+from rloo_studio.label.exporting import FORMATS, export, export_steps
 from rloo_studio.label.generate import GenerateConfig, generate_candidates
 from rloo_studio.label.importing import import_upload
 from rloo_studio.core.model_options import TRUST_SHORT, TRUST_WARNING
@@ -55,6 +55,12 @@ class ExportInputs:
     file_name: str  # a plain name, written under the workspace's exports/
     test_fraction: float
     ties_apart: bool  # ties to a separate file
+
+
+@dataclass(frozen=True)
+class StepExportInputs:
+    file_name: str  # a plain name, written under the workspace's exports/
+    who: str  # 'all', 'people', 'rollouts' or an annotator's name
 
 
 @dataclass(frozen=True)
@@ -102,13 +108,22 @@ def load_demo(studio: Studio, form: LabelInputs):
 
 def do_export(studio: Studio, form: ExportInputs):
     """Outputs: message, files, the view (as it was: the pair on the page stays there, current)."""
-    fname = (form.file_name or "").strip()
+    return _exported(studio, form.file_name, lambda out: export(
+        studio.ws, out, form.format, ties_apart=form.ties_apart, test_fraction=float(form.test_fraction)))
+
+
+def do_export_steps(studio: Studio, form: StepExportInputs):
+    """The step labels in the stepwise shape. Outputs: message, files, the view (as it was)."""
+    return _exported(studio, form.file_name, lambda out: export_steps(studio.ws, out, (form.who or "all").strip()))
+
+
+def _exported(studio: Studio, file_name: str, write):
+    fname = (file_name or "").strip()
     if not fname or "/" in fname or "\\" in fname or fname.startswith("."):
         return (status_html("Give a plain file name (no folders); files go to the workspace's exports/.", True), None,
                 *label_render.unchanged())
     try:
-        res = export(studio.ws, studio.ws.exports_dir / fname, form.format, ties_apart=form.ties_apart,
-                     test_fraction=float(form.test_fraction))
+        res = write(studio.ws.exports_dir / fname)
     except Exception as e:
         return status_html(explain(e), True), None, *label_render.unchanged()
     files = [str(p) for p in res.paths if p.is_file()]
@@ -179,13 +194,16 @@ def generate_section(studio: Studio) -> None:
     b_stop.click(lambda rid: studio.runner.stop(rid) and None, run, None)
 
 
-def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty) -> None:
+def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty, then: dict | None = None) -> None:
     """The data area, under the labeling view: `queue` names the widgets whose next pair an import shows
-    (LabelInputs' fields), `outs` the view's outputs."""
+    (LabelInputs' fields), `outs` the view's outputs; `then` an event (fn, inputs, outputs) that follows an import
+    or the demo's load (the step mode's view)."""
     with gr.Accordion("Import pairs or prompts", open=False):
         gr.Markdown("JSONL, CSV or Parquet: preference pairs (`prompt`, `chosen`, `rejected`; standard or "
                     "conversational; without `prompt` the shared prefix is the prompt), candidates "
-                    "(`prompt` + `responses` list or `response_1..N`), or a prompt set (`prompt` + other columns). "
+                    "(`prompt` + `responses` list or `response_1..N`), stepwise step labels (`prompt`, "
+                    "`completions`: the steps, `labels`: true / false per step), or a prompt set (`prompt` + other "
+                    "columns). "
                     "An import is all or nothing; rows already in the workspace are skipped unless you tick "
                     "*Keep duplicates*.")
         up = gr.File(label="File", file_types=[".jsonl", ".json", ".csv", ".parquet"], type="filepath")
@@ -204,14 +222,23 @@ def build(studio: Studio, queue: dict, outs: list, src, empty_box, b_demo_empty)
             e_split = gr.Slider(0, 0.5, 0, step=0.05, label="Test fraction")
             e_ties = gr.Checkbox(label="Write ties to a separate file")
         b_export = gr.Button("Export", elem_id="lbl-export-go")
+        with gr.Row():  # step labels: prompt / completions / labels, the shape a stepwise import reads
+            s_name = gr.Textbox("steps.jsonl", label="Step labels file name (.jsonl, .parquet, or a folder name)",
+                                elem_id="lbl-export-steps-name")
+            s_who = gr.Dropdown(["all", "people", "rollouts"], value="all", allow_custom_value=True,
+                                label="Whose step labels (or an annotator's name)")
+            b_steps = gr.Button("Export step labels", elem_id="lbl-export-steps-go")
         export_msg = gr.HTML(elem_id="lbl-export-msg")
         export_files = gr.File(label="Exported files", file_count="multiple", interactive=False)
 
-    b_import.click(**inputs.bind(partial(do_import, studio), ImportInputs, path=up, keep_duplicates=keep, **queue),
-                   outputs=[import_msg, *outs, src, up, empty_box])
-    for b in (b_demo, b_demo_empty):
-        b.click(**inputs.bind(partial(load_demo, studio), LabelInputs, **queue),
-                outputs=[import_msg, *outs, src, empty_box])
+    done = b_import.click(**inputs.bind(partial(do_import, studio), ImportInputs, path=up, keep_duplicates=keep,
+                                        **queue), outputs=[import_msg, *outs, src, up, empty_box])
+    events = [done] + [b.click(**inputs.bind(partial(load_demo, studio), LabelInputs, **queue),
+                               outputs=[import_msg, *outs, src, empty_box]) for b in (b_demo, b_demo_empty)]
+    for event in events if then else ():
+        event.then(**then)
     b_export.click(**inputs.bind(partial(do_export, studio), ExportInputs, format=e_fmt, file_name=e_name,
                                  test_fraction=e_split, ties_apart=e_ties),
                    outputs=[export_msg, export_files, *outs])
+    b_steps.click(**inputs.bind(partial(do_export_steps, studio), StepExportInputs, file_name=s_name, who=s_who),
+                  outputs=[export_msg, export_files, *outs])

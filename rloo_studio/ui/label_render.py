@@ -21,6 +21,7 @@ EMPTY = "<i>Nothing left under this filter. Import or generate pairs, or choose 
 KEYS = ("left", "right", "tie", "skip", "flag")  # the label buttons, in the order of the view's last outputs
 NOTHING_SAVED = "No pair was on screen, so nothing was saved."
 SAID = {"a": "A is better", "b": "B is better", "tie": "tie", "skip": "skip"}  # a choice, in the letters shown
+PAIRS, STEPS = "Pairs", "Steps"  # the Label tab's modes: compare two responses, or label one response's steps
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class LabelInputs:
     screen: str = ""  # the id of the pair the page shows when a key is pressed (filled in the browser)
     order_by: str = ""  # the reward run that orders the queue by uncertainty ('' the usual order)
     boot: str = ""  # the app start this browser saw last (kept in localStorage; '' none): a new one says it restarted
+    mode: str = PAIRS  # the tab's mode: in step mode no pair is drawn (or claimed)
 
 
 def status_html(text: str, error: bool = False) -> str:
@@ -94,7 +96,10 @@ def unchanged():
 
 
 def show_next(studio: Studio, inputs: LabelInputs, note: str = ""):
-    """The view of the next pair of the annotator's queue (name, session, filter, source, raw, active)."""
+    """The view of the next pair of the annotator's queue (name, session, filter, source, raw, active). In step mode
+    the hidden pair view is left as it is: no pair is claimed that nobody sees."""
+    if inputs.mode == STEPS:
+        return unchanged()
     name = (inputs.name or "").strip()
     if not name:
         return view(studio, None, "", inputs.raw, note)

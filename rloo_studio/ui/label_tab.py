@@ -1,4 +1,5 @@
-"""Label tab: pick the better of two responses, mostly from the keyboard.
+"""Label tab: pick the better of two responses, or (step mode, ui/label_steps.py) label the <think> steps of one
+response, mostly from the keyboard. The mode is kept by the browser (localStorage), as the name is.
 
 Keys (outside text boxes): 1 / ← left better, 2 / → right better, 3 tie, 4 skip, f flag, u undo;
 Esc leaves the comment box. A label key saves a label only for the pair whose texts are on the
@@ -23,13 +24,14 @@ from rloo_studio.reward.uncertainty import uncertainty_queue
 from rloo_studio.runs.catalog import scorer_runs
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, label_data
-from rloo_studio.ui import label_browser
+from rloo_studio.ui import label_browser, label_steps
 from rloo_studio.ui.label_browser import ON_SCREEN_JS, SAVED_JS, load_inputs_js, remember_js, start_js
 from rloo_studio.ui.label_panels import annotators_md, annotators_panel, guidelines_md, guidelines_section
-from rloo_studio.ui.label_render import (KEYS, NO_NAME, NOTHING_SAVED, LabelInputs, progress_md, status_html,
-                                       show_next, sources_update, unchanged, view)
+from rloo_studio.ui.label_render import (KEYS, NO_NAME, NOTHING_SAVED, PAIRS, STEPS, LabelInputs, progress_md,
+                                       status_html, show_next, sources_update, unchanged, view)
+from rloo_studio.ui.label_steps import StepInputs
 
-CSS, HEAD = label_browser.CSS, label_browser.HEAD  # the page's styles and key handler (ui/app.py adds them)
+CSS, HEAD = label_browser.CSS + label_steps.CSS, label_browser.HEAD  # the page's styles and keys (ui/app.py adds them)
 RESTARTED = "The app restarted; your name and your pair were kept."
 NAME_ID = "lbl-name"  # the name box: the one place a person types their name (the Records tab reads it too)
 BOOT = secrets.token_hex(8)  # this start of the app
@@ -166,18 +168,20 @@ def label_buttons():
 
 
 def _choosers(ws) -> tuple:
-    """The name box, the queue's filter and source, raw text, and the active-labeling order."""
+    """The name box, the mode, the queue's filter and source, raw text, and the active-labeling order (its row)."""
     with gr.Row():
         name = gr.Textbox(label="Your name", placeholder="annotator name", scale=2, max_lines=1, elem_id=NAME_ID)
+        mode = gr.Radio([PAIRS, STEPS], value=PAIRS, label="Label", scale=1, elem_id="lbl-mode",
+                        info="pairs: the better response; steps: each <think> step")
         flt = gr.Dropdown(list(store.FILTERS), value="unlabeled", label="Show", scale=1)
         src = gr.Dropdown([("all sources", "")] + [(s, s) for s in store.sources(ws)], value="", label="Source",
                           scale=1, elem_id="lbl-source")
         raw = gr.Checkbox(label="Raw text", value=False, scale=1)
-    with gr.Row():
+    with gr.Row() as order_row:
         order_by = gr.Dropdown([("usual order", "")] + scorer_runs(ws, ("outcome",)), value="", scale=2,
                                label="Active labeling: most uncertain first, by reward model")
         order_msg = gr.HTML()
-    return name, flt, src, raw, order_by, order_msg
+    return name, mode, flt, src, raw, order_row, order_by, order_msg
 
 
 def _wire_keys(studio: Studio, buttons: dict, b_undo, comment, queue: dict, current, screen, outs: list) -> None:
@@ -200,16 +204,20 @@ def build(studio: Studio):
     current = gr.State(None)  # the pair on the page (None: none is); set by every event that draws the view
     active = gr.State(None)  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
     screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
-    name, flt, src, raw, order_by, order_msg = _choosers(ws)
+    name, mode, flt, src, raw, order_row, order_by, order_msg = _choosers(ws)
     empty_box, b_demo_empty = label_data.empty_notice(studio)
     guides = guidelines_section(studio)
-    progress = gr.Markdown(elem_id="lbl-progress")
-    status = gr.HTML(status_html(NO_NAME), elem_id="lbl-status")  # which pair, or what went wrong: where eyes are
     gr.HTML("<div id='lbl-busy-text' class='lbl-msg-error'></div>", elem_id="lbl-busy")  # HEAD fills it
-    prompt, left, right = pair_view()
-    buttons, b_undo, comment = label_buttons()
+    with gr.Column() as pair_box:
+        progress = gr.Markdown(elem_id="lbl-progress")
+        status = gr.HTML(status_html(NO_NAME), elem_id="lbl-status")  # which pair, or what went wrong: where eyes are
+        prompt, left, right = pair_view()
+        buttons, b_undo, comment = label_buttons()
+    step_box, step_outs, who = label_steps.build(studio, name, mode, session)
+    mode_outs = [step_box, pair_box, flt, src, raw, order_row, *step_outs]  # label_steps.mode_shown's outputs
     outs = [prompt, left, right, status, progress, current, *buttons.values()]  # label_render.view's outputs
-    queue = dict(name=name, session=session, filter=flt, source=src, raw=raw, active=active)  # whose next pair
+    queue = dict(name=name, session=session, filter=flt, source=src, raw=raw, active=active, mode=mode)  # next pair
+    redraw_steps = inputs.bind(partial(label_steps.redraw, studio), StepInputs, **who)
 
     def next_pair(callback):  # an event that shows the annotator's next pair
         return inputs.bind(partial(callback, studio), LabelInputs, **queue)
@@ -219,6 +227,10 @@ def build(studio: Studio):
     name.submit(None, js="() => { document.activeElement.blur(); }")
     name.blur(**next_pair(relabel), outputs=outs)
     name.blur(None, name, None, js=remember_js(key, "name"))  # remembered at once: a reload right after keeps it
+    name.blur(**redraw_steps, outputs=step_outs)
+    mode.input(None, mode, None, js=remember_js(key, "mode"))
+    mode.input(**inputs.bind(partial(label_steps.mode_shown, studio), StepInputs, **who), outputs=mode_outs).then(
+        **next_pair(relabel), outputs=outs)  # back to pairs: the session's pair (nothing in step mode: show_next)
     flt.change(**next_pair(relabel), outputs=outs)
     src.change(**next_pair(relabel), outputs=outs)
     raw.change(**inputs.bind(partial(rerender, studio), LabelInputs, name=name, raw=raw, shown=current, active=active),
@@ -226,20 +238,24 @@ def build(studio: Studio):
     order_by.change(**inputs.bind(partial(choose_order, studio), LabelInputs, **queue, order_by=order_by),
                     outputs=[active, order_msg, *outs])
 
-    label_data.build(studio, queue=queue, outs=outs, src=src, empty_box=empty_box, b_demo_empty=b_demo_empty)
+    label_data.build(studio, queue=queue, outs=outs, src=src, empty_box=empty_box, b_demo_empty=b_demo_empty,
+                     then=dict(**redraw_steps, outputs=step_outs))
 
     agree = annotators_panel(studio)
 
     def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Restore the name this browser used and its id, continue where the annotator left off (its claimed pair).
+        # The mode first (a page in step mode draws its step and claims no pair), as the browser remembers it.
         load_view = {**queue, "boot": boot}
-        demo.load(None, name, [name, session, boot], js=start_js(key)).then(
+        demo.load(None, name, [name, session, boot, mode], js=start_js(key)).then(
+            **inputs.bind(partial(label_steps.mode_shown, studio), StepInputs, **who), outputs=mode_outs,
+            js=load_inputs_js(key, list(who))).then(
             **inputs.bind(partial(first_view, studio), LabelInputs, **load_view), outputs=[*outs, boot],
             js=load_inputs_js(key, list(load_view))).then(
             None, boot, None, js=remember_js(key, "boot")).then(
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
-        tab.select(**next_pair(back_on_tab), outputs=outs).then(
+        tab.select(**next_pair(back_on_tab), outputs=outs).then(**redraw_steps, outputs=step_outs).then(
             lambda: gr.update(choices=[("usual order", "")] + scorer_runs(ws, ("outcome",))), None, order_by).then(
             lambda: (sources_update(studio), guidelines_md(studio)), None, [src, guides])  # sent from other tabs
 
