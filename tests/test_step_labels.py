@@ -132,6 +132,7 @@ def test_new_responses_join_the_queue_as_they_come(empty_workspace):
 
 def test_rollout_labels_are_stored_once_and_kept_apart_from_peoples(empty_workspace):
     ws = empty_workspace
+    assert S.agreement(ws) == {"steps": 0, "share": None, "people": []}
     text = "<think>3+4=7\n\n7+1=9\n\n9*2=18</think>The answer is 18."
     rid = S.write_rollout_labels(ws, "Compute (3+4+1)*2.", {"answer": "16"}, text, [GOOD, BAD, GOOD], [1.0, 0.0, 0.0],
                                  "rollouts-demo", "rollouts:run-1")
@@ -152,7 +153,7 @@ def test_rollout_labels_are_stored_once_and_kept_apart_from_peoples(empty_worksp
     assert {e["annotator"] for e in S.labeled_responses(ws, "all")} == {"carla", S.ROLLOUTS}
     assert S.labeled_responses(ws, "carla")[0]["labels"] == [GOOD, BAD]
     ag = S.agreement(ws)
-    assert (ag["steps"], ag["agree"]) == (2, 0.5) and ag["people"] == [{"name": "carla", "steps": 2, "agree": 0.5}]
+    assert (ag["steps"], ag["share"]) == (2, 0.5) and ag["people"] == [{"name": "carla", "steps": 2, "share": 0.5}]
 
 
 @pytest.mark.parametrize("verdicts, soft, message", [

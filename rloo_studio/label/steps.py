@@ -320,8 +320,8 @@ def labeled_responses(ws: Workspace, who: str = "all") -> list[dict]:
 
 
 def agreement(ws: Workspace) -> dict:
-    """Where a person and the rollouts labeled the same step of a response: {steps (how many), agree (the share where
-    both say right (good or neutral) or both say bad; None when none), people: [{name, steps, agree}]}."""
+    """Where a person and the rollouts labeled the same step of a response: {steps (how many), share (of those, where
+    both say right (good or neutral) or both say bad; None when none), people: [{name, steps, share}]}."""
     rows = ws.query(
         """SELECT an.name, (p.verdict >= 0) = (r.verdict >= 0) AS same FROM step_labels p
            JOIN annotators an ON an.id = p.annotator_id
@@ -332,6 +332,6 @@ def agreement(ws: Workspace) -> dict:
     people = []
     for name, rs in groupby(rows, key=lambda r: r["name"]):
         same = [r["same"] for r in rs]
-        people.append({"name": name, "steps": len(same), "agree": sum(same) / len(same)})
+        people.append({"name": name, "steps": len(same), "share": sum(same) / len(same)})
     n = sum(p["steps"] for p in people)
-    return {"steps": n, "agree": sum(p["agree"] * p["steps"] for p in people) / n if n else None, "people": people}
+    return {"steps": n, "share": sum(p["share"] * p["steps"] for p in people) / n if n else None, "people": people}

@@ -15,7 +15,7 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.core.errors import explain
-from rloo_studio.label import steps
+from rloo_studio.label import steps, store
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, render
 from rloo_studio.ui.label_browser import SAVED_JS
@@ -190,8 +190,6 @@ def mode_shown(studio: Studio, form: StepInputs):
     shown = (gr.update(visible=on), *(gr.update(visible=not on) for _ in range(5)))
     if not on:
         return (*shown, *unchanged())
-    from rloo_studio.label import store
-
     if form.session:
         store.release(studio.ws, form.session)  # the pair this browser held goes back to the queue for others
     return (*shown, *show_next(studio, form))
