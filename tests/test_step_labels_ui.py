@@ -101,3 +101,21 @@ def test_a_press_saves_only_the_step_on_screen(app):
     # After a restart the server holds no step: the store's next step is the one the page shows.
     out = label_steps.press(studio, 0, StepInputs(name=name, mode="Steps", screen=f"{r['response_id']}:1"))
     assert mine(app.ws_dir, name) == {(r["response_id"], 0): 1, (r["response_id"], 1): 0} and "Saved" in out[1]
+
+
+def test_a_stepwise_file_uploaded_in_the_label_tab_is_recognised(app, tmp_path):
+    import json
+
+    rows = [{"prompt": "What is 40 + 2? (upload)", "completions": ["0+2=2", "4+0=4", "So 42."],
+             "labels": [True, True, False], "answer": "42"}]
+    path = tmp_path / "prm-upload.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with open_page(app.url) as page:
+        page.get_by_role("button", name="Import pairs or prompts").click()
+        page.locator("input[type=file]").first.set_input_files(str(path))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(page.locator("#lbl-import-msg")).to_contain_text(
+            "Imported 1 stepwise rows from prm-upload.jsonl: 1 response with 3 step labels (annotator 'import'), 1 prompt",
+            timeout=30000)
+    [got] = [e for e in S.labeled_responses(Workspace(app.ws_dir), "import") if e["prompt"] == rows[0]["prompt"]]
+    assert (got["steps"], got["labels"]) == (rows[0]["completions"], [1, 1, -1])

@@ -106,8 +106,8 @@ class ImportResult:
         return msg + "."
 
     def _steps_summary(self) -> str:
-        parts = [f"{self.responses:,} responses with {self.step_labels:,} step labels (annotator 'import'), "
-                 f"{self.prompts:,} prompts"] if self.responses or not (self.labeled or self.skipped) else []
+        parts = [f"{_n(self.responses, 'response')} with {_n(self.step_labels, 'step label')} (annotator 'import'), "
+                 f"{_n(self.prompts, 'prompt')}"] if self.responses or not (self.labeled or self.skipped) else []
         if self.labeled:
             parts.append(f"{self.labeled:,} of them were already here without imported step labels: the labels "
                          "were added")
@@ -129,6 +129,10 @@ class ImportResult:
         if self.repeated:
             parts.append(f"{self.repeated:,} repeated in the file")
         return "skipped " + " and ".join(parts)
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
 def candidate_pairs(n: int) -> list[tuple[int, int]]:
