@@ -18,32 +18,20 @@ import json
 import os
 import signal
 import sys
-import time
-from contextlib import nullcontext
 
-from rloo_studio.core.errors import DataError, StudioError
-from rloo_studio.core.paths import DEFAULT_WORKSPACE
+from rloo_studio.core.errors import StudioError
 from rloo_studio.core.config import build
 from rloo_studio.core.paths import ASSETS
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace, wants_demo
 from rloo_studio.label.exporting import export
 from rloo_studio.label.importing import import_file
-from rloo_studio.runs import catalog, jobs, lifecycle, run_warnings
+from rloo_studio import cli_views
+from rloo_studio.cli_views import StderrProgress, _trust_arg, _workspace_arg
+from rloo_studio.runs import jobs, lifecycle
 from rloo_studio.runs.export_model import export_model
 from rloo_studio.runs.jobs import KINDS, JobKind
-from rloo_studio.runs.runner import RunContext, execute, prepare_run, read_status
-
-
-def _trust_arg(p, extra: str = "") -> None:
-    p.add_argument("--trust-remote-code", action="store_true",
-                   help="run Python code shipped with the model; only for a model whose source you trust" + extra)
-
-
-def _workspace_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE), help="workspace folder (default: %(default)s)")
-    p.add_argument("--demo", action="store_true",
-                   help="a new workspace starts with the bundled demo data (the default workspace always does)")
+from rloo_studio.runs.runner import RunContext, execute, prepare_run
 
 
 def _open(a) -> Workspace:
@@ -139,29 +127,6 @@ def cmd_eval_demo(a) -> int:
     return 0
 
 
-PROGRESS_EVERY_S = 2.0  # a progress line at most this often; none for work that ends sooner
-
-
-class StderrProgress:
-    """progress(fraction, text) for long work from the command line: a bar and the text on stderr, one line
-    redrawn on a terminal, else a line each time (a log), at most every PROGRESS_EVERY_S and at the end; nothing
-    for work that ends within PROGRESS_EVERY_S, unless `eager` (the first call shows at once)."""
-
-    def __init__(self, eager: bool = False):
-        self.tty, self.last, self.shown = sys.stderr.isatty(), float("-inf") if eager else time.monotonic(), False
-
-    def __call__(self, fraction: float, text: str) -> None:
-        if time.monotonic() - self.last < PROGRESS_EVERY_S and not (fraction >= 1 and self.shown):
-            return
-        self.last, self.shown = time.monotonic(), True
-        line = f"[{'#' * int(20 * fraction):<20}] {100 * fraction:3.0f}%  {text}"
-        print(f"\r{line}\033[K" if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.tty and self.shown:
-            print(file=sys.stderr, flush=True)
-
-
 def cmd_import(a) -> int:
     progress = StderrProgress()
     try:
@@ -183,99 +148,10 @@ def cmd_export_model(a) -> int:
     return 0
 
 
-def cmd_score(a) -> int:
-    from rloo_studio.inspect.scoring import score_json
-
-    if a.file:
-        return score_file(a)
-    if a.prompt is None or a.response is None:
-        raise DataError("score needs --prompt and --response, or --file with one JSON object per line.")
-    ws = Workspace(a.workspace) if a.reward_run else None
-    response = sys.stdin.read() if a.response == "-" else a.response
-    think = None if a.enable_thinking is None else a.enable_thinking == "true"
-    out = score_json(ws, a.reward_run, a.reward_model, a.prompt, response, a.split, a.trust_remote_code, think)
-    if a.json:
-        print(json.dumps(out))
-    else:
-        alone = "—" if out["answer"] is None else f"{out['answer']:+.4f}"  # None: cut before its answer
-        print(f"total {out['total']:+.4f}  answer alone {alone}  ({out['reward_model']})"
-              + ("  (truncated: reasoning never closed)" if out["truncated"] else ""))
-        for k, s in enumerate(out["steps"], 1):
-            print(f"  step {k:>2} {s['score']:+.4f} ({s['delta']:+.4f})  {s['text'][:60]!r}")
-    return 0
-
-
-def score_file(a) -> int:
-    """`score --file F`: every row of a JSON-lines file scored (inspect.dataset.score_rows), one JSON line out
-    per row; progress on stderr; a reward run's scores kept in its folder (a second look is read)."""
-    from rloo_studio.inspect.dataset import run_cache, score_rows
-    from rloo_studio.inspect.scoring import load_scorer
-    from rloo_studio.label.reading import iter_rows
-
-    unit, numbered = iter_rows(a.file)
-    numbers, rows = zip(*numbered) if (numbered := list(numbered)) else ((), ())
-    ws = Workspace(a.workspace) if a.reward_run else None
-    think = None if a.enable_thinking is None else a.enable_thinking == "true"
-    scorer = load_scorer(ws, a.reward_run, a.reward_model, a.trust_remote_code, think)
-    progress = StderrProgress(eager=True)
-
-    def tell(p) -> None:
-        left = f", about {lifecycle.describe_time(p.eta)} left" if p.eta is not None and p.done < p.total else ""
-        progress(p.done / p.total if p.total else 1.0, f"scored {p.done:,} of {p.total:,} responses{left}")
-
-    try:
-        with run_cache(ws, a.reward_run, scorer) or nullcontext() as cache:  # a run's scores kept in its folder
-            for row in score_rows(scorer, list(rows), cache, tell, list(numbers), unit.capitalize()):
-                print(json.dumps(row, ensure_ascii=False))
-    finally:
-        progress.close()
-    return 0
-
-
-def cmd_runs(a) -> int:
-    ws = Workspace(a.workspace)
-    if a.action == "list":
-        rows = catalog.summaries(ws)
-        if not rows:
-            print(f"No runs in {ws.root} yet: {', '.join(k.cli for k in jobs.trainable())} or the app start one.")
-        for r in rows:
-            print(f"{r['id']:34} {r['kind']:8} {r['status']:11} {r['duration_s']:>6}s  {r['figures']}")
-        return 0
-    if not a.run_ids:
-        raise StudioError(f"runs {a.action} needs one or more run ids (see: runs list)")
-    for rid in a.run_ids:
-        if ws.run(rid) is None:
-            raise StudioError(f"no run {rid} in {ws.root}")
-    if a.action == "show" and a.step is not None:  # the token view of one step (rloo/tokens.py)
-        from rloo_studio.rloo import tokens
-
-        for rid in a.run_ids:
-            rows = tokens.read_tokens(ws.run_dir(rid), step=a.step, prompt=a.prompt)
-            groups = sorted({r["prompt"] for r in rows}) or [a.prompt if a.prompt is not None else 0]
-            print("\n\n".join(tokens.describe([r for r in rows if r["prompt"] == k]) for k in groups))
-        return 0
-    if a.action == "show":
-        for rid in a.run_ids:
-            d = ws.run_dir(rid)
-            kind = ws.run(rid)["kind"]
-            extra = KINDS[kind].show_extra(d) if kind in KINDS else {}  # what the kind adds (runs.jobs.JobKind.show)
-            print(json.dumps({**read_status(d), "folder": str(d),
-                              "config": (d / "config.yaml").read_text() if (d / "config.yaml").exists() else None,
-                              "last": catalog.last_values(catalog.read_metrics(d)), **extra,
-                              "warnings": run_warnings.read(d)}, indent=1))
-        return 0
-    keys = a.metric or ["loss"]
-    print("run".ljust(34) + "".join(k[:18].rjust(20) for k in keys))
-    for rid in a.run_ids:
-        last = catalog.last_values(catalog.read_metrics(ws.run_dir(rid)))
-        print(rid.ljust(34) + "".join((f"{last[k]:.4g}" if k in last else "-").rjust(20) for k in keys))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m rloo_studio", description="RLOO Studio: label, reward, inspect, RLOO.")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for add in (_add_serve, _add_training, _add_data, _add_export_model, _add_score, _add_runs):
+    for add in (_add_serve, _add_training, _add_data, _add_export_model, cli_views.add_score, cli_views.add_runs):
         add(sub)
     return ap
 
@@ -347,37 +223,6 @@ def _add_export_model(sub) -> None:
                    help="merge the adapter into its full-precision base (a safetensors model folder with its tokenizer)")
     _workspace_arg(p)
     p.set_defaults(fn=cmd_export_model, loads_model=True)
-
-
-def _add_score(sub) -> None:
-    p = sub.add_parser("score", help="score a prompt + response with a reward model, per <think> step")
-    _workspace_arg(p)
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--reward-run", metavar="RUN_ID", help="a trained reward run of the workspace")
-    g.add_argument("--reward-model", metavar="PATH", help="a reward adapter folder, or a base model (untrained head)")
-    p.add_argument("--prompt")
-    p.add_argument("--response", help="the response text ('-' reads it from stdin)")
-    p.add_argument("--file", metavar="JSONL", help="score every row instead: {prompt, response} rows get a score, "
-                   "{prompt, chosen, rejected} rows both scores and the margin; one JSON line out per row")
-    p.add_argument("--split", choices=["blank", "line", "sentence"], default="blank", help="step split (default: %(default)s)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--enable-thinking", choices=["true", "false"], default=None,
-                   help="hybrid chat templates (Qwen3): reasoning on or off (default: as the reward run was trained)")
-    _trust_arg(p, " (a --reward-run uses what its run was told)")
-    p.set_defaults(fn=cmd_score, loads_model=True)
-
-
-def _add_runs(sub) -> None:
-    p = sub.add_parser("runs", help="list runs, show one, or compare final metrics")
-    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare"])
-    p.add_argument("run_ids", nargs="*")
-    p.add_argument("--metric", action="append", help="metric to compare (repeatable; default loss)")
-    p.add_argument("--step", type=int, default=None,
-                   help="show: an RLOO step's token view (tokens.jsonl): each completion's advantage, Δ log-prob "
-                        "and KL, per <think> step")
-    p.add_argument("--prompt", type=int, default=None, help="show --step: only this prompt's group (0, 1, ...)")
-    _workspace_arg(p)
-    p.set_defaults(fn=cmd_runs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,8 +34,10 @@ def assert_same_run(resumed: Path, uninterrupted: Path, from_step: int) -> None:
         assert a[key].keys() == b[key].keys(), key
         for name, value in b[key].items():  # deterministic on the CPU with a fixed seed: equal, not close
             assert a[key][name] == value, (key, name, a[key][name], value)
-    wa = load_file(str(resumed / "adapter" / "adapter_model.safetensors"))
-    wb = load_file(str(uninterrupted / "adapter" / "adapter_model.safetensors"))
+    name = next(n for n in ("adapter_model.safetensors", "model.safetensors")  # an adapter, or a whole fine-tune
+                if (uninterrupted / "adapter" / n).exists())
+    wa = load_file(str(resumed / "adapter" / name))
+    wb = load_file(str(uninterrupted / "adapter" / name))
     assert wa.keys() == wb.keys()
     for name in wb:
         assert torch.equal(wa[name], wb[name]), (name, (wa[name] - wb[name]).abs().max().item())

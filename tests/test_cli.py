@@ -38,11 +38,12 @@ def test_import_shows_its_progress_on_stderr_and_its_summary_on_stdout(tmp_path,
     """A long import draws a bar with what it does on stderr (here every call: PROGRESS_EVERY_S = 0), up to 100%;
     stdout holds only the summary. A short one (the default pace) prints no progress at all."""
     from rloo_studio import cli as cli_module
+    from rloo_studio import cli_views  # where the CLI's progress printer lives
 
     src = tmp_path / "p.jsonl"
     src.write_text("".join(json.dumps({"prompt": f"q{i}", "chosen": f"good {i}", "rejected": f"bad {i}"}) + "\n"
                            for i in range(5000)))
-    monkeypatch.setattr(cli_module, "PROGRESS_EVERY_S", 0)
+    monkeypatch.setattr(cli_views, "PROGRESS_EVERY_S", 0)
     assert cli_module.main(["import", str(src), "--workspace", str(tmp_path / "ws")]) == 0
     out, err = capsys.readouterr()
     assert out.strip() == "Imported 5,000 rows from p.jsonl: 5,000 labeled pairs (annotator 'import'), 5,000 prompts."
@@ -50,7 +51,7 @@ def test_import_shows_its_progress_on_stderr_and_its_summary_on_stdout(tmp_path,
     assert any("checking" in x and "reading p.jsonl" in x for x in lines), lines
     assert any("writing: 5,000 / 5,000 rows" in x for x in lines), lines
     assert lines[-1].startswith("[####################] 100%"), lines
-    monkeypatch.setattr(cli_module, "PROGRESS_EVERY_S", 2.0)
+    monkeypatch.setattr(cli_views, "PROGRESS_EVERY_S", 2.0)
     assert cli_module.main(["import", str(src), "--workspace", str(tmp_path / "ws2")]) == 0
     assert capsys.readouterr().err == ""
 

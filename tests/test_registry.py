@@ -103,4 +103,4 @@ def test_score_with_a_run_that_gives_no_scorer_says_so_in_a_line(empty_workspace
     assert code == 2 and out.out == ""
     assert out.err.count("\n") == 1 and "Traceback" not in out.err
     assert f"Run {rid} is an RLOO run: it gives a policy, not a reward model" in out.err
-    assert "Choose a reward-model run" in out.err
+    assert "Choose a reward-model or a process-reward run" in out.err

@@ -1,8 +1,8 @@
 """A throw-away job kind for tests/test_registry.py: its config, its job and its tab, registered only by the test.
 
 The job counts steps: each writes a metric record and a row per item to toy.jsonl (a per-step file of its own),
-and every `save_steps` a checkpoint the way the Trainer writes one (trainer_state.json last), so that a resume
-starts from the last checkpoint through the same runs.runner.resume_point as the real jobs.
+and every `save_steps` a checkpoint marker (runs.runner.mark_checkpoint), so that a resume starts from the last
+checkpoint through the same runs.runner.resume_point as the real jobs.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from rloo_studio.runs.runner import RunContext, resume_point
+from rloo_studio.runs.runner import RunContext, mark_checkpoint, resume_point
 
 FILE = "toy.jsonl"
 
@@ -37,9 +37,7 @@ def train_toy(cfg: ToyConfig, ctx: RunContext) -> str:
         with open(ctx.dir / FILE, "a") as f:
             f.writelines(json.dumps({"step": step, "item": i}) + "\n" for i in range(cfg.items))
         if step % cfg.save_steps == 0:
-            ckpt = ctx.dir / "checkpoints" / f"checkpoint-{step}"
-            ckpt.mkdir(parents=True, exist_ok=True)
-            (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+            mark_checkpoint(ctx, step)
         if step == int(os.environ.get("TOY_CRASH_AFTER", 0)):  # as a killed run ends; a resume is told otherwise
             raise RuntimeError(f"killed after step {step}")
         ctx.set_progress(step, cfg.steps)

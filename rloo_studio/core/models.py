@@ -179,6 +179,40 @@ def load_seq_cls(name_or_path: str, load_in_4bit: bool = False, trust_remote_cod
     return model, tok
 
 
+def load_token_cls(name_or_path: str, load_in_4bit: bool = False, trust_remote_code: bool = False):
+    """(model, tokenizer): a two-label token classifier over a causal decoder (fresh `score` head): a process
+    reward model's shape, read at each step (inspect/process.py)."""
+    from transformers import AutoModelForTokenClassification
+
+    path = resolve(name_or_path)
+    tok = load_tokenizer(path, trust_remote_code)
+    model = load_locked(
+        AutoModelForTokenClassification.from_pretrained, path, num_labels=2, dtype=default_dtype(),
+        quantization_config=_bnb_config(load_in_4bit), trust_remote_code=trust_remote_code,
+        id2label={0: "wrong", 1: "right"}, label2id={"wrong": 0, "right": 1},
+    )
+    model.config.pad_token_id = tok.pad_token_id
+    return model, tok
+
+
+def load_token_cls_adapter(adapter_dir: str | Path, trust_remote_code: bool = False):
+    """A trained process reward model: base + PEFT TOKEN_CLS adapter (head included), or a whole fine-tuned
+    model saved in the folder. Returns (model, tokenizer) in eval mode."""
+    from peft import PeftConfig, PeftModel
+
+    adapter_dir = Path(adapter_dir)
+    if (adapter_dir / "adapter_config.json").exists():
+        base = PeftConfig.from_pretrained(str(adapter_dir)).base_model_name_or_path
+        model, tok = load_token_cls(base, trust_remote_code=trust_remote_code)
+        model = PeftModel.from_pretrained(model, str(adapter_dir))
+    elif (adapter_dir / "config.json").exists():
+        model, tok = load_token_cls(str(adapter_dir), trust_remote_code=trust_remote_code)
+    else:
+        raise ModelLoadError(f"No trained model in {adapter_dir}: the run saved none (did it fail early?).")
+    model.eval()
+    return model, tok
+
+
 def run_trusts_code(adapter_dir: str | Path) -> bool:
     """Whether the user ticked trust_remote_code for the run that saved this adapter (its config.yaml).
 

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 import torch
 
 from rloo_studio.core.thinking import chat_prompt
-from rloo_studio.core.thinking import full_response, template_info
+from rloo_studio.core.thinking import continuation, full_response, template_info
 
 
 @dataclass(frozen=True)
@@ -72,3 +72,36 @@ def sample(
     finally:
         tokenizer.padding_side = side
     return out
+
+
+@torch.no_grad()
+def continue_responses(model, tokenizer, starts: Sequence[tuple], n: int = 4, max_new_tokens: int = 128,
+                       temperature: float = 1.0, batch_size: int = 64, seed: int | None = None,
+                       enable_thinking: bool = True) -> list[list[Sample]]:
+    """n continuations of each (prompt, partial response): the model reads the chat prompt and the response so
+    far (as it follows the prompt: no second <think>) and writes on. Each Sample's `response` is the partial
+    response with the continuation after it. In the order of `starts`."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    tpl = template_info(tokenizer, enable_thinking)
+    jobs = [(p, r) for p, r in starts for _ in range(n)]
+    texts: list[Sample] = []
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    device = next(model.parameters()).device
+    try:
+        for i in range(0, len(jobs), batch_size):
+            chunk = jobs[i: i + batch_size]
+            heads = [chat_prompt(tokenizer, p, enable_thinking) + continuation(tpl, r) for p, r in chunk]
+            enc = tokenizer(heads, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            gen = model.generate(**enc, do_sample=temperature > 0, temperature=temperature if temperature > 0 else None,
+                                 max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=pad)
+            for (p, r), row in zip(chunk, gen[:, enc["input_ids"].shape[1]:].tolist()):
+                stopped = eos in row
+                ids = row[: row.index(eos) + 1] if stopped else row
+                text = tokenizer.decode(ids, skip_special_tokens=True)
+                texts.append(Sample(p, text, ids, stopped, r + text))
+    finally:
+        tokenizer.padding_side = side
+    return [texts[k * n:(k + 1) * n] for k in range(len(starts))]

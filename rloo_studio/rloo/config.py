@@ -19,6 +19,8 @@ need a `solution` column), get_soft_overlong_punishment, get_repetition_penalty_
 RULE_REWARDS = ("correctness", "think_format", "answer_present", *TRL_REWARDS)
 SOLUTION_REWARDS = ("accuracy", "reasoning_accuracy")
 REWARD_MODEL = "reward_model"
+PROCESS_REWARD = "process_reward"  # a trained process reward model (rloo/process_reward.py)
+PROCESS_AGGREGATES = ("min", "product", "last", "mean")
 CUSTOM_PREFIX = "custom:"
 LATEST = "latest"  # reward_model_run: the newest reward run with a saved adapter, resolved at launch
 
@@ -84,6 +86,16 @@ class RlooJobConfig(JobConfig):
         "no clipping.")})
     reward_model_batch_size: int = field(default=16, metadata={"help": (
         "Completions the reward model scores per forward pass; lower it if scoring runs out of memory.")})
+    process_reward_run: str = field(default="", metadata={"help": (
+        "Run id of a trained process-reward run (see: runs list); needed when rewards includes process_reward. "
+        "'latest': the newest process-reward run with a saved model, looked up at launch.")})
+    process_reward_aggregate: str = field(default="min", metadata={"choices": PROCESS_AGGREGATES, "help": (
+        "How process_reward turns a completion's step probabilities into one reward: min (the weakest step; "
+        "the default, as PURE advises), product (every step right; penalises long chains), last (the last step) "
+        "or mean. A completion without steps earns 0.")})
+    process_reward_correct_only: bool = field(default=False, metadata={"help": (
+        "Give process_reward only to answers that are right (needs an answer column; PAPO): it then ranks the "
+        "right answers by their reasoning and never pays for a well-argued wrong one. Use it with correctness.")})
     num_generations: int = field(default=4, metadata={"help": (
         "Completions sampled per prompt (k, 2-16): each is compared with the mean reward of the other k-1 "
         "(the leave-one-out baseline). More gives a steadier baseline and costs generation time.")})
@@ -159,13 +171,19 @@ class RlooJobConfig(JobConfig):
             raise ConfigError(f"overlong_cache must be 0 (a quarter of max_completion_length) or less than "
                               f"max_completion_length ({self.max_completion_length}), got {self.overlong_cache}")
         for r in self.rewards:
-            if r not in RULE_REWARDS and r != REWARD_MODEL and not r.startswith(CUSTOM_PREFIX):
+            if r not in RULE_REWARDS and r not in (REWARD_MODEL, PROCESS_REWARD) and not r.startswith(CUSTOM_PREFIX):
                 raise ConfigError(f"unknown reward {r!r}; choose from {', '.join(RULE_REWARDS)}, {REWARD_MODEL}, "
-                                  f"or {CUSTOM_PREFIX}FILE.py")
+                                  f"{PROCESS_REWARD}, or {CUSTOM_PREFIX}FILE.py")
         if len(set(self.rewards)) != len(self.rewards):
             raise ConfigError("each reward function may appear only once")
         if len(self.reward_weights) != len(self.rewards):
             raise ConfigError(f"give one weight per reward: {len(self.rewards)} rewards, {len(self.reward_weights)} weights")
+        if PROCESS_REWARD in self.rewards and not self.process_reward_run.strip():
+            raise ConfigError("the process_reward reward needs process_reward_run: the id of a trained process-reward "
+                              f"run, or {LATEST} for the newest")
+        if self.process_reward_aggregate not in PROCESS_AGGREGATES:
+            raise ConfigError(f"process_reward_aggregate must be one of {', '.join(PROCESS_AGGREGATES)}, got "
+                              f"{self.process_reward_aggregate!r}")
         if REWARD_MODEL in self.rewards and not self.reward_model_run.strip():
             raise ConfigError("the reward_model reward needs reward_model_run: the id of a trained reward-model run, "
                               f"or {LATEST} for the newest")
@@ -232,15 +250,19 @@ PRESETS = {
 
 
 def resolve_latest(ws, cfg: RlooJobConfig) -> RlooJobConfig:
-    """reward_model_run 'latest' becomes the id of the newest reward run with a saved adapter, in `cfg` itself, so
-    that the run's config.yaml, its resume and reproduce.py name the reward model it was trained with. Called at
-    launch by the pre-flight (rloo.launch_form.launch_check), which the tab and the CLI both go through."""
-    if REWARD_MODEL in cfg.rewards and cfg.reward_model_run.strip() == LATEST:
-        found = scorer_runs(ws, ("outcome",))
-        if not found:
-            raise ConfigError(f"reward_model_run {LATEST!r}: this workspace has no reward run with a saved adapter "
-                              "yet; train one on the Reward model tab (or with train-reward) first")
-        cfg.reward_model_run = found[0][1]
+    """reward_model_run / process_reward_run 'latest' become the id of the newest run of that kind with a saved
+    model, in `cfg` itself, so that the run's config.yaml, its resume and reproduce.py name the model it was trained
+    with. Called at launch by the pre-flight (rloo.launch_form.launch_check), which the tab and the CLI both go
+    through."""
+    for reward, key, sort, what in ((REWARD_MODEL, "reward_model_run", "outcome", "reward"),
+                                    (PROCESS_REWARD, "process_reward_run", "process", "process-reward")):
+        if reward in cfg.rewards and getattr(cfg, key).strip() == LATEST:
+            found = scorer_runs(ws, (sort,))
+            if not found:
+                raise ConfigError(f"{key} {LATEST!r}: this workspace has no {what} run with a saved adapter yet; "
+                                  f"train one on the {'Reward model' if sort == 'outcome' else 'Process reward'} tab "
+                                  f"(or with train-{'reward' if sort == 'outcome' else 'prm'}) first")
+            setattr(cfg, key, found[0][1])
     return cfg
 
 

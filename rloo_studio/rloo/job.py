@@ -12,11 +12,11 @@ from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before trl)
 from rloo_studio.core.errors import ConfigError  # noqa: E402
 from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo.compare import evaluate_into
-from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, memory_line, trl_args
+from rloo_studio.rloo.config import CUSTOM_PREFIX, PROCESS_REWARD, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, memory_line, trl_args
 from rloo_studio.rloo.samples import SamplesCallback, TokensCallback, WarningsCallback
 from rloo_studio.runs.runner import RunContext, resume_point
 from rloo_studio.core.rule_rewards import RULES
-from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
+from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_setting, run_trusts_code
 from rloo_studio.core.model_options import check_remote_code
 from rloo_studio.rloo import rewards
 from rloo_studio.rloo.rewards import custom_reward_path
@@ -51,10 +51,43 @@ def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
         if not ok:
             raise ConfigError(f"reward_model_run {cfg.reward_model_run!r} is not a reward run with a saved adapter; "
                               "train one on the Reward model tab first")
+    if PROCESS_REWARD in cfg.rewards:
+        _check_process_run(ws, cfg)
+        if cfg.process_reward_correct_only and "answer" not in rows[0]:
+            raise ConfigError(f"process_reward_correct_only needs an answer column, which prompt set "
+                              f"{cfg.prompt_set!r} does not have; untick it")
     for r in cfg.rewards:
         if r.startswith(CUSTOM_PREFIX):
             custom_reward_path(ws.root, r[len(CUSTOM_PREFIX):])
     return rows
+
+
+def _check_process_run(ws, cfg: RlooJobConfig) -> None:
+    from rloo_studio.core.errors import StudioError
+    from rloo_studio.runs.catalog import scorer_run
+
+    try:
+        rid = scorer_run(ws, cfg.process_reward_run, ("process",))["id"]
+    except StudioError as exc:
+        raise ConfigError(f"process_reward_run: {exc}") from None
+    ad = adapter_dir(ws, rid)
+    if not ((ad / "adapter_config.json").exists() or (ad / "config.json").exists()):
+        raise ConfigError(f"process_reward_run {rid} saved no model yet; train one on the Process reward tab first")
+
+
+def _process_reward(cfg: RlooJobConfig, ws, tok, device):
+    from rloo_studio.core.models import load_token_cls_adapter
+    from rloo_studio.inspect.process import ProcessScorer
+    from rloo_studio.rloo.process_reward import make_process_reward
+
+    ad = adapter_dir(ws, cfg.process_reward_run)
+    model, prm_tok = load_token_cls_adapter(ad, trust_remote_code=run_trusts_code(ad))
+    if device is not None:
+        model.to(device)
+    scorer = ProcessScorer(model, prm_tok, f"process reward run {cfg.process_reward_run}",
+                           bool(run_setting(ad, "enable_thinking", True)), str(run_setting(ad, "read_at", "after_step")))
+    return make_process_reward(scorer, tok, cfg.process_reward_aggregate, cfg.process_reward_correct_only,
+                               cfg.answer_format, cfg.enable_thinking, cfg.reward_model_batch_size)
 
 
 def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
@@ -74,6 +107,8 @@ def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
                 rm.to(device)
             fn = rewards.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size, enable_thinking=think)
             out.append(rewards.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip, cfg.reward_model_std_floor))
+        elif r == PROCESS_REWARD:
+            out.append(_process_reward(cfg, ws, tok, device))
         else:
             out.append(rewards.load_custom_reward(ws.root, r[len(CUSTOM_PREFIX):]))
     return out

@@ -9,7 +9,7 @@ from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import check_seeds
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
-from rloo_studio.rloo.config import CUSTOM_PREFIX, REWARD_MODEL, RULE_REWARDS, resolve_latest
+from rloo_studio.rloo.config import CUSTOM_PREFIX, PROCESS_REWARD, REWARD_MODEL, RULE_REWARDS, resolve_latest
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.lifecycle import follow
 
@@ -66,7 +66,7 @@ MAX_COMPARE = 1000  # held-out prompts for before / after: more is a typo (each 
 def reward_choices(ws) -> list[str]:
     """Reward names a user can tick: the rules, the reward model, and each .py file in <workspace>/rewards/."""
     files = sorted(p.name for p in (Path(ws.root) / CUSTOM_DIR).glob("*.py"))
-    return [*RULE_REWARDS, REWARD_MODEL, *[CUSTOM_PREFIX + f for f in files]]
+    return [*RULE_REWARDS, REWARD_MODEL, PROCESS_REWARD, *[CUSTOM_PREFIX + f for f in files]]
 
 
 def prompt_set_choices(ws) -> list[str]:

@@ -319,6 +319,17 @@ def last_good_checkpoint(run_dir: Path) -> str | None:
     return str(max(done, key=lambda p: int(p.name[11:]))) if done else None
 
 
+def mark_checkpoint(ctx: RunContext, step: int) -> None:
+    """For a job that trains no Trainer (the rollouts job): record that everything up to `step` is done and kept,
+    as a Trainer's checkpoint folder (trainer_state.json last), so that Resume, the one rule of last_good_checkpoint
+    and the rewind treat it alike."""
+    if not ctx.main:
+        return
+    d = ctx.dir / "checkpoints" / f"checkpoint-{step}"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+
+
 def checkpoint_step(checkpoint: str | None) -> int:
     return int(Path(checkpoint).name[11:]) if checkpoint else 0
 

@@ -25,6 +25,7 @@ from rloo_studio.core.paths import outside_allowed
 from rloo_studio.label import store as labels
 from rloo_studio.label.importing import import_file as import_path, import_upload
 from rloo_studio.runs import catalog
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import read_metrics
 from rloo_studio.studio import Studio
 from rloo_studio.ui.uploads import discard_upload
@@ -41,20 +42,29 @@ def score(studio: Studio, prompt: str, response: str, reward_run: str,
     Parameters:
         prompt: the user's prompt, as plain text (the model's chat template is applied).
         response: the model's response, with or without its <think>…</think> reasoning.
-        reward_run: the id of a reward run of this workspace (see /list_runs, kind 'reward').
+        reward_run: the id of a reward-model run (kind 'reward') or a process-reward run (kind 'prm') of this
+            workspace (see /list_runs).
         split: how the reasoning is cut into steps: at blank lines, at every line, or at sentences.
     Returns:
-        {reward_model, trained, split, total, answer, thinking, closed, truncated, steps: [{text, start, end,
-        score, delta}]}: total is the score read at the end (what training compares); answer the answer alone;
-        thinking the score after the reasoning; each step the score of the text up to its end and the change.
+        For a reward-model run: {reward_model, trained, split, total, answer, thinking, closed, truncated, steps:
+        [{text, start, end, score, delta}]}: total is the score read at the end (what training compares); answer
+        the answer alone; thinking the score after the reasoning; each step the score of the text up to its end
+        ("the score if the answer ended here") and the change.
+        For a process-reward run: {reward_model, kind: "process", split, truncated, first_doubt, min, product, last,
+        mean, steps: [{text, start, end, p_correct}]}: each step's probability of being right, the first step below
+        0.5 (null: none), and the aggregates RLOO's process_reward uses.
     """
     from rloo_studio.inspect.scoring import check_text, score_json  # loads torch: only when asked
 
-    run = catalog.scorer_run(studio.ws, reward_run, ("outcome",))  # says so when the id names no reward run
+    run = catalog.scorer_run(studio.ws, reward_run)  # says so when the id names no run that gives a scorer
     if split not in ("blank", "line", "sentence"):
         raise DataError(f"split must be 'blank', 'line' or 'sentence', not {str(split)[:40]!r}.")
-    return score_json(studio.ws, run["id"], None, check_text(_text(prompt), "prompt"),
-                      check_text(_text(response), "response"), split)
+    prompt, response = check_text(_text(prompt), "prompt"), check_text(_text(response), "response")
+    if KINDS[run["kind"]].scorer == "process":
+        from rloo_studio.inspect.process import score_json as process_json
+
+        return process_json(studio.ws, run["id"], prompt, response, split)
+    return score_json(studio.ws, run["id"], None, prompt, response, split)
 
 
 def next_pair(studio: Studio, annotator: str,

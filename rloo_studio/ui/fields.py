@@ -17,6 +17,7 @@ HELP = {  # one line where the field's documentation runs long
                      "hash (#### N, GSM8K).",
     "model": "The demo model, a local folder or a Hugging Face cache entry; type any other folder or cached hub id.",
 }
+MODEL_KEYS = ("model", "policy", "completer")  # settings that name a model: the model dropdown
 MODEL_LIST_NOTE = "Listed: the demo model, local folders and cached hub models (name · size · where)."
 
 
@@ -86,10 +87,10 @@ def _refresh_models(workspace_root, shown):
 
 def widget(f: FormField, value, prefix: str, special=None, workspace_root=None, **kw):
     """The widget of one config field. `special` (Pick, Ticks, Range) overrides what the field's kind
-    gives; the `model` field is always the model dropdown."""
+    gives; a field that names a model (MODEL_KEYS) is always the model dropdown."""
     kw = dict(label=f.key, info=HELP.get(f.key, f.help) or None, elem_id=elem_id(prefix, f.key), **kw)
     value = widget_value(f, value, special)
-    if f.key == "model":
+    if f.key in MODEL_KEYS:
         return model_dropdown(value, workspace_root=workspace_root, **kw)
     if isinstance(special, Pick):
         return gr.Dropdown(special.choices, value=value, allow_custom_value=special.custom, **kw)

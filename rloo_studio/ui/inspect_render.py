@@ -85,7 +85,8 @@ def steps_html(s: scoring.Scored) -> str:
                      f"style='background:{_color(ans_delta, scale)}' title='{tip}'>{html.escape(rest[cut:])}</span>")
     else:
         parts.append(f"<span class='rs-other'>{html.escape(rest)}</span>")
-    legend = (f"<div class='rs-legend'><span>step delta</span><span>{-scale:+.4f}</span><span class='bar'></span>"
+    legend = (f"<div class='rs-legend'><span>outcome model, step delta (the score if the answer ended here, minus "
+              f"the step before)</span><span>{-scale:+.4f}</span><span class='bar'></span>"
               f"<span>{scale:+.4f}</span><span>(hover a step or the answer for exact numbers)</span></div>")
     if not s.steps:
         legend = "<div class='rs-legend'>No &lt;think&gt; steps in this response: only the totals apply.</div>"

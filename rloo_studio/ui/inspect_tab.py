@@ -24,10 +24,12 @@ from rloo_studio.core.model_options import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.studio import Studio
 from rloo_studio.core.thinking import SPLIT_MODES
-from rloo_studio.ui import fields, inputs, messages, render
-from rloo_studio.ui.inspect_render import (CSS, dataset_html, hist_svg, plot_svg, shared_span,  # noqa: F401 (CSS: app)
-                                            side_html, steps_html, summary_html, untrained_banner)
+from rloo_studio.ui import fields, inputs, inspect_process, messages, render
+from rloo_studio.ui import inspect_render
+from rloo_studio.ui.inspect_render import (dataset_html, hist_svg, plot_svg, shared_span, side_html, steps_html,
+                                            summary_html, untrained_banner)
 
+CSS = inspect_render.CSS + inspect_process.CSS  # the tab's styles (ui/app.py adds them)
 BASE = "__base__"
 SPLIT_LABELS = [("blank line", "blank"), ("line", "line"), ("sentence", "sentence")]
 SPLIT_KEY = "inspect_split"  # workspace setting: the step split last chosen
@@ -263,8 +265,10 @@ def _chooser(ws):
     with gr.Row(equal_height=True):
         base = fields.model_dropdown(str(DEMO_MODEL), "Base model (for the untrained head, and the policy's view)",
                                      "inspect-base", ws.root, scale=3)
-        trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_SHORT, scale=2, elem_id="inspect-trust")
-    return model, refresh_btn, split, base, trust
+        trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_SHORT, scale=1, elem_id="inspect-trust")
+        prm = gr.Dropdown(inspect_process.choices(ws), value=inspect_process.NONE, scale=2, elem_id="inspect-prm",
+                          label="Process reward model (each step right or wrong)")
+    return model, refresh_btn, split, base, trust, prm
 
 
 def _single():
@@ -272,7 +276,8 @@ def _single():
         prompt = gr.Textbox(EXAMPLE_PROMPT, label="Prompt", lines=2, elem_id="inspect-prompt")
         response = gr.Textbox(EXAMPLE_RESPONSE, label="Response", lines=8, elem_id="inspect-response")
     score_btn = gr.Button("Score", variant="primary", elem_id="inspect-score")
-    outs = [gr.HTML(elem_id="inspect-summary"), gr.HTML(elem_id="inspect-steps"), gr.HTML(elem_id="inspect-plot")]
+    outs = [gr.HTML(elem_id="inspect-summary"), gr.HTML(elem_id="inspect-steps"), gr.HTML(elem_id="inspect-process"),
+            gr.HTML(elem_id="inspect-plot")]
     with gr.Accordion("What the model sees: the exact text, chat template and special tokens included", open=True):
         view = gr.HTML(elem_id="inspect-model-view")
     return prompt, response, score_btn, outs, view
@@ -301,6 +306,7 @@ def _dataset():
         ds_btn = gr.Button("Score all labeled pairs", variant="primary", elem_id="inspect-dataset")
         ds_stop = gr.Button("Stop", scale=0, min_width=120, interactive=False, elem_id="inspect-dataset-stop")
     ds_summary = gr.HTML(elem_id="inspect-ds-summary")
+    ds_process = gr.HTML(elem_id="inspect-ds-process")  # the process reward model's figures on the step labels
     hist = gr.HTML(elem_id="inspect-hist")
     gr.Markdown("**Pairs the model disagrees with most** — click a row to choose it.")
     dis = gr.Dataframe(headers=DIS_HEADERS, interactive=False, wrap=True, elem_id="inspect-disagreements")
@@ -310,34 +316,39 @@ def _dataset():
         open_btn = gr.Button("Open in pair view", scale=0, min_width=160, elem_id="inspect-open")
         relabel_btn = gr.Button("Send to Label for re-labeling", scale=0, min_width=220, elem_id="inspect-relabel")
     ds_msg = gr.HTML(elem_id="inspect-ds-msg")
-    return ds_btn, ds_stop, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg
+    return ds_btn, ds_stop, ds_summary, ds_process, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg
 
 
 def build(studio: Studio):
     ws = studio.ws
     picked = gr.State(False)  # the user chose a reward model by hand: keep it; else follow the newest run
     scoring = gr.State("")  # the token of this page's Dataset scoring (start_scoring)
-    model, refresh_btn, split, base, trust = _chooser(ws)
+    model, refresh_btn, split, base, trust, prm = _chooser(ws)
     with gr.Tabs() as views:
         with gr.Tab("Single", id="single"):
             prompt, response, score_btn, single_out, view = _single()
         with gr.Tab("Pair", id="pair"):
             pair_id, load_btn, pair_prompt, chosen, rejected, pair_btn, pair_out = _pair()
         with gr.Tab("Dataset", id="dataset"):
-            ds_btn, ds_stop, ds_summary, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg = _dataset()
+            ds_btn, ds_stop, ds_summary, ds_process, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg = _dataset()
 
     def scored(callback, **widgets):  # an event that scores with the chosen reward model
         return inputs.bind(partial(callback, ws), InspectInputs, reward_model=model, base_model=base,
                            trust_remote_code=trust, **widgets)
 
     single = dict(prompt=prompt, response=response, split=split)
-    score_btn.click(**scored(do_score, **single), outputs=single_out).then(**scored(do_view, **single), outputs=view)
-    split.input(partial(remember_split, ws), split, None).then(**scored(do_score, **single), outputs=single_out)
+    lens = dict(fn=partial(inspect_process.do_process, ws), inputs=[prm, prompt, response, split], outputs=single_out[2])
+    score_btn.click(**scored(do_score, **single), outputs=single_out[:2] + single_out[3:]).then(**lens).then(
+        **scored(do_view, **single), outputs=view)
+    split.input(partial(remember_split, ws), split, None).then(
+        **scored(do_score, **single), outputs=single_out[:2] + single_out[3:]).then(**lens)
+    prm.input(**lens)
     pair_btn.click(**scored(do_pair, prompt=pair_prompt, chosen=chosen, rejected=rejected, split=split),
                    outputs=pair_out)
     load_btn.click(**scored(do_load, pair_id=pair_id, split=split), outputs=[pair_prompt, chosen, rejected, *pair_out])
     ds_btn.click(start_scoring, None, [ds_stop, scoring], show_progress="hidden").then(  # Stop: while it runs
         **scored(do_dataset, scoring=scoring), outputs=[ds_summary, hist, dis]).then(
+        partial(inspect_process.do_figures, ws), prm, ds_process).then(
         lambda: gr.update(interactive=False), None, ds_stop, show_progress="hidden")
     ds_stop.click(stop_dataset, scoring, None, show_progress="hidden")
     dis.select(pick, None, picked_pair)
@@ -353,6 +364,7 @@ def build(studio: Studio):
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         # a fresh run list (and the remembered split) whenever the tab is opened or the page loads
         tab.select(partial(restore, ws), [model, picked], [model, split])
+        tab.select(lambda current: gr.Dropdown(choices=inspect_process.choices(ws), value=current), prm, prm)
         demo.load(partial(restore, ws), [model, picked], [model, split])
 
     return hooks

@@ -157,6 +157,33 @@ def config_parts(section: JobSection, memo: dict, rid: str) -> dict:
             section.cli: record.set_command(section.kind.name, cfg, str(ws.root)) or ""}
 
 
+@dataclass(frozen=True)
+class Shown:
+    """What a section's tick reads: the run clicked in its runs list (None: the active or newest), and what the
+    page shows (run_panel.memo)."""
+    watched: str | None = None
+    memo: dict | None = None
+
+
+def on_tick(section: JobSection, shown: Shown, fresh: bool = False, extra=None) -> dict:
+    """A section's redraw: the run clicked in the runs list (a run deleted since: the newest again), else the
+    active or newest; its status, its kind's charts (JobKind.charts), the runs list and the run's config.
+    `extra(memo, run id or None, records)`: what the tab adds of its own (a dict of updates)."""
+    panel = section.panel
+    memo = run_panel.remembered(shown.memo, fresh)
+    rid = panel.find(shown.watched)[0] or panel.find(None)[0]
+    out = {panel.memo: memo, **(listed(section, memo) if section.runs is not None else {})}
+    if not rid:
+        return {**out, **panel.nothing(memo), **(extra(memo, None, []) if extra else {})}
+    records, version = panel.records(rid)
+    out |= panel.show(memo, rid, records)
+    draw = section.kind.chart_fn()
+    if draw and panel.plots:
+        out |= panel.charts(memo, [rid, version], lambda: draw(records))
+    out |= config_parts(section, memo, rid) if section.config is not None else {}
+    return out | (extra(memo, rid, records) if extra else {})
+
+
 # -- the parts, built where the tab calls them -------------------------------------------------------------------
 
 @dataclass

@@ -14,7 +14,7 @@ import gradio as gr
 
 from rloo_studio.core.errors import explain
 from rloo_studio.reward import runs_list
-from rloo_studio.reward.charts import PLOTS, REWARD_TITLES, reward_charts
+from rloo_studio.reward.charts import PLOTS, REWARD_TITLES
 from rloo_studio.reward.job import PREFLIGHT_SAMPLE, format_preflight, preflight
 from rloo_studio.studio import Studio
 from rloo_studio.ui import job_section, run_panel
@@ -58,29 +58,20 @@ class Live:
     log: gr.Textbox
 
 
-@dataclass(frozen=True)
-class Shown:
-    """What the tick reads: the run clicked in the runs list, and what the page shows (run_panel.memo)."""
-    watched: str | None = None
-    memo: dict | None = None
+Shown = job_section.Shown  # the run clicked in the runs list, and what the page shows
 
 
 def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
-    """The run clicked in the runs list (a run deleted since: the newest again), else the active or newest."""
-    section, log = live.section, live.log
-    panel, ws = section.panel, section.studio.ws
-    memo = run_panel.remembered(shown.memo, fresh)
-    rid = panel.find(shown.watched)[0] or panel.find(None)[0]
-    out = {panel.memo: memo, **job_section.listed(section, memo)}
-    if not rid:
-        return {**out, **panel.nothing(memo), log: ""}
-    records, version = panel.records(rid)
-    out |= panel.show(memo, rid, records)
-    out |= panel.charts(memo, [rid, version], lambda: reward_charts(records))
-    path = ws.run_dir(rid) / "log.txt"
-    if run_panel.changed(memo, "log", [rid, *_size(path)]):
-        out[log] = runs_list.log_tail(ws, rid)
-    return out | job_section.config_parts(section, memo, rid)
+    """The job section's redraw (ui/job_section.py: the run clicked in the runs list, else the active or newest),
+    and the run's log."""
+    def log(memo: dict, rid: str | None, records: list) -> dict:
+        if not rid:
+            return {live.log: ""}
+        path = live.section.studio.ws.run_dir(rid) / "log.txt"
+        return {live.log: runs_list.log_tail(live.section.studio.ws, rid)} \
+            if run_panel.changed(memo, "log", [rid, *_size(path)]) else {}
+
+    return job_section.on_tick(live.section, shown, fresh, log)
 
 
 def _size(path) -> tuple:

@@ -44,7 +44,8 @@ LAYOUT = [  # (accordion, rows of keys, open at start)
                 ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
     ("Prompts and rewards", (("prompt_set", "rewards", "reward_weights", "reward_clip_range", "answer_format"),
                              ("reward_model_run", "reward_model_normalize", "reward_model_std_floor",
-                              "reward_model_clip", "reward_model_batch_size")), True),
+                              "reward_model_clip", "reward_model_batch_size"),
+                             ("process_reward_run", "process_reward_aggregate", "process_reward_correct_only")), True),
     ("RLOO", (("num_generations", "beta", "learning_rate", "optim", "max_completion_length", "temperature"),
               ("per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "seed",
                "normalize_advantages", "mask_truncated_completions")), True),
@@ -57,13 +58,18 @@ def _specials(ws) -> dict:
     """The fields whose widget is not the one their kind gives (ui/fields.py: Pick, Ticks, Range)."""
     sets = launch_form.prompt_set_choices(ws)
     return {"prompt_set": Pick(sets), "eval_prompt_set": Pick(sets), "rewards": Ticks(launch_form.reward_choices(ws)),
-            "reward_model_run": Pick(_reward_runs(ws)),
+            "reward_model_run": Pick(_reward_runs(ws)), "process_reward_run": Pick(_process_runs(ws)),
             "optim": Pick(list(OPTIMIZERS)), "num_generations": Range(2, 16)}
 
 
 def _reward_runs(ws) -> list:
     # 'latest' is what the demo-cpu-reward-model preset sets: the newest reward run, named at launch
     return [("(none)", ""), ("latest (the newest reward run, named at launch)", LATEST)] + scorer_runs(ws, ("outcome",))
+
+
+def _process_runs(ws) -> list:
+    return [("(none)", ""), ("latest (the newest process-reward run, named at launch)", LATEST)] + \
+        scorer_runs(ws, ("process",))
 
 
 def _run(ws, rid) -> tuple[str | None, str | None]:
@@ -191,7 +197,7 @@ def run_choices(studio: Studio, with_none: bool):
 def fresh_choices(studio: Studio):
     # Reward runs, reward files and prompt sets made since the page was built.
     ws = studio.ws
-    return (gr.Dropdown(choices=_reward_runs(ws)),
+    return (gr.Dropdown(choices=_reward_runs(ws)), gr.Dropdown(choices=_process_runs(ws)),
             gr.CheckboxGroup(choices=launch_form.reward_choices(ws)),
             gr.Dropdown(choices=launch_form.prompt_set_choices(ws)))
 
@@ -289,6 +295,6 @@ def build(studio: Studio):
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         follow(demo, tab)  # the run panel, drawn afresh: charts drawn while the tab was hidden have no size
         tab.select(partial(fresh_choices, studio), None,
-                   [widgets["reward_model_run"], widgets["rewards"], widgets["prompt_set"]])
+                   [widgets["reward_model_run"], widgets["process_reward_run"], widgets["rewards"], widgets["prompt_set"]])
 
     return hooks

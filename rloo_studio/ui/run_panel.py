@@ -38,10 +38,11 @@ CSS = """
 
 
 def css() -> str:
-    """CSS plus, for each job tab (runs.jobs.JobKind.tab) and the Runs tab, its live parts hidden until fresh."""
+    """CSS plus, for each job kind's run panel (runs.jobs.KINDS) and the Runs tab, its live parts hidden until
+    fresh."""
     return CSS + "".join(f"body:not(.fresh-{k}) .live-{k} {{visibility:hidden}}\n"
                          f"body:not(.fresh-{k}) .block.live-{k}.live-note::before {{{UPDATING}}}\n"
-                         for k in [*(job.name for job in jobs.tabbed()), "runs"])
+                         for k in [*jobs.KINDS, "runs"])
 
 
 # On every tab's selection, in the browser (no server round trip), first of the tab's select events: every

@@ -1,0 +1,27 @@
+"""The process-reward-model section's charts: which metrics each chart shows and its title in words (runs.chart_data
+holds the Chart / Line data; ui.charts draws them)."""
+from __future__ import annotations
+
+from rloo_studio.runs.chart_data import PALETTE, Chart, Line, points
+
+# chart title -> (series label, metric key); held-out values come at each evaluation (step 0: the untrained head)
+PLOTS = {
+    "loss (per labeled step, lower is better)": [("training batches", "loss"), ("held-out responses", "eval_loss")],
+    "held-out step accuracy": [("all steps", "eval_step_accuracy"), ("right steps called right", "eval_right_called_right"),
+                               ("wrong steps called wrong", "eval_wrong_called_wrong")],
+    "held-out: the first wrong step found": [("erroneous responses: found exactly", "eval_first_wrong_found"),
+                                             ("correct responses: no step doubted", "eval_correct_called_correct"),
+                                             ("F1 of the two (ProcessBench)", "eval_processbench_f1")],
+}
+
+
+def prm_charts(records: list[dict]) -> list[Chart]:
+    out = []
+    for title, series in PLOTS.items():
+        chart = Chart(title)
+        for i, (label, key) in enumerate(series):
+            steps, vals = points(records, key)
+            if steps:
+                chart.lines.append(Line(label, key, steps, vals, PALETTE[i % len(PALETTE)]))
+        out.append(chart)
+    return out

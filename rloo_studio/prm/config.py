@@ -1,0 +1,121 @@
+"""The process-reward-model job's config: PrmJobConfig (the single source of defaults for the form, YAML, CLI and
+reproduce.py), its presets, and trainer_args (its transformers TrainingArguments). No model code: prm/job.py
+trains. Standard library only."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.core.job_config import OPTIMIZERS, JobConfig, override
+from rloo_studio.core.model_options import LoraSpec
+from rloo_studio.core.paths import DEMO_MODEL
+
+LABELS_FROM = ("all", "people", "rollouts")
+FINETUNE = ("lora", "full")
+READ_AT = ("after_step", "step_end")  # inspect/process.py: where each step's verdict is read
+AFTER_FIRST_BAD = ("ignore", "wrong")
+MIN_RESPONSES = 8
+"""Fewest step-labeled responses a process-reward run trains on (the job and the tab's check refuse fewer)."""
+
+
+@dataclass
+class PrmJobConfig(JobConfig):
+    """One process-reward-model run: a token classifier that reads, after each <think> step, whether the step
+    is right, trained on the workspace's step labels. The defaults are the demo-on-CPU preset."""
+
+    model: str = override("model", str(DEMO_MODEL), help=(
+        "Base model: a local folder or a Hugging Face hub id already in the local cache (nothing is downloaded); "
+        "it gets a fresh two-label head read at each step. Use the policy you will train with RLOO, or a model "
+        "of its family."))
+    lora: LoraSpec = override("lora", LoraSpec(r=16, alpha=32), help=(
+        "The LoRA adapter trained on the base model (finetune=lora); the head is trained in full and saved with it."))
+    learning_rate: float = override("learning_rate", 2e-3, help=(
+        "Peak learning rate (linear decay to 0). The demo model trained in full takes ~2e-3; LoRA on Qwen3 4B ~2e-5."))
+    max_steps: int = override("max_steps", 300, help="Optimizer steps to train.")
+    per_device_train_batch_size: int = override("per_device_train_batch_size", 32, help=(
+        "Step-labeled responses per step and device (every labeled step of a response counts); lower it if "
+        "training runs out of memory."))
+    save_steps: int = override("save_steps", 100)
+    logging_steps: int = override("logging_steps", 5, help=(
+        "Log loss and step accuracy every this many steps (a point on each chart)."))
+    finetune: str = field(default="full", metadata={"choices": FINETUNE, "help": (
+        "lora: a LoRA adapter and the head (large models); full: every weight (small models such as the demo's, "
+        "where a LoRA adapter learns the arithmetic too slowly).")})
+    labels_from: str = field(default="all", metadata={"choices": LABELS_FROM, "help": (
+        "Which step labels to train on: all, people (labeled in the Label tab or imported), or rollouts (made "
+        "by the step-labels-from-rollouts job).")})
+    read_at: str = field(default="after_step", metadata={"choices": READ_AT, "help": (
+        "Where each step's verdict is read: after_step (the first token after the step, the separator before "
+        "the next: a fixed place, as a marker token is) or step_end (the step's last token).")})
+    after_first_bad: str = field(default="wrong", metadata={"choices": AFTER_FIRST_BAD, "help": (
+        "Steps after a response's first wrong step: wrong (labeled wrong too: a chain that went wrong stays "
+        "wrong) or ignore (not trained on, as PRM800K leaves them unrated).")})
+    max_length: int = field(default=512, metadata={"help": (
+        "Most tokens per prompt + response; longer responses are left out (the log counts them).")})
+    eval_fraction: float = field(default=0.1, metadata={"help": (
+        "Share of the prompts held out (0 to below 1), with all their responses, to measure step accuracy and "
+        "how often the first wrong step is found; 0 measures nothing.")})
+    eval_steps: int = field(default=50, metadata={"help": "Measure the held-out figures every this many steps."})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
+    warmup_steps: int = field(default=20, metadata={"help": "Steps of linear learning-rate warm-up."})
+
+    def validate(self) -> None:
+        super().validate()
+        for name, allowed in (("finetune", FINETUNE), ("labels_from", LABELS_FROM), ("read_at", READ_AT),
+                              ("after_first_bad", AFTER_FIRST_BAD), ("optim", OPTIMIZERS)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}.")
+        if self.max_steps < 1:
+            raise ConfigError(f"max_steps must be at least 1, got {self.max_steps}.")
+        if self.per_device_train_batch_size < 1 or self.gradient_accumulation_steps < 1:
+            raise ConfigError("per_device_train_batch_size and gradient_accumulation_steps must be at least 1.")
+        if self.max_length < 8:
+            raise ConfigError(f"max_length must be at least 8 tokens, got {self.max_length}.")
+        if not 0 <= self.eval_fraction < 1:
+            raise ConfigError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}.")
+        if self.eval_steps < 1 or self.warmup_steps < 0 or self.weight_decay < 0:
+            raise ConfigError("eval_steps must be at least 1; warmup_steps and weight_decay 0 or more.")
+
+
+def trainer_args(cfg: PrmJobConfig, held_out: int) -> dict:
+    """TrainingArguments' keyword arguments from the job's config (`held_out` responses): the one mapping, used
+    by the job and recorded in the run folder for reproduce.py. Left to the caller: output_dir, use_cpu / bf16
+    (the device), report_to and eval_on_start (not on resume)."""
+    return dict(
+        learning_rate=cfg.learning_rate, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.per_device_train_batch_size,
+        per_device_eval_batch_size=max(8, cfg.per_device_train_batch_size),
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps, seed=cfg.seed, optim=cfg.optim,
+        weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, lr_scheduler_type="linear",
+        logging_steps=cfg.logging_steps, logging_nan_inf_filter=False, save_strategy="steps", save_steps=cfg.save_steps,
+        eval_strategy="steps" if held_out else "no", eval_steps=cfg.eval_steps, disable_tqdm=True,
+        remove_unused_columns=False, label_names=["labels"],
+    )
+
+
+def memory_line(cfg: PrmJobConfig) -> str:
+    """The pre-flight's memory line: responses of max_length tokens; a full fine-tune holds every weight's
+    gradient and optimizer state (estimated as a LoRA of the model's full rank)."""
+    from rloo_studio.core import memory
+
+    return memory.line(cfg.model, batch=cfg.per_device_train_batch_size, seq_len=cfg.max_length,
+                       load_in_4bit=cfg.load_in_4bit and cfg.finetune == "lora", lora_r=cfg.lora.r,
+                       targets=list(cfg.lora.target_modules), optimizer=memory.optimizer_kind(cfg.optim),
+                       gradient_checkpointing=False, chunked_ce=True)
+
+
+_GPU = dict(finetune="lora", learning_rate=2e-5, max_steps=1000, max_length=2048, optim="adamw_8bit",
+            eval_steps=100, save_steps=200, logging_steps=10, eval_fraction=0.05, lora=LoraSpec(r=16, alpha=32))
+PRESETS: dict[str, dict] = {
+    "demo (CPU)": {},
+    "16 GB GPU": dict(_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=True, per_device_train_batch_size=2,
+                      gradient_accumulation_steps=16),
+    "24 GB GPU": dict(_GPU, model="Qwen/Qwen3-4B-Thinking-2507", per_device_train_batch_size=4,
+                      gradient_accumulation_steps=8),
+}
+
+
+def preset(name: str) -> PrmJobConfig:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return dataclasses.replace(PrmJobConfig(), **PRESETS[name])

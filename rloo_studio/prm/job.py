@@ -1,0 +1,143 @@
+"""Process-reward-model job: step labels -> a token classifier (transformers Trainer; LoRA TOKEN_CLS or a full
+fine-tune) that reads, at each <think> step, whether the step is right.
+
+TRL removed its PRMTrainer in 2026; this is the same recipe on transformers + PEFT: the step's label on its read
+position (inspect/process.py), -100 elsewhere, cross-entropy over two labels. The run folder gets, besides what the
+runner writes: steps.jsonl (the exact train / held-out rows, so a resumed run trains on the same data), left_out.json
+(what did not fit), checkpoints/ and adapter/ (the LoRA adapter with the head, or the whole model, and the tokenizer).
+Held-out figures at each evaluation: step accuracy, right steps called right, wrong steps called wrong, and, as in
+ProcessBench, how often the earliest wrong step is found (F1 over erroneous and correct responses).
+"""
+from __future__ import annotations
+
+import json
+
+from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
+from rloo_studio.core.errors import DataError  # noqa: E402
+from rloo_studio.prm import data  # noqa: E402
+from rloo_studio.prm.config import PrmJobConfig, memory_line, trainer_args  # noqa: E402
+from rloo_studio.runs.runner import RunContext, resume_point  # noqa: E402
+
+
+def figures(p_right, label_ids) -> dict:
+    """The held-out figures from the Trainer's evaluation: p(right) and the labels, padded (-100 where none)."""
+    from rloo_studio.inspect.process import step_figures
+
+    truth, probs = [], []
+    for ps, ls in zip(p_right, label_ids):
+        at = [(int(lab), float(p)) for p, lab in zip(ps, ls) if lab != data.IGNORE]
+        first = next((k for k, (lab, _) in enumerate(at) if lab == 0), None)
+        at = at if first is None else at[:first + 1]  # judged up to the first wrong step, as ProcessBench does
+        truth.append([lab for lab, _ in at])
+        probs.append([p for _, p in at])
+    out = step_figures(truth, probs)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _p_right(logits, labels):
+    return logits.float().softmax(-1)[..., 1]  # keep one number per position, not the logits
+
+
+def _metrics(pred) -> dict:
+    return figures(pred.predictions, pred.label_ids)
+
+
+def load_model(cfg: PrmJobConfig, ctx: RunContext):
+    """(model, tokenizer): the base with a fresh two-label head, a LoRA adapter on it (finetune=lora) or every
+    weight trainable (full)."""
+    from transformers import set_seed
+
+    from rloo_studio.core.models import load_token_cls, lora_config
+    from rloo_studio.core.model_options import check_remote_code
+    from rloo_studio.core.models import resolve
+
+    check_remote_code(resolve(cfg.model), cfg.trust_remote_code)
+    set_seed(cfg.seed)  # the fresh head is drawn at load time: seed it, or runs are not repeatable
+    model, tok = load_token_cls(cfg.model, cfg.load_in_4bit and cfg.finetune == "lora", cfg.trust_remote_code)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+        model.config.pad_token_id = tok.pad_token_id
+    if cfg.finetune == "lora":
+        from peft import get_peft_model
+
+        model = get_peft_model(model, lora_config(cfg.lora, "TOKEN_CLS"))  # TOKEN_CLS: the head trains and saves too
+    ctx.log(f"{cfg.finetune} fine-tune of {cfg.model}: "
+            f"{sum(p.numel() for p in model.parameters() if p.requires_grad):,} trainable parameters")
+    return model, tok
+
+
+def train_prm(cfg: PrmJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
+    """Train a process reward model on the workspace's step labels. `callbacks`: extra TrainerCallbacks."""
+    cfg.validate()
+    train_rows, held_rows = data.run_rows(ctx.ws, ctx.dir, cfg)
+    ctx.log(memory_line(cfg))
+    ctx.log(f"loading {cfg.model}")
+    model, tok = load_model(cfg, ctx)
+    train, left = data.examples(tok, train_rows, cfg)
+    held, left_held = data.examples(tok, held_rows, cfg)
+    _record_left_out(ctx, left, left_held, len(train), len(held))
+    _record_examples(ctx, train, held)
+    if not train:
+        raise DataError(f"Every step-labeled response is longer than max_length={cfg.max_length} tokens or has "
+                        "steps the tokenizer merges; raise max_length.")
+    resume = resume_point(ctx)
+    trainer = _trainer(cfg, ctx, model, tok, train, held, resume, callbacks)
+    trainer.train(resume_from_checkpoint=resume)
+    return _after_training(ctx, trainer, tok, bool(held))
+
+
+def _record_left_out(ctx: RunContext, left: dict, left_held: dict, n_train: int, n_held: int) -> None:
+    summary = {"train": n_train, "held_out": n_held, "left_out": {k: left[k] + left_held[k] for k in left}}
+    (ctx.dir / "left_out.json").write_text(json.dumps(summary, indent=1))
+    dropped = sum(summary["left_out"].values())
+    ctx.log(f"{n_train} training responses, {n_held} held out" +
+            (f"; left out {dropped} ({summary['left_out']['too_long']} longer than max_length, "
+             f"{summary['left_out']['steps_differ']} whose steps the tokenizer merges)" if dropped else ""))
+
+
+def _record_examples(ctx: RunContext, train: list, held: list) -> None:
+    """examples.jsonl: the exact token ids and labels, which reproduce.py trains on (written once per run)."""
+    path = ctx.dir / "examples.jsonl"
+    if ctx.main and not path.exists():
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            for name, part in (("train", train), ("held_out", held)):
+                f.writelines(json.dumps({"split": name, **e}) + "\n" for e in part)
+        tmp.replace(path)
+
+
+def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train: list, held: list, resume, callbacks: tuple):
+    import torch
+    from datasets import Dataset
+    from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
+
+    from rloo_studio.runs.callback import StudioCallback
+    from rloo_studio.runs.reproduce_script import record_trainer_args
+
+    cuda = torch.cuda.is_available()
+    kw = trainer_args(cfg, held_out=len(held))
+    record_trainer_args(ctx.dir, kw)  # reproduce.py gives TrainingArguments the same arguments
+    args = TrainingArguments(**kw, output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda,
+                             bf16=cuda and torch.cuda.is_bf16_supported(), report_to=["tensorboard"],
+                             eval_on_start=bool(held) and resume is None)  # step 0: the untrained head
+    return Trainer(model=model, args=args, train_dataset=Dataset.from_list(train),
+                   eval_dataset=Dataset.from_list(held) if held else None, processing_class=tok,
+                   data_collator=DataCollatorForTokenClassification(tok, label_pad_token_id=data.IGNORE),
+                   compute_metrics=_metrics if held else None,
+                   preprocess_logits_for_metrics=_p_right if held else None,
+                   callbacks=[StudioCallback(ctx), *callbacks])
+
+
+def _after_training(ctx: RunContext, trainer, tok, held: bool) -> str:
+    """The last held-out evaluation (unless it was just logged), the model saved; the run's closing message."""
+    step = trainer.state.global_step
+    if held and not ctx.should_stop() and not any(m.get("step") == step and "eval_loss" in m for m in ctx.feed):
+        ctx.metric({"step": step, **trainer.evaluate()})
+    trainer.save_model(str(ctx.dir / "adapter"))
+    tok.save_pretrained(str(ctx.dir / "adapter"))
+    last = next((m for m in reversed(ctx.feed) if "eval_first_wrong_found" in m or "eval_step_accuracy" in m), {})
+    said = [f"{name} {last[key]:.1%}" for name, key in (
+        ("held-out step accuracy", "eval_step_accuracy"), ("first wrong step found", "eval_first_wrong_found"),
+        ("right steps called right", "eval_right_called_right")) if key in last]
+    return f"{'stopped' if ctx.should_stop() else 'finished'} at step {step}" + \
+        (f"; {', '.join(said)}" if said else "") + "; model saved"

@@ -1,0 +1,26 @@
+"""The process-reward-model section's check before Launch, without gradio: what the job would refuse after
+loading the model, said before a run exists."""
+from __future__ import annotations
+
+from rloo_studio.core.errors import DataError
+from rloo_studio.core.job_config import check_seeds
+from rloo_studio.prm.config import MIN_RESPONSES, PrmJobConfig
+
+
+def launch_check(ws, cfg: PrmJobConfig) -> None:
+    """Raises a StudioError in words: a model that is not there or ships its own code unticked, a seed numpy
+    refuses, too few step-labeled responses. Loads the tokenizer, never the model."""
+    from rloo_studio.core.model_options import check_remote_code
+    from rloo_studio.core.models import load_tokenizer, resolve
+    from rloo_studio.prm.data import labeled_rows
+
+    cfg.validate()
+    check_seeds(cfg)
+    path = resolve(cfg.model)
+    check_remote_code(path, cfg.trust_remote_code)
+    load_tokenizer(path, cfg.trust_remote_code)
+    n = len(labeled_rows(ws, cfg))
+    if n < MIN_RESPONSES:
+        raise DataError(f"Only {n} step-labeled responses ({cfg.labels_from}); label the steps of at least "
+                        f"{MIN_RESPONSES} in the Label tab's step mode, import a stepwise file, or make step labels "
+                        "from rollouts.")

@@ -1,0 +1,56 @@
+"""RLOO rewarded by a process reward model: one number per completion from its steps' probabilities of being right.
+
+TRL's RLOO is sequence-level: each reward function returns one number per completion, and the leave-one-out
+baseline compares them. A process reward model gives one probability per <think> step, so they are reduced to one:
+`min` (the weakest step: PURE 2025 found min-form credit matches verifiable rewards, where summing step rewards
+collapses training), `product` (Lightman et al.: every step right; it penalises long chains), `last` (the last step:
+an outcome model again) or `mean`. A completion without reasoning steps earns 0: there is nothing to verify.
+`correct_only` (PAPO) gives the process reward only to answers that are right, so that it ranks the right answers
+by their reasoning and never pays for a well-argued wrong answer.
+
+Each call logs, beside the reward, what the warnings against reward hacking read (rloo/health.py): the share of
+right answers (when the prompt set has an answer column), the mean number of steps and the share of completions
+with a step the model doubts.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from rloo_studio.core.rule_rewards import make_correctness_reward, text_of
+from rloo_studio.core.thinking import full_response, template_info
+
+AGGREGATES = ("min", "product", "last", "mean")
+NAME = "process_reward"
+
+
+def make_process_reward(scorer, policy_tok, aggregate: str = "min", correct_only: bool = False,
+                        answer_format: str = "last_number", enable_thinking: bool = True,
+                        batch_size: int = 16) -> Callable:
+    """`scorer`: an inspect.process.ProcessScorer (its own model and tokenizer; the completion goes in as text,
+    so the policy and the process reward model need not share a tokenizer)."""
+    from rloo_studio.inspect.process import score_steps
+
+    if aggregate not in AGGREGATES:
+        raise ValueError(f"unknown aggregate {aggregate!r}; choose one of {', '.join(AGGREGATES)}")
+    tpl = template_info(policy_tok, enable_thinking)
+    correctness = make_correctness_reward(policy_tok, answer_format, enable_thinking)
+
+    def process_reward(prompts=None, completions=None, completion_ids=None, answer=None, log_metric=None,
+                       **kwargs) -> list[float]:
+        # the whole response as the policy wrote it: a <think> its chat template opened is put back in front
+        items = [(p, full_response(tpl, text_of(c))) for p, c in zip(prompts, completions)]
+        scored = score_steps(scorer, items, batch_size=batch_size)
+        values = [s[aggregate] if s[aggregate] is not None else 0.0 for s in scored]
+        right = correctness(prompts=prompts, completions=completions, answer=answer) if answer is not None else None
+        if correct_only and right is not None:
+            values = [v * r for v, r in zip(values, right)]
+        if log_metric is not None:
+            n = max(len(scored), 1)
+            log_metric("process/steps", sum(len(s["steps"]) for s in scored) / n)
+            log_metric("process/doubted", sum(s["first_doubt"] is not None for s in scored) / n)
+            if right is not None:
+                log_metric("process/accuracy", sum(right) / n)
+        return values
+
+    process_reward.__name__ = NAME
+    return process_reward

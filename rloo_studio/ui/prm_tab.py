@@ -1,0 +1,111 @@
+"""Process reward tab: step labels made from rollouts (kind 'rollouts'), and the process reward model trained on
+the step labels (kind 'prm'), each a job section (ui/job_section.py); above them, the step labels the workspace
+holds and how people and rollouts agree where both labeled a step.
+
+A process reward model scores each <think> step (is it right?), where the Reward model tab's outcome model scores
+a whole response: Inspect shows both lenses, and RLOO takes it as the process_reward reward.
+"""
+from __future__ import annotations
+
+import html
+from functools import partial
+
+import gradio as gr
+
+from rloo_studio.studio import Studio
+from rloo_studio.ui import job_section
+from rloo_studio.ui.job_section import JobSection, Shown
+
+KIND, ROLLOUTS = "prm", "rollouts"
+INTRO = ("A **process reward model** reads each `<think>` step and gives the probability that it is right; the "
+         "outcome model of the Reward model tab scores whole responses. It learns from step labels: yours (the Label "
+         "tab's step mode, or a stepwise file imported there), or made here from rollouts, where a step is right when "
+         "endings written from it reach the known answer (Math-Shepherd).")
+PRM_LAYOUT = [
+    ("Model", (("model", "finetune", "load_in_4bit", "trust_remote_code", "enable_thinking"),
+               ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
+    ("Training", (("learning_rate", "max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "optim"),
+                  ("labels_from", "after_first_bad", "read_at", "max_length", "eval_fraction")), True),
+    ("Schedule, logging and checkpoints", (("warmup_steps", "weight_decay", "seed"),
+                                           ("logging_steps", "eval_steps", "save_steps")), False),
+]
+ROLLOUT_LAYOUT = [
+    ("Models and prompts", (("policy", "policy_run", "completer", "trust_remote_code"),
+                            ("prompt_set", "prompts", "samples", "continuations")), True),
+    ("Labels and sampling", (("rule", "soft_threshold", "answer_format", "max_new_tokens"),
+                             ("temperature", "batch_prompts", "seed", "enable_thinking")), False),
+]
+
+
+def labels_md(studio: Studio) -> str:
+    """What step labels the workspace holds, by who made them, and where people and rollouts agree."""
+    from rloo_studio.label import steps
+
+    counts: dict[str, list[int]] = {}
+    for r in steps.labeled_responses(studio.ws, "all"):
+        who = "rollouts" if r["annotator"] == steps.ROLLOUTS else "imported" if r["annotator"] == steps.IMPORTED \
+            else "people"
+        c = counts.setdefault(who, [0, 0, 0])
+        c[0] += 1
+        c[1] += len(r["labels"])
+        c[2] += sum(v < 0 for v in r["labels"])
+    if not counts:
+        return "No step labels yet: make them from rollouts below, or label steps in the Label tab's step mode."
+    rows = "".join(f"\n| {who} | {n:,} | {s:,} | {bad:,} |" for who, (n, s, bad) in sorted(counts.items()))
+    text = "| step labels by | responses | steps | wrong steps |\n|---|---|---|---|" + rows
+    ag = steps.agreement(studio.ws)
+    if ag.get("steps"):
+        text += (f"\n\nWhere a person and the rollouts labeled the same step ({ag['steps']:,} steps), they agree on "
+                 f"**{ag['share']:.0%}** of them.")
+    return text
+
+
+def on_labels(studio: Studio) -> str:
+    try:
+        return labels_md(studio)
+    except Exception as exc:  # noqa: BLE001 — the counts are a courtesy: never a traceback in their place
+        return f"⚠ {html.escape(str(exc))}"
+
+
+def _section(studio: Studio, kind: str, layout: list, preset: str, empty: str, launch: str, title: str):
+    """A job section: form, actions, the run panel with its kind's charts, its runs list; returns (section,
+    watched, follow-hooks)."""
+    section = JobSection.start(studio, kind)
+    watched = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=320):
+            section.preset_dropdown(preset)
+        with gr.Column(scale=2):
+            section.actions(launch=launch)
+    section.accordions(layout, section.kind.preset_config(preset), min_width=180)
+    panel = section.run_panel(empty)
+    charts = section.kind.chart_fn()
+    if charts:
+        panel.add_charts([(c.title, c.title) for c in charts([])], per_row=3, height=280)
+    with gr.Accordion(title, open=False):
+        section.runs_list(title)
+    actions = job_section.wire(section, watched)
+    job_section.clear_messages(section, actions, [])
+    follow = panel.follow(partial(job_section.on_tick, section), 2.0, Shown, {"watched": watched},
+                          [section.runs, section.config, section.cli], also=(watched,), after=(section.resumed,))
+    return section, follow
+
+
+def build(studio: Studio):
+    gr.Markdown(INTRO)
+    labels = gr.Markdown(elem_id="prm-labels")
+    with gr.Accordion("1. Step labels from rollouts", open=True):
+        _, follow_rollouts = _section(studio, ROLLOUTS, ROLLOUT_LAYOUT, "demo (CPU)",
+                                      "No rollouts run yet: label the steps of the policy's responses here.",
+                                      "Label steps", "Rollouts runs: config and command")
+    gr.Markdown("### 2. Process reward model")
+    _, follow_prm = _section(studio, KIND, PRM_LAYOUT, "demo (CPU)",
+                             "No process reward model yet. Check the settings, then press <b>Train</b>.",
+                             "Train", "Process-reward runs: config and command")
+
+    def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
+        tab.select(partial(on_labels, studio), None, labels)
+        follow_rollouts(demo, tab)
+        follow_prm(demo, tab)
+
+    return hooks

@@ -1,0 +1,141 @@
+"""The process reward model: where each step is read (real Qwen3 token ids), the training targets, the held-out
+figures (ProcessBench's F1), a real training run on the demo that learns to find slipped steps, its resume, and
+the scorer that `score`, Inspect and RLOO read it with."""
+import json
+import random
+
+import pytest
+
+from rloo_studio.core import demo_task
+from rloo_studio.core.paths import DEMO_DATA, DEMO_MODEL
+from rloo_studio.inspect.process import aggregates, encode, step_figures
+from rloo_studio.prm.data import step_targets
+
+QWEN_RESPONSE = "<think>\nFirst, 12 + 30.\n\n12 + 30 = 42.\n\nCheck: 42 - 30 = 12.\n</think>\n\nThe answer is 42."
+
+
+@pytest.mark.parametrize("read_at", ["after_step", "step_end"])
+def test_each_step_is_read_at_its_own_place_on_real_qwen3_ids(qwen3_tokenizer, read_at):
+    """Qwen3-Thinking's prompt opens <think>: the response's own <think> is not read twice; each step is read at
+    its last token (step_end) or at the last token before the next step begins (after_step), on the real ids. Qwen's
+    BPE merges a step's final '.' with the blank line after it, so there the two places are the same token."""
+    enc = encode(qwen3_tokenizer, "What is 12 + 30?", QWEN_RESPONSE, True, read_at)
+    assert [t for t, _, _ in enc.steps] == ["First, 12 + 30.", "12 + 30 = 42.", "Check: 42 - 30 = 12."]
+    assert enc.ids.count(151667) == 1 and enc.ids.count(151668) == 1  # <think> once (the prompt's), </think> once
+    read = [qwen3_tokenizer.decode([enc.ids[p]]) for p in enc.positions]
+    after = [qwen3_tokenizer.decode([enc.ids[p + 1]]) for p in enc.positions]
+    assert read == [".\n\n", ".\n\n", ".\n"] and after == ["1", "Check", "</think>"]  # never a token of the next step
+    words = encode(qwen3_tokenizer, "What is 12 + 30?", "<think>\nFirst 12 plus 30\n\nso 42\n</think>\n\n42", True,
+                   read_at)
+    read = [qwen3_tokenizer.decode([words.ids[p]]) for p in words.positions]
+    assert read == (["\n\n", "\n"] if read_at == "after_step" else ["0", "2"])  # the separator, or the last digit
+
+
+def test_the_demo_model_reads_each_digit_step_after_it():
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(DEMO_MODEL))
+    response = demo_task.target_response({"prompt": "Add 820 and 634.", "answer": "1454"})
+    enc = encode(tok, "Add 820 and 634.", response)
+    assert [t for t, _, _ in enc.steps] == ["0+4+0=4", "2+3+0=5", "8+6+0=14"]
+    assert all(tok.decode(enc.ids[p - 1]) in "0123456789" for p in enc.positions)
+
+
+def test_targets_stop_at_the_first_bad_step():
+    assert step_targets(4, [1, 0, -1], "ignore") == [1, 1, 0, None]
+    assert step_targets(4, [1, 0, -1], "wrong") == [1, 1, 0, 0]
+    assert step_targets(3, [1], "wrong") == [1, None, None]  # unlabeled steps are not trained on
+    assert step_targets(2, [-1, 1], "ignore") == [0, None]  # a label after a bad one is never used
+
+
+def test_figures_follow_processbench():
+    truth = [[1, 1, 0], [1, 1], [1, 0], [1, 1, 1]]
+    probs = [[0.9, 0.8, 0.2], [0.9, 0.3], [0.4, 0.1], [0.7, 0.6, 0.9]]
+    f = step_figures(truth, probs)
+    assert f["first_wrong_found"] == 0.5  # found at step 3 in the first, doubted step 1 (too early) in the third
+    assert f["correct_called_correct"] == 0.5  # the second doubts a right step, the fourth doubts none
+    assert f["processbench_f1"] == pytest.approx(0.5)
+    assert f["step_accuracy"] == pytest.approx(8 / 10) and f["wrong_called_wrong"] == 1.0
+    assert f["right_called_right"] == pytest.approx(6 / 8)
+    assert aggregates([0.5, 0.8]) == {"min": 0.5, "product": 0.4, "last": 0.8, "mean": 0.65}
+    assert aggregates([])["min"] is None
+
+
+def synthetic_labels(ws, n: int, seed: int = 0) -> None:
+    """Demo responses with exact step labels: a right one, and one whose step k adds wrongly (every step after it
+    wrong too, as the chain is), for n prompts of the demo's training set."""
+    from rloo_studio.label.steps import write_rollout_labels
+
+    rng = random.Random(seed)
+    rows = [json.loads(x) for x in (DEMO_DATA / "prompts_train.jsonl").read_text().splitlines()][:n]
+    for r in rows:
+        a, b = (int(x) for x in demo_task._operands(r["prompt"]))
+        steps = demo_task.reasoning_steps(a, b)
+        k = rng.randrange(len(steps))
+        lhs, total = steps[k].split("=")
+        slipped = steps[:k] + [f"{lhs}={int(total) + rng.choice([-2, -1, 1, 2])}"] + steps[k + 1:]
+        for body, verdicts in ((steps, [1] * len(steps)), (slipped, [1] * k + [-1] * (len(steps) - k))):
+            text = "<think>\n" + "\n\n".join(body) + f"\n</think>\n\nThe answer is {a + b}."
+            write_rollout_labels(ws, r["prompt"], {"answer": r["answer"]}, text, verdicts,
+                                 [float(v > 0) for v in verdicts], "demo-train", "synthetic")
+
+
+TINY = dict(max_steps=6, per_device_train_batch_size=8, save_steps=3, eval_steps=3, logging_steps=1, warmup_steps=0)
+
+
+def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path):
+    """Train 6 steps (checkpoint at 3), keep that run as the reference, drop what came after checkpoint-3, resume:
+    the same metrics for steps 4-6, once each, and the same weights; the held-out figures are logged as it goes."""
+    import shutil
+
+    from resume_check import assert_same_run
+    from rloo_studio.label.demo_data import open_workspace
+    from rloo_studio.prm.config import PrmJobConfig
+    from rloo_studio.prm.job import train_prm
+    from rloo_studio.runs.runner import JobRunner, read_metrics
+
+    ws = open_workspace(tmp_path / "ws")
+    synthetic_labels(ws, 60)
+    r = JobRunner(ws)
+    cfg = PrmJobConfig(**TINY)
+    rid = r.submit("prm", cfg, train_prm)
+    assert r.wait(rid, 900) == "completed", r.status(rid)
+    d = ws.run_dir(rid)
+    evals = [m for m in read_metrics(d) if "eval_step_accuracy" in m]
+    assert [m["step"] for m in evals] == [0, 3, 6]  # step 0: the untrained head
+    assert {"eval_first_wrong_found", "eval_correct_called_correct", "eval_processbench_f1"} <= set(evals[-1])
+    full = shutil.copytree(d, tmp_path / "uninterrupted")
+    shutil.rmtree(d / "checkpoints" / "checkpoint-6")
+    shutil.rmtree(d / "adapter")
+    assert r.submit("prm", cfg, train_prm, run_id=rid) == rid
+    assert r.wait(rid, 900) == "completed", r.status(rid)
+    assert_same_run(d, full, from_step=3)
+    assert (d / "examples.jsonl").read_text() == (full / "examples.jsonl").read_text()
+
+
+def test_train_prm_from_the_cli_then_score_each_step(tmp_path, capsys):
+    """train-prm on a workspace's step labels, then `score --reward-run` with that run: each step's p_correct in
+    JSON, and the plain view marks the first step it doubts."""
+    from rloo_studio.cli import main
+    from rloo_studio.label.demo_data import open_workspace
+
+    ws = open_workspace(tmp_path / "ws")
+    synthetic_labels(ws, 30)
+    sets = [f"--set={k}={v}" for k, v in TINY.items()]
+    assert main(["train-prm", "--workspace", str(ws.root), *sets]) == 0
+    (run,) = ws.runs("prm")
+    capsys.readouterr()
+    response = demo_task.target_response({"prompt": "Add 820 and 634.", "answer": "1454"})
+    assert main(["score", "--workspace", str(ws.root), "--reward-run", run["id"], "--prompt", "Add 820 and 634.",
+                 "--response", response, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["text"] for s in out["steps"]] == ["0+4+0=4", "2+3+0=5", "8+6+0=14"]
+    assert all(0 <= s["p_correct"] <= 1 for s in out["steps"]) and out["kind"] == "process"
+    assert out["min"] == min(s["p_correct"] for s in out["steps"])
+    assert main(["score", "--workspace", str(ws.root), "--reward-run", run["id"], "--prompt", "Add 820 and 634.",
+                 "--response", response]) == 0
+    text = capsys.readouterr().out
+    assert "3 steps" in text and "p_correct" in text
+    assert main(["runs", "show", run["id"], "--workspace", str(ws.root)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["held_out"]["step"] == 6 and shown["data"]["train"] > 0
