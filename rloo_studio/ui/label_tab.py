@@ -167,6 +167,17 @@ def label_buttons():
     return buttons, b_undo, comment
 
 
+def _pair_column():
+    """The pair mode's column (hidden in step mode): (the column, [prompt, left, right, status, progress], the label
+    buttons, undo, comment)."""
+    with gr.Column() as box:
+        progress = gr.Markdown(elem_id="lbl-progress")
+        status = gr.HTML(status_html(NO_NAME), elem_id="lbl-status")  # which pair, or what went wrong: where eyes are
+        prompt, left, right = pair_view()
+        buttons, b_undo, comment = label_buttons()
+    return box, [prompt, left, right, status, progress], buttons, b_undo, comment
+
+
 def _choosers(ws) -> tuple:
     """The name box, the mode, the queue's filter and source, raw text, and the active-labeling order (its row)."""
     with gr.Row():
@@ -208,14 +219,10 @@ def build(studio: Studio):
     empty_box, b_demo_empty = label_data.empty_notice(studio)
     guides = guidelines_section(studio)
     gr.HTML("<div id='lbl-busy-text' class='lbl-msg-error'></div>", elem_id="lbl-busy")  # HEAD fills it
-    with gr.Column() as pair_box:
-        progress = gr.Markdown(elem_id="lbl-progress")
-        status = gr.HTML(status_html(NO_NAME), elem_id="lbl-status")  # which pair, or what went wrong: where eyes are
-        prompt, left, right = pair_view()
-        buttons, b_undo, comment = label_buttons()
+    pair_box, drawn, buttons, b_undo, comment = _pair_column()
     step_box, step_outs, who = label_steps.build(studio, name, mode, session)
     mode_outs = [step_box, pair_box, flt, src, raw, order_row, *step_outs]  # label_steps.mode_shown's outputs
-    outs = [prompt, left, right, status, progress, current, *buttons.values()]  # label_render.view's outputs
+    outs = [*drawn, current, *buttons.values()]  # label_render.view's outputs
     queue = dict(name=name, session=session, filter=flt, source=src, raw=raw, active=active, mode=mode)  # next pair
     redraw_steps = inputs.bind(partial(label_steps.redraw, studio), StepInputs, **who)
 
@@ -228,7 +235,7 @@ def build(studio: Studio):
     name.blur(**next_pair(relabel), outputs=outs)
     name.blur(None, name, None, js=remember_js(key, "name"))  # remembered at once: a reload right after keeps it
     name.blur(**redraw_steps, outputs=step_outs)
-    mode.input(None, mode, None, js=remember_js(key, "mode"))
+    mode.input(None, mode, None, js=remember_js(key, "mode"))  # kept by the browser, as the name
     mode.input(**inputs.bind(partial(label_steps.mode_shown, studio), StepInputs, **who), outputs=mode_outs).then(
         **next_pair(relabel), outputs=outs)  # back to pairs: the session's pair (nothing in step mode: show_next)
     flt.change(**next_pair(relabel), outputs=outs)
