@@ -139,3 +139,75 @@ def test_train_prm_from_the_cli_then_score_each_step(tmp_path, capsys):
     assert main(["runs", "show", run["id"], "--workspace", str(ws.root)]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["held_out"]["step"] == 6 and shown["data"]["train"] > 0
+
+
+def test_step_labels_from_rollouts_stop_and_resume_as_the_whole_run(tmp_path):
+    """The rollouts job labels the steps of the policy's responses (a step is right when an ending from it reaches
+    the answer); stopped after its first batch and resumed, it labels exactly what the uninterrupted run did."""
+    from rloo_studio.label import steps
+    from rloo_studio.label.demo_data import open_workspace
+    from rloo_studio.prm.rollouts import RolloutConfig, label_from_rollouts
+    from rloo_studio.runs.runner import JobRunner
+
+    def labels(ws):
+        return sorted((r["response"], tuple(r["labels"]), tuple(r["soft"])) for r in steps.labeled_responses(ws, "rollouts"))
+
+    cfg = RolloutConfig(prompts=8, samples=2, continuations=2, max_new_tokens=48, batch_prompts=4)
+    whole = open_workspace(tmp_path / "whole", demo=True)
+    r = JobRunner(whole)
+    rid = r.submit("rollouts", cfg, label_from_rollouts)
+    assert r.wait(rid, 600) == "completed", r.status(rid)
+    done = labels(whole)
+    assert len(done) >= 3 and all(set(lab) <= {1, -1} for _, lab, _ in done)  # the demo model reasons half the time
+    assert all(r["annotator"] == steps.ROLLOUTS for r in steps.labeled_responses(whole, "all"))
+    parts = open_workspace(tmp_path / "parts", demo=True)
+    r2 = JobRunner(parts)
+
+    class StopAfterFirstBatch:  # ctx.metric is called once per batch, after its labels committed
+        def __init__(self, ctx):
+            self.ctx, self.metric = ctx, ctx.metric
+
+        def __call__(self, record):
+            self.metric(record)
+            self.ctx.stop_event.set()
+
+    def stopping(c, ctx):
+        ctx.metric = StopAfterFirstBatch(ctx)
+        return label_from_rollouts(c, ctx)
+
+    rid2 = r2.submit("rollouts", cfg, stopping)
+    assert r2.wait(rid2, 600) == "stopped"
+    assert 0 < len(labels(parts)) < len(done)
+    assert r2.submit("rollouts", cfg, label_from_rollouts, run_id=rid2) == rid2
+    assert r2.wait(rid2, 600) == "completed", r2.status(rid2)
+    assert labels(parts) == done
+
+
+def test_rloo_rewarded_by_the_process_reward_model(tmp_path):
+    """RLOO steps rewarded only by a process reward model ('latest', named at launch): TRL logs its reward, and the
+    process reward logs what the hacking warnings read (right answers, steps, doubted completions)."""
+    from rloo_studio.core.model_options import LoraSpec
+    from rloo_studio.label.demo_data import open_workspace
+    from rloo_studio.prm.config import PrmJobConfig
+    from rloo_studio.prm.job import train_prm
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.rloo.launch_form import launch_check
+    from rloo_studio.rloo.job import train_rloo
+    from rloo_studio.runs.runner import JobRunner, read_metrics
+
+    ws = open_workspace(tmp_path / "ws", demo=True)
+    synthetic_labels(ws, 30)
+    r = JobRunner(ws)
+    prm = r.submit("prm", PrmJobConfig(**TINY), train_prm)
+    assert r.wait(prm, 900) == "completed", r.status(prm)
+    cfg = RlooJobConfig(max_steps=2, rewards=["process_reward"], reward_weights=[1.0], process_reward_run="latest",
+                        per_device_train_batch_size=8, num_generations=4, max_completion_length=48,
+                        lora=LoraSpec(r=4, alpha=8), save_steps=100, process_reward_aggregate="product")
+    launch_check(ws, cfg)
+    assert cfg.process_reward_run == prm  # 'latest' became the run's id, as its config.yaml will say
+    rid = r.submit("rloo", cfg, train_rloo)
+    assert r.wait(rid, 900) == "completed", r.status(rid)
+    steps = [m for m in read_metrics(ws.run_dir(rid)) if "rewards/process_reward/mean" in m]
+    assert [m["step"] for m in steps] == [1, 2]
+    assert all(0 <= m["rewards/process_reward/mean"] <= 1 for m in steps)
+    assert all({"process/steps", "process/doubted", "process/accuracy"} <= set(m) for m in steps)

@@ -22,7 +22,7 @@ from rloo_studio.rloo import rewards
 from rloo_studio.rloo.rewards import custom_reward_path
 from rloo_studio.runs.callback import StudioCallback
 from rloo_studio.runs.reproduce_script import record_trainer_args
-from rloo_studio.runs.catalog import adapter_dir
+from rloo_studio.runs.catalog import adapter_dir, saved_model
 
 
 def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
@@ -70,8 +70,7 @@ def _check_process_run(ws, cfg: RlooJobConfig) -> None:
         rid = scorer_run(ws, cfg.process_reward_run, ("process",))["id"]
     except StudioError as exc:
         raise ConfigError(f"process_reward_run: {exc}") from None
-    ad = adapter_dir(ws, rid)
-    if not ((ad / "adapter_config.json").exists() or (ad / "config.json").exists()):
+    if not saved_model(ws, rid):
         raise ConfigError(f"process_reward_run {rid} saved no model yet; train one on the Process reward tab first")
 
 

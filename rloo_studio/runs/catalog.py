@@ -120,7 +120,7 @@ def trained_adapters(ws: Workspace, kind: str) -> list[tuple[str, str]]:
     """
     out = []
     for r in ws.runs(kind):
-        if (adapter_dir(ws, r["id"]) / "adapter_config.json").exists():
+        if saved_model(ws, r["id"]):
             out.append((f"{r['name']} ({r['status']})", r["id"]))
     return out
 
@@ -144,7 +144,13 @@ def scorer_runs(ws: Workspace, which: tuple[str, ...] = SCORERS) -> list[tuple[s
     """(label, run_id) of the runs with a saved adapter whose kind gives a scorer of these sorts, newest first."""
     kinds = set(scorer_kinds(which))
     return [(f"{r['name']} ({r['status']})", r["id"]) for r in ws.runs()
-            if r["kind"] in kinds and (adapter_dir(ws, r["id"]) / "adapter_config.json").exists()]
+            if r["kind"] in kinds and saved_model(ws, r["id"])]
+
+
+def saved_model(ws: Workspace, run_id: str) -> bool:
+    """Whether a run saved what it trained: a PEFT adapter, or a whole fine-tuned model, in its adapter/ folder."""
+    d = adapter_dir(ws, run_id)
+    return (d / "adapter_config.json").exists() or (d / "config.json").exists()
 
 
 def adapter_dir(ws: Workspace, run_id: str) -> Path:
