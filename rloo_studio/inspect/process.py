@@ -16,6 +16,7 @@ from pathlib import Path
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
 import torch  # noqa: E402
 
+from rloo_studio.core import kept  # noqa: E402
 from rloo_studio.core.errors import DataError, ModelLoadError  # noqa: E402
 from rloo_studio.core.thinking import chat_prompt, continuation, template_info, token_span  # noqa: E402
 from rloo_studio.inspect.scoring import length_batches, parse_response  # noqa: E402
@@ -117,12 +118,18 @@ def _mtime(path: Path) -> float:
     return max((f.stat().st_mtime for f in files if f.exists()), default=0.0)
 
 
-def unload() -> int:
-    """Drop the kept process reward model; returns how many were dropped."""
+def unload() -> None:
+    """Drop the kept process reward model (Inspect loads it again when asked)."""
     with _LOCK:
-        n = len(_CACHE)
         _CACHE.clear()
-    return n
+
+
+def _kept() -> list[kept.Kept]:
+    with _LOCK:
+        return [kept.Kept("Inspect's process reward model", s.label, kept.model_bytes(s.model)) for s in _CACHE.values()]
+
+
+kept.register("Inspect's process reward model", _kept, unload)
 
 
 # ---------------------------------------------------------------- scoring

@@ -19,6 +19,7 @@ from pathlib import Path
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
 import torch  # noqa: E402
 
+from rloo_studio.core import kept  # noqa: E402
 from rloo_studio.core.errors import DataError, ModelLoadError  # noqa: E402
 from rloo_studio.core.reward_input import format_ids_many, format_text  # noqa: E402  (the text it trained on)
 from rloo_studio.core.thinking import answer_alone as alone_text, body_start, chat_prompt, parse, template_info, token_span  # noqa: E402
@@ -123,6 +124,20 @@ def load_scorer(ws=None, reward_run: str | None = None, reward_model: str | None
             model.eval()
             _CACHE[key] = Scorer(model, tok, label, trained)
         return dataclasses.replace(_CACHE[key], enable_thinking=bool(enable_thinking))
+
+
+def _kept() -> list[kept.Kept]:
+    with _LOCK:
+        return [kept.Kept("Inspect's reward model", s.label, kept.model_bytes(s.model)) for s in _CACHE.values()]
+
+
+def unload() -> None:
+    """Drop the kept reward model (Inspect, active labeling and the Records filter load it again when asked)."""
+    with _LOCK:
+        _CACHE.clear()
+
+
+kept.register("Inspect's reward model", _kept, unload)
 
 
 def _mtime(path: Path) -> float:

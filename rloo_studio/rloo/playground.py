@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator
 
+from rloo_studio.core import kept
 from rloo_studio.core.errors import ConfigError, DataError, StudioError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.core.thinking import chat_prompt, full_response, parse, template_info
@@ -250,15 +251,20 @@ def unload(timeout: float = 10) -> str | None:
         _LOADED.clear()
     finally:
         _LOCK.release()
-    import gc
-
-    gc.collect()
-    import sys
-
-    torch = sys.modules.get("torch")  # never imported just to free memory
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
+    kept.release_memory()
     return was
+
+
+def _kept() -> list[kept.Kept]:
+    """The Playground's model (base + adapter) and the reward models its rewards loaded."""
+    model, what = _LOADED.get("model"), loaded()
+    if model is None or what is None:
+        return []
+    rewards = sum(kept.model_bytes(getattr(f, "model", None)) for fs in _LOADED.get("rewards", {}).values() for f in fs)
+    return [kept.Kept("the Playground's model", what, kept.model_bytes(model) + rewards)]
+
+
+kept.register("the Playground's model", _kept, unload)
 
 
 def run_choices(ws: Workspace) -> list[tuple[str, str]]:

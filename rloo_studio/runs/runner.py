@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from rloo_studio.core.config import to_yaml_commented
 from rloo_studio.core.errors import explain
+from rloo_studio.core.kept import release_memory
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.record import write as write_repro
@@ -210,6 +211,7 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
         ctx.log("FAILED: " + message + "\n" + traceback.format_exc())
     finally:
         root.removeHandler(handler)
+    release_memory()  # the job's model, optimizer and trainer go now, not at a later collection (core/kept.py)
     ended = time.time()
     done = {**status, "status": final, "ended": ended, "message": message}
     if ctx.main:

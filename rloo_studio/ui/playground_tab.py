@@ -9,6 +9,7 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.rloo import playground
+from rloo_studio.core import kept
 from rloo_studio.core.errors import StudioError, explain
 from rloo_studio.studio import Studio
 from rloo_studio.ui import fields, inputs
@@ -57,14 +58,23 @@ def choices(ws, current):
 
 
 def unload():
-    """Free the kept models; a plain message either way."""
+    """Free every model the studio keeps between jobs (the Playground's, Inspect's scorers: core/kept.py); a plain
+    message either way, naming what was freed."""
     try:
-        was = playground.unload()
+        was = kept.unload_all()
     except StudioError as e:
-        return f"**{html.escape(explain(e))}**"
-    if was is None:
-        return "No model was loaded: nothing to free."
-    return f"Unloaded {html.escape(was)}: its memory is free. The next answer loads it again."
+        return f"**{html.escape(explain(e))}**", kept_md()
+    if not was:
+        return "No model was loaded: nothing to free.", kept_md()
+    return (f"Unloaded {html.escape(kept.describe_held(was))}: its memory is free. The next answer or score loads "
+            "what it needs again.", kept_md())
+
+
+def kept_md() -> str:
+    """What the studio keeps in memory now (shown under the buttons, refreshed when the tab opens)."""
+    held = kept.held()
+    return ("Kept in memory now: " + html.escape(kept.describe_held(held)) + ".") if held else \
+        "No model is kept in memory between jobs now."
 
 
 @dataclass(frozen=True)
@@ -125,17 +135,19 @@ def build(studio: Studio):
         go = gr.Button("Answer", variant="primary", scale=3, elem_id="playground-go")
         b_unload = gr.Button("Unload models (free memory)", scale=1, elem_id="playground-unload")
     msg = gr.Markdown(elem_id="playground-msg")
+    held = gr.Markdown(kept_md, elem_id="playground-kept")
     with gr.Row():
         left = gr.HTML(side_html("Base model", None, [], []), elem_id="playground-base")
         right = gr.HTML(side_html("Base + adapter", None, [], []), elem_id="playground-adapter")
     ev = dict(**inputs.bind(partial(answer, ws), PlayInputs, run_id=run, base=base, prompt=prompt, expected=expected,
                             max_new_tokens=max_new, temperature=temperature, top_p=top_p, seed=seed),
               outputs=[left, right, msg], concurrency_limit=2, concurrency_id="playground", show_progress="minimal")
-    go.click(**ev)
-    prompt.submit(**ev)
-    b_unload.click(unload, None, msg)
+    go.click(**ev).then(kept_md, None, held, show_progress="hidden")
+    prompt.submit(**ev).then(kept_md, None, held, show_progress="hidden")
+    b_unload.click(unload, None, [msg, held])
 
     def hooks(demo, tab):
         tab.select(partial(choices, ws), run, [run, none], queue=False, show_progress="hidden")
+        tab.select(kept_md, None, held, queue=False, show_progress="hidden")
 
     return hooks
