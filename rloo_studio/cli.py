@@ -24,7 +24,7 @@ from rloo_studio.core.config import build
 from rloo_studio.core.paths import ASSETS
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace, wants_demo
-from rloo_studio.label.exporting import export
+from rloo_studio.label.exporting import export, export_steps
 from rloo_studio.label.importing import import_file
 from rloo_studio import cli_views
 from rloo_studio.cli_views import StderrProgress, _trust_arg, _workspace_arg
@@ -138,6 +138,9 @@ def cmd_import(a) -> int:
 
 
 def cmd_export(a) -> int:
+    if a.steps:
+        print(export_steps(_open(a), a.out, who=a.who).summary())
+        return 0
     res = export(_open(a), a.out, a.format, ties_apart=a.ties_apart, test_fraction=a.test_fraction, seed=a.seed)
     print(res.summary())
     return 0
@@ -198,7 +201,8 @@ def _add_training(sub) -> None:
 
 def _add_data(sub) -> None:
     """import and export of labeled data."""
-    p = sub.add_parser("import", help="import preference pairs, candidates or a prompt set (all or nothing)")
+    p = sub.add_parser("import", help="import preference pairs, candidates, stepwise step labels (prompt, completions, "
+                                      "labels) or a prompt set (all or nothing)")
     p.add_argument("file", help="JSONL, CSV, Parquet, or a datasets folder")
     _workspace_arg(p)
     p.add_argument("--name", help="name of the prompt set / source (default: the file name)")
@@ -212,6 +216,10 @@ def _add_data(sub) -> None:
     p.add_argument("--ties-apart", action="store_true", help="also write ties to a separate file")
     p.add_argument("--test-fraction", type=float, default=0.0, help="hold out this share as a test split")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", action="store_true",
+                   help="export step labels instead: prompt / completions / labels (stepwise supervision)")
+    p.add_argument("--who", default="all",
+                   help="with --steps: whose step labels: all, people, rollouts, or an annotator's name")
     p.set_defaults(fn=cmd_export)
 
 

@@ -21,11 +21,11 @@ from rloo_studio.core.thinking import parse
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.prompts import add_prompt, add_response, get_or_create_set
 from rloo_studio.label.shapes import TURNS
-from rloo_studio.label.store import IMPORT_ANNOTATOR, day_start, prompt_turns
+from rloo_studio.label.store import IMPORT_ANNOTATOR, ROLLOUTS_ANNOTATOR, day_start, prompt_turns
 
 VERDICTS = {"good": 1, "neutral": 0, "bad": -1}
 WORDS = {v: k for k, v in VERDICTS.items()}
-ROLLOUTS = "rollouts (automatic)"  # the annotator of the rollouts' labels; no person may take the name
+ROLLOUTS = ROLLOUTS_ANNOTATOR  # the annotator of the rollouts' labels; no person may take the name
 IMPORTED = IMPORT_ANNOTATOR
 COUNT_ROWS = 20_000  # responses whose steps are counted per transaction (people labeling wait at most for one)
 

@@ -23,6 +23,7 @@ from rloo_studio.core.workspace import Workspace
 CHOICES = ("a", "b", "tie", "skip")
 FILTERS = ("unlabeled", "labeled", "skipped", "ties", "flagged", "all")
 IMPORT_ANNOTATOR = "import"
+ROLLOUTS_ANNOTATOR = "rollouts (automatic)"  # label/steps.py ROLLOUTS: automatic step labels, never a person's
 CLAIM_SECONDS = 300  # a pair left open in a browser that does not come back returns to the queue after this
 
 
@@ -70,6 +71,8 @@ def annotator_id(con, name: str) -> int:
         raise ValueError("enter your name first: each label records who gave it")
     if name == IMPORT_ANNOTATOR:
         raise ValueError(f"'{IMPORT_ANNOTATOR}' is reserved for imported labels; choose another name")
+    if name == ROLLOUTS_ANNOTATOR:
+        raise ValueError(f"'{ROLLOUTS_ANNOTATOR}' is reserved for the step labels the rollouts compute; choose another name")
     row = con.execute("SELECT id FROM annotators WHERE name=?", (name,)).fetchone()
     if row:
         return row[0]
