@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 
@@ -27,7 +26,7 @@ from rloo_studio.label.demo_data import open_workspace, wants_demo
 from rloo_studio.label.exporting import export, export_steps
 from rloo_studio.label.importing import import_file
 from rloo_studio import cli_views
-from rloo_studio.cli_views import StderrProgress, _trust_arg, _workspace_arg
+from rloo_studio.cli_views import StderrProgress, _trust_arg, _workspace_arg, parse_auth
 from rloo_studio.runs import jobs, lifecycle
 from rloo_studio.runs.export_model import export_model
 from rloo_studio.runs.jobs import KINDS, JobKind
@@ -37,16 +36,6 @@ from rloo_studio.runs.runner import RunContext, execute, prepare_run
 def _open(a) -> Workspace:
     """The command's workspace; a new one starts with the demo data when it is the default one or --demo asks."""
     return open_workspace(a.workspace, demo=wants_demo(a.workspace, a.demo))
-
-
-def parse_auth(value: str | None) -> tuple[str, str] | None:
-    value = value or os.environ.get("RLOO_STUDIO_AUTH")
-    if not value:
-        return None
-    user, sep, pw = value.partition(":")
-    if not sep or not user or not pw:
-        raise StudioError("--auth expects USER:PASSWORD (both non-empty)")
-    return user, pw
 
 
 def cmd_serve(a) -> int:

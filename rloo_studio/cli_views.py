@@ -5,6 +5,7 @@ and runs the commands."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from contextlib import nullcontext
@@ -26,6 +27,16 @@ def _workspace_arg(p) -> None:
     p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE), help="workspace folder (default: %(default)s)")
     p.add_argument("--demo", action="store_true",
                    help="a new workspace starts with the bundled demo data (the default workspace always does)")
+
+
+def parse_auth(value: str | None) -> tuple[str, str] | None:
+    value = value or os.environ.get("RLOO_STUDIO_AUTH")
+    if not value:
+        return None
+    user, sep, pw = value.partition(":")
+    if not sep or not user or not pw:
+        raise StudioError("--auth expects USER:PASSWORD (both non-empty)")
+    return user, pw
 
 
 PROGRESS_EVERY_S = 2.0  # a progress line at most this often; none for work that ends sooner

@@ -90,7 +90,8 @@ def qwen3_hybrid_model(tmp_path_factory):
 # train:   the test trains, samples from or scores with a model (a module listed here, or a test listed here).
 TRAIN_MODULES = {
     "test_accelerate", "test_concurrent_loads", "test_demo_model", "test_export_model", "test_faults",
-    "test_generate", "test_gpu_check", "test_models", "test_prm", "test_playground", "test_qwen3_cli", "test_qwen3_thinking", "test_repro",
+    "test_generate", "test_gpu_check", "test_models", "test_prm", "test_python_api", "test_notebook",
+    "test_memory_release", "test_playground", "test_qwen3_cli", "test_qwen3_thinking", "test_repro",
     "test_reward_job", "test_rewards", "test_rloo_job", "test_rloo_label", "test_rloo_learns",
     "test_rloo_with_reward_model", "test_runs", "test_scoring", "test_training",
 }

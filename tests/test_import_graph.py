@@ -6,7 +6,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "rloo_studio"
-LAYERS = ["core", "runs", "label", "inspect", "reward", "prm", "rloo", "studio", "ui", "cli_views", "cli"]
+LAYERS = ["core", "runs", "label", "inspect", "reward", "prm", "rloo", "studio", "ui", "cli_views", "python_api", "notebook",
+          "cli"]
 """Bottom to top. rloo_studio.studio is a module between rloo and ui; __main__ is the CLI's."""
 
 

@@ -153,14 +153,16 @@ def calm_queue(demo) -> None:
 
 
 def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tuple[str, str] | None = None,
-           block: bool = True, max_upload_mb: int = 500):
+           block: bool = True, max_upload_mb: int = 500, inline: bool | None = None, height: int = 1000):
+    """Serve the app; `block` waits until the server stops (app.py), else returns at once (a notebook, where
+    `inline` shows it in the cell: None lets Gradio decide, which is yes in Jupyter), `height` pixels high."""
     use_workspace_temp(studio.ws)  # before the Blocks are built: they read it then
     demo = build_ui(studio)
     demo.queue(default_concurrency_limit=4)
     calm_queue(demo)
     allowed, blocked = served_paths(studio)
     demo.launch(
-        server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block,
+        server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block, inline=inline, height=height,
         css=CSS + run_panel.css() + job_section.CSS + "".join(getattr(m, "CSS", "") for _, m in tabs()),  # each tab's own
         head=RELOAD_ON_RESTART + "".join(getattr(m, "HEAD", "") for _, m in tabs()),  # ... and scripts (keys)
         show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
