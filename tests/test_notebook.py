@@ -1,8 +1,6 @@
 """The studio in a Jupyter notebook: a real notebook run cell by cell in a real kernel (nbclient + ipykernel). The
 app shows in the cell's output and serves from the kernel; a second launch says what is running; a job started
 from Python in that kernel queues on the app's runner; app.close() stops the server."""
-import json
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
