@@ -185,3 +185,36 @@ def test_an_open_page_keeps_the_name_and_pair_over_an_app_restart(tmp_path, monk
                 wait_for_pair(page, second[0])
                 assert shown(page) == second
     assert labels_of(ws_dir, "restarted") == [int(first[0])]
+
+
+# Watches the page from its first frame: how often the name box held a name while no pair was shown, and the first
+# pair shown (with its left text).
+FIRST_PAINT = """(() => {
+  window.nameWithoutPair = 0; window.firstPair = null;
+  const look = () => {
+    const el = document.querySelector('#lbl-prompt [data-pair]');
+    const box = document.querySelector('#lbl-name textarea, #lbl-name input');
+    if (box && box.value && !el) window.nameWithoutPair++;
+    if (el && !window.firstPair) {
+      const left = document.querySelector('#lbl-left-text');
+      window.firstPair = [el.getAttribute('data-pair'), left ? left.innerText : ''];
+    }
+    if (!window.firstPair) requestAnimationFrame(look);
+  };
+  requestAnimationFrame(look);
+})();"""
+
+
+def test_a_second_tab_paints_its_name_with_its_pair_every_time(app):
+    """Twenty second tabs in a row, the first left open: each one's first paint with the name shows the same pair
+    in the same A/B order (the name never shows alone, as if there were nothing to label)."""
+    with open_page(app.url) as page:
+        first = start_labeling(page, "twenty-tabs")
+        for i in range(20):
+            tab = page.context.new_page()
+            tab.add_init_script(FIRST_PAINT)
+            tab.goto(app.url)
+            tab.wait_for_function("window.firstPair !== null", timeout=30000)
+            seen, alone = tab.evaluate("window.firstPair"), tab.evaluate("window.nameWithoutPair")
+            assert (tuple(seen), alone) == (first, 0), f"tab {i + 1}: first paint {seen}, name alone {alone} frames"
+            tab.close()

@@ -32,6 +32,7 @@ from rloo_studio.ui.label_render import (KEYS, NO_NAME, NOTHING_SAVED, PAIRS, ST
 from rloo_studio.ui.label_steps import StepInputs
 
 CSS, HEAD = label_browser.CSS + label_steps.CSS, label_browser.HEAD  # the page's styles and keys (ui/app.py adds them)
+FILL_NAME_JS = "(typed, kept) => (typed || '').trim() ? typed : kept"  # a name typed meanwhile stays
 RESTARTED = "The app restarted; your name and your pair were kept."
 NAME_ID = "lbl-name"  # the name box: the one place a person types their name (the Records tab reads it too)
 BOOT = secrets.token_hex(8)  # this start of the app
@@ -212,6 +213,7 @@ def build(studio: Studio):
     key = "rloo-studio:" + browser_secret(ws)[:16]  # this workspace's values in the browser's localStorage
     session = gr.Textbox(visible=False)  # this browser's id (start_js)
     boot = gr.Textbox(visible=False)  # the app start this browser saw last
+    remembered = gr.Textbox(visible=False)  # the name this browser used, until the first view shows it (FILL_NAME_JS)
     current = gr.State(None)  # the pair on the page (None: none is); set by every event that draws the view
     active = gr.State(None)  # active labeling: {"order": [pair ids], "info": {pair id: (margin, 'a'|'b')}}
     screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
@@ -253,12 +255,15 @@ def build(studio: Studio):
     def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Restore the name this browser used and its id, continue where the annotator left off (its claimed pair).
         # The mode first (a page in step mode draws its step and claims no pair), as the browser remembers it.
+        # The remembered name goes into the name box only with the first view: a page showing the name without its
+        # pair reads as "nothing to label" (the views read the name from localStorage meanwhile: load_inputs_js).
         load_view = {**queue, "boot": boot}
-        demo.load(None, name, [name, session, boot, mode], js=start_js(key)).then(
+        demo.load(None, name, [remembered, session, boot, mode], js=start_js(key)).then(
             **inputs.bind(partial(label_steps.mode_shown, studio), StepInputs, **who), outputs=mode_outs,
             js=load_inputs_js(key, list(who))).then(
             **inputs.bind(partial(first_view, studio), LabelInputs, **load_view), outputs=[*outs, boot],
             js=load_inputs_js(key, list(load_view))).then(
+            None, [name, remembered], name, js=FILL_NAME_JS).then(
             None, boot, None, js=remember_js(key, "boot")).then(
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
