@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast setup chromium demo-model bench gpu-extras
+.PHONY: run test test-fast setup chromium demo-model bench gpu-extras vllm-env vllm-server
 
 setup: $(STAMP)
 
@@ -45,3 +45,22 @@ gpu-extras: $(STAMP)
 # Rebuild the bundled demo model and data from scratch (about 5 minutes on 2 cores).
 demo-model: $(STAMP)
 	$(PY) scripts/build_demo.py
+
+# Optional, GPU machines: vLLM's own environment (.venv-vllm; its pins conflict with gradio's) and its server, which RLOO
+# runs with use_vllm=true generate with: make vllm-server MODEL=Qwen/Qwen3-4B-Thinking-2507 [PORT=8000] (docs/VLLM.md).
+VLLM_VENV := .venv-vllm
+MODEL ?= Qwen/Qwen3-0.6B
+PORT ?= 8000
+$(VLLM_VENV)/.installed: requirements-vllm.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-vllm.txt
+	$(VLLM_VENV)/bin/python -m pip check
+	touch $@
+
+vllm-env: $(VLLM_VENV)/.installed
+
+# The flags TRL's `trl vllm-serve` adds to `vllm serve` (trl/scripts/vllm_serve.py build_command), run directly as
+# TRL 1.15 advises: the NCCL weight-transfer engine its client sends the weights with, and processed logprobs.
+vllm-server: vllm-env
+	VLLM_SERVER_DEV_MODE=1 $(VLLM_VENV)/bin/vllm serve $(MODEL) --host 127.0.0.1 --port $(PORT) --enable-scale-out \
+		--weight-transfer-config '{"backend": "nccl"}' --logprobs-mode processed_logprobs --max-logprobs -1

@@ -4,6 +4,8 @@ next to the memory pre-flight's estimate.
 
     python bench/gpu_check.py [--steps 5] [--sizes 0.6B,4B]      # a CUDA machine, < 8 min on an H200
     python bench/gpu_check.py --tiny                              # CPU, small shapes (a test runs this)
+    python bench/gpu_check.py --jobs [--vllm http://127.0.0.1:8000]   # + the studio's jobs' CUDA memory before and
+                                                                  # after each; + vLLM server vs transformers
 
 Variants: (a) Unsloth 4-bit LoRA (FastLanguageModel; needs unsloth and a GPU; on CPU or without
 unsloth, transformers + bitsandbytes 4-bit is used and labelled so), (b) transformers + PEFT
@@ -180,6 +182,11 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=256)
     ap.add_argument("--new-tokens", type=int, default=512)
     ap.add_argument("--variants", default="4bit,16bit")
+    ap.add_argument("--vllm", metavar="URL", help="also time a vLLM server (make vllm-server) against transformers "
+                                                 "generate on its model (bench/vllm_timing.py)")
+    ap.add_argument("--jobs", action="store_true", help="also run the studio's own reward and RLOO jobs on the demo, "
+                                                        "recording CUDA memory before and after each "
+                                                        "(bench/bench_jobs_memory.py)")
     args = ap.parse_args()
     import torch
     from transformers import Qwen3Config
@@ -233,6 +240,15 @@ def main() -> None:
                     torch.cuda.empty_cache()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if args.vllm:
+        from vllm_timing import timing
+
+        print(json.dumps({"vllm_vs_transformers": timing(args.vllm, args.prompts, args.k, args.new_tokens)}), flush=True)
+    if args.jobs:  # memory given back after each job: allocated and reserved before the first and after each
+        import subprocess
+
+        subprocess.run([sys.executable, str(Path(__file__).with_name("bench_jobs_memory.py")), "--rounds", "3"],
+                       check=False)
     print(json.dumps({**info, "results": len(results)}))
 
 

@@ -130,6 +130,14 @@ class RlooJobConfig(JobConfig):
     eval_seed: int = field(default=1234, metadata={"help": (
         "Sampling seed of the before/after answers, the same for both, so the two measurements differ only "
         "by the training.")})
+    use_vllm: bool = field(default=False, metadata={"help": (
+        "Generate the completions with a vLLM server (TRL's server mode) instead of transformers' generate: "
+        "several times faster on a GPU. The server runs in an environment of its own (make vllm-server), and so "
+        "does the run, since TRL's client needs the vllm package to send it the weights (docs/VLLM.md).")})
+    vllm_server_base_url: str = field(default="http://127.0.0.1:8000", metadata={"help": (
+        "The vLLM server's address (use_vllm): Launch checks that it answers and serves this run's model.")})
+    vllm_server_timeout: float = field(default=240.0, metadata={"help": (
+        "Seconds the run waits for the vLLM server to answer when it starts (use_vllm).")})
     answer_format: str = field(default="last_number", metadata={"choices": ANSWER_FORMATS, "help": (
         "How the correctness reward and the before/after read the answer after </think>: last_number (the "
         "last number), boxed (the last \\boxed{}), or hash ('#### N', GSM8K).")})
@@ -192,6 +200,11 @@ class RlooJobConfig(JobConfig):
         for name, rng in (("reward_clip_range", self.reward_clip_range), ("reward_model_clip", self.reward_model_clip)):
             if rng is not None and (len(rng) != 2 or rng[0] >= rng[1]):
                 raise ConfigError(f"{name} must be [low, high] with low < high, got {rng}")
+        if self.use_vllm and not self.vllm_server_base_url.strip().startswith(("http://", "https://")):
+            raise ConfigError(f"vllm_server_base_url must be an http:// or https:// address, got "
+                              f"{self.vllm_server_base_url!r}")
+        if self.vllm_server_timeout <= 0:
+            raise ConfigError(f"vllm_server_timeout must be above 0 seconds, got {self.vllm_server_timeout}")
         if self.eval_prompts < 0:
             raise ConfigError("eval_prompts must be 0 (skip) or more")
 
@@ -211,6 +224,9 @@ def trl_args(cfg: RlooJobConfig) -> dict:
         save_strategy="steps", disable_tqdm=True,
         remove_unused_columns=False,  # the rewards read the prompt set's extra columns (answer, solution)
         chat_template_kwargs=template_kwargs(cfg.enable_thinking),  # TRL renders the prompts with it
+        use_vllm=cfg.use_vllm,
+        **(dict(vllm_mode="server", vllm_server_base_url=cfg.vllm_server_base_url.rstrip("/"),
+                vllm_server_timeout=cfg.vllm_server_timeout) if cfg.use_vllm else {}),
     )
 
 

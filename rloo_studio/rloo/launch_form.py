@@ -10,6 +10,7 @@ from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import check_seeds
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
 from rloo_studio.rloo.config import CUSTOM_PREFIX, PROCESS_REWARD, REWARD_MODEL, RULE_REWARDS, resolve_latest
+from rloo_studio.rloo import vllm_server
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.lifecycle import follow
 
@@ -39,6 +40,7 @@ def launch_check(ws, cfg: RlooJobConfig) -> None:
     resolve_latest(ws, cfg)
     preflight(cfg, ws)
     check_seeds(cfg, "seed", "eval_seed")  # the LoRA shape: JobConfig.validate
+    vllm_server.check(cfg)
     from transformers.training_args import OptimizerNames
 
     if cfg.optim not in {o.value for o in OptimizerNames}:

@@ -51,6 +51,7 @@ LAYOUT = [  # (accordion, rows of keys, open at start)
                "normalize_advantages", "mask_truncated_completions")), True),
     ("Checkpoints and before/after", (("save_steps", "logging_steps", "eval_prompts", "eval_prompt_set", "eval_seed"),),
      False),
+    ("Generation with a vLLM server (GPU)", (("use_vllm", "vllm_server_base_url", "vllm_server_timeout"),), False),
 ]
 
 
