@@ -1,4 +1,4 @@
-"""Start-up time of the CLI commands that load no model (issue 15: <= 2 s, no Unsloth banner).
+"""Start-up time of the CLI commands that load no model (the target: <= 2 s, no Unsloth banner).
 
     .venv/bin/python bench/bench_cli.py [--repeats 5] [--compare /path/to/other/checkout]
 

@@ -8,8 +8,8 @@ model reads them). Variants, interleaved (A, B, C, ... A, B, C, ...) after one u
   dataset   inspect.dataset.score_labeled with no cache: tokenizing (format_ids_many), token-budget batches
             (scoring.length_batches), the backbone, the head at each text's last token
   bare      the backbone alone over the same token ids in the same batches: no tokenizing, no head, no read-out
-            (the issue's reference: the dataset path should reach >= 0.9x its tokens per second)
-  before    the path the Dataset view took before (stop 31): one tokenizer call per text with offsets, batches
+            (the target: the dataset path should reach >= 0.9x its tokens per second)
+  before    the path the Dataset view took before: one tokenizer call per text with offsets, batches
             of 16 texts, the head applied at every position and every position's score read back
   kept      score_labeled again with every score in the run's cache (a second look)
 

@@ -1,4 +1,4 @@
-"""How fast the Playground answers on the demo model (issue 17: "about a second").
+"""How fast the Playground answers on the demo model (the target: "about a second").
 
     .venv/bin/python bench/bench_playground.py [--repeats 7] [--max-new-tokens 128]
 

@@ -8,7 +8,7 @@ Builds, in a temporary folder (or --keep DIR, reused when it is there), a JSONL 
 (demo-task prompts, a chosen response that reasons and is right, a rejected one that slips or skips the
 reasoning: imported as labeled pairs) and a file of --candidates prompts with 3 candidate responses each (3 pairs
 to label per prompt), imports both into one workspace through the real import path
-(label.importing.import_file), then measures, each against issue 26's target:
+(label.importing.import_file), then measures, each against its target:
 
   import     the --rows file into a new workspace: wall time and the peak RSS of the process (VmHWM; and of its
              checking processes, the largest: the memory in use at once is at most the sum), one

@@ -1,4 +1,4 @@
-"""What a reward model over the demo model can learn about the arithmetic (issue 16), measured five ways.
+"""What a reward model over the demo model can learn about the arithmetic, measured five ways.
 
     .venv/bin/python bench/reward_ceiling.py sample  [--prompts 4000]   # cache 8 samples per prompt (~5 min)
     .venv/bin/python bench/reward_ceiling.py logprob                    # the base model's own likelihood

@@ -1,4 +1,4 @@
-"""The mission's loop on the demo, measured: a reward model trained in the studio on the demo pairs, then RLOO
+"""The whole loop on the demo, measured: a reward model trained in the studio on the demo pairs, then RLOO
 rewarded by it alone (the demo-cpu-reward-model preset), for several reward-model and RLOO seeds; and the
 correctness preset beside it. Every run goes through the CLI, so each row's command is the command a user types.
 

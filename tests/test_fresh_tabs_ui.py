@@ -1,4 +1,4 @@
-"""A tab you come back to is current on its first paint (issue 25, points 5 and 6), in Chromium at 1400x1000.
+"""A tab you come back to is current on its first paint, in Chromium at 1400x1000.
 
 Every animation frame from the click on the tab is recorded in the page (FRAMES_JS), and the first frame in
 which the tab's live part is visible must already show the current state: the step the run had reached when the

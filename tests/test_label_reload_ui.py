@@ -70,7 +70,7 @@ def test_reload_and_a_second_tab_show_the_same_pair_in_the_same_order(app):
         wait_for_pair(page, first[0])
         assert shown(page) == first  # the same pair, the same side on the left
         tab = page.context.new_page()  # a second tab of the same browser, whose page-load view comes back first:
-        tab.add_init_script(LOAD_VIEW_FIRST % json.dumps("reloader"))  # the race that wiped its pair (stop 32)
+        tab.add_init_script(LOAD_VIEW_FIRST % json.dumps("reloader"))  # the race that wiped its pair
         tab.goto(app.url)
         wait_for_pair(tab, first[0])
         tab.wait_for_timeout(4000)  # the held events (the tab's own select among them) have come back

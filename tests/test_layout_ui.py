@@ -1,10 +1,10 @@
-"""The Reward and RLOO tabs' layout at 1400x1000 in Chromium (issue 25, point 9): no table header, field label or
+"""The Reward and RLOO tabs' layout at 1400x1000 in Chromium: no table header, field label or
 explanatory text is cut (its words lie inside every box that clips it: a table's scrolling frame, a column, a
 row), the "Check data" button is a full-size button beside Train, primary buttons are coloured, a disabled button
 looks disabled, and explanatory (info) text is readable (contrast at least 4.5:1 on its background).
 
-The workspace holds a completed reward run and an RLOO run rewarded by two functions (the widest completions table
-of issue 25), their folders written as the jobs write them.
+The workspace holds a completed reward run and an RLOO run rewarded by two functions (the widest completions
+table), their folders written as the jobs write them.
 """
 import json
 
@@ -97,7 +97,7 @@ def _reward_run(ws: Workspace) -> str:
 
 
 def _rloo_run(ws: Workspace) -> str:
-    """An RLOO run rewarded by correctness and a reward model (the widest completions table of issue 25)."""
+    """An RLOO run rewarded by correctness and a reward model (the widest completions table)."""
     ctx = prepare_run(ws, "rloo", preset("demo-cpu"))
     with open(ctx.dir / "samples.jsonl", "w") as f:
         for step in (1, 2):

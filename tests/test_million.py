@@ -1,4 +1,4 @@
-"""Big imports and exports stream (issue 26): memory does not grow with the file, importing it again adds nothing,
+"""Big imports and exports stream: memory does not grow with the file, importing it again adds nothing,
 and rows written in several chunks count as they do in one. bench/million.py measures the 1M-pair figures."""
 import json
 import subprocess

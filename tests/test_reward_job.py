@@ -49,7 +49,7 @@ def _raw_prompts(workspace, rows):
 def test_demo_preset_learns_the_format_and_reports_each_kind(workspace):
     """The demo preset on the bundled pairs, held-out split stratified by kind: every format pair ranked right,
     the overall figure well above chance, the logged accuracy equal to the saved adapter's, and the figure per
-    kind recorded. (The slip pairs stay near chance: docs/REWARD.md, issue 16.)"""
+    kind recorded. (The slip pairs stay near chance: docs/REWARD.md.)"""
     cfg = preset("demo (CPU)")
     t0 = time.time()
     r, rid, state = _run(workspace, cfg)
@@ -282,7 +282,7 @@ def test_preflight_counts_what_training_leaves_out_as_training_resolves_labels(w
 
 
 def test_a_sampled_preflight_says_so_and_estimates_what_the_full_one_counts(workspace):
-    """The page's pre-flight tokenizes at most `sample` pairs (issue 26: a million pairs took 9 minutes): it counts
+    """The page's pre-flight tokenizes at most `sample` pairs (a million pairs took 9 minutes when it tokenized them all): it counts
     every pair and label, reads the lengths of a seeded random sample, scales the over-length count to all pairs
     and says so on the page; with fewer pairs than the sample it is the full pre-flight."""
     cfg = RewardJobConfig(max_length=70)

@@ -1,4 +1,4 @@
-"""The demo reward-model recipe that sees the arithmetic (issue 16, docs/REWARD.md): demo pairs labeled by
+"""The demo reward-model recipe that sees the arithmetic (docs/REWARD.md): demo pairs labeled by
 the known answer, a held-out split stratified by kind of pair, step-level pairs."""
 import json
 import random

@@ -88,7 +88,7 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         (run,) = ws.runs("rloo")
         assert run["status"] == "stopped"
         assert (ws.run_dir(run["id"]) / "adapter" / "adapter_config.json").exists()
-        # the warning outlives the run's end, with the steps it was seen at (issue 25, point 7)
+        # the warning outlives the run's end, with the steps it was seen at
         page.wait_for_timeout(3000)  # a few ticks after the run ended
         expect(page.locator("#rloo-warnings")).to_contain_text("cut at max completion length (2 tokens) before",
                                                                timeout=LONG)

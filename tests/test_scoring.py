@@ -197,7 +197,7 @@ def test_dataset_view_on_the_demo_pairs(trained_ws):
 
 
 def test_the_dataset_view_scores_each_pair_as_the_pair_view_does_and_a_second_look_is_kept(trained_ws):
-    """Issue 26: the labeled set scored in token-budget batches, last token only, equals each pair scored on
+    """The labeled set scored in token-budget batches, last token only, equals each pair scored on
     its own (the Pair view's path); the scores are kept in the run's folder, a second look scores nothing, a
     stopped scoring keeps what it did and the next one goes on from there, and a new adapter empties the cache."""
     import os

@@ -70,7 +70,7 @@ def test_whole_loop_as_a_new_user(tmp_path):
             expect(page.locator("#inspect-summary")).not_to_contain_text("Untrained")
             screenshot(page, "loop-3-inspect")
 
-            # 5. RLOO rewarded by that reward model alone (the mission's preset); watch the plots move; it completes
+            # 5. RLOO rewarded by that reward model alone (the demo-cpu-reward-model preset); watch the plots move; it completes
             #    and says what the policy learned on the held-out prompts.
             page.get_by_role("tab", name="RLOO").click()
             page.locator("#rloo-preset input").click()

@@ -335,7 +335,7 @@ def indexes_set_aside(ws: Workspace, total: int, progress: Progress | None = Non
     (what bounds the memory of import_store.KeyMap), yields True: the indexes in workspace.SET_ASIDE_INDEXES are
     dropped while it writes (the import finds pairs by key in a KeyMap) and made again after, also when it fails
     or is stopped (a killed process: the next open of the workspace makes them). Kept up row by row, in random
-    order, each chunk dirtied most of their pages; made once, they cost a sort (docs/BENCHMARKS.md, stop 36)."""
+    order, each chunk dirtied most of their pages; made once, they cost a sort (docs/BENCHMARKS.md)."""
     def _make(statements):
         with ws.transaction() as con:
             for sql in statements:

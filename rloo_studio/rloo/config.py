@@ -254,7 +254,7 @@ def _demo_cpu(**kw) -> RlooJobConfig:
 PRESETS = {
     # Measured on a 2-core CPU (docs/RLOO.md): each raises held-out accuracy of the demo model in minutes.
     "demo-cpu": _demo_cpu,
-    # The mission's loop: rewarded only by the newest reward model trained in the studio. beta 0.1 holds the
+    # The whole loop: rewarded only by the newest reward model trained in the studio. beta 0.1 holds the
     # arithmetic while the policy learns to reason (at 0.02 accuracy among reasoning answers fell 87% -> 69%).
     "demo-cpu-reward-model": lambda: _demo_cpu(rewards=[REWARD_MODEL], reward_weights=[1.0], reward_model_run=LATEST,
                                                beta=0.1),
