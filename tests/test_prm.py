@@ -211,3 +211,17 @@ def test_rloo_rewarded_by_the_process_reward_model(tmp_path):
     assert [m["step"] for m in steps] == [1, 2]
     assert all(0 <= m["rewards/process_reward/mean"] <= 1 for m in steps)
     assert all({"process/steps", "process/doubted", "process/accuracy"} <= set(m) for m in steps)
+
+
+def test_process_reward_hacking_is_named_in_the_warnings():
+    from rloo_studio.rloo.health import warnings
+
+    def recs(accuracy, steps):
+        return [{"step": s, "reward": 0.1 * s, "rewards/process_reward/mean": 0.05 * s, "process/accuracy": accuracy(s),
+                 "process/steps": steps(s)} for s in range(1, 11)]
+
+    said = warnings(recs(lambda s: 0.45, lambda s: 3.0))
+    assert any("right answers stayed at 45% -> 45%" in w and "process-reward hacking" in w for w in said)
+    said = warnings(recs(lambda s: 0.40 + 0.03 * s, lambda s: 3.0 + 0.3 * s))
+    assert not any("stayed at" in w for w in said) and any("number of steps (3.9 -> 5.4" in w for w in said)
+    assert not warnings(recs(lambda s: 0.40 + 0.03 * s, lambda s: 3.0))  # reasoning better: nothing to say

@@ -57,8 +57,37 @@ def warnings(records: list[dict], max_completion_length: int | None = None, samp
                 if c > 0.8 and grew:
                     out.append(f"The reward rises together with {what} (correlation {c:.2f}): possible reward "
                                "hacking. Read the completions below; raise beta or fix the reward if they got worse.")
+    out += process_warnings(recs, window)
     if samples:  # a reward model beside rule rewards: does it separate what the rules separate? (blind.py)
         from rloo_studio.reward.blind import blind_warnings
 
         out += blind_warnings(samples)
+    return out
+
+
+PROCESS = "rewards/process_reward/mean"  # rloo/process_reward.py logs process/accuracy and process/steps beside it
+
+
+def process_warnings(recs: list[dict], window: int = WINDOW) -> list[str]:
+    """Process-reward hacking, from what the process reward logs: its reward rising while the share of right
+    answers stays flat (the policy pleases the process reward model without reasoning better), or while the number
+    of steps grows (longer chains of easy steps)."""
+    recs = [r for r in recs if isinstance(r.get(PROCESS), (int, float))]
+    if len(recs) < 2 * window:
+        return []
+    first, last = recs[:window], recs[-window:]
+    rose = _mean([r[PROCESS] for r in last]) - _mean([r[PROCESS] for r in first])
+    if rose <= 0.05:
+        return []
+    out = []
+    acc = [_mean([r.get("process/accuracy") for r in part]) for part in (first, last)]
+    if None not in acc and acc[1] - acc[0] < 0.02:
+        out.append(f"The process reward rose by {rose:.2f} while right answers stayed at {acc[0]:.0%} -> {acc[1]:.0%}: "
+                   "the policy may be pleasing the process reward model without reasoning better (process-reward "
+                   "hacking). Read the completions below; add the correctness reward or tick process_reward_correct_only.")
+    steps = [_mean([r.get("process/steps") for r in part]) for part in (first, last)]
+    if None not in steps and steps[1] > 1.2 * steps[0]:
+        out.append(f"The process reward rose by {rose:.2f} together with the number of steps ({steps[0]:.1f} -> "
+                   f"{steps[1]:.1f} a completion): longer chains of easy steps can please a process reward model. "
+                   "Try process_reward_aggregate=min or product, which do not reward more steps.")
     return out
