@@ -30,7 +30,7 @@ def test_every_kind_names_loadable_parts_and_the_cli_commands():
         if kind.presets:
             for name in kind.preset_names():
                 assert isinstance(kind.preset_config(name), kind.config_class())
-    assert {k.cli for k in KINDS.values() if k.cli} == {"train-rloo", "train-reward"}
+    assert {k.cli for k in KINDS.values() if k.cli} == {"train-rloo", "train-reward", "train-prm", "label-steps"}
 
 
 def test_busy_names_the_run_of_this_app_and_of_another_live_process(tmp_path):

@@ -57,7 +57,8 @@ class PrmJobConfig(JobConfig):
         "Share of the prompts held out (0 to below 1), with all their responses, to measure step accuracy and "
         "how often the first wrong step is found; 0 measures nothing.")})
     eval_steps: int = field(default=50, metadata={"help": "Measure the held-out figures every this many steps."})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay."})
+    weight_decay: float = field(default=0.01, metadata={"help": (
+        "AdamW's weight decay: pulls every trained weight a little towards zero at each step.")})
     warmup_steps: int = field(default=20, metadata={"help": "Steps of linear learning-rate warm-up."})
 
     def validate(self) -> None:

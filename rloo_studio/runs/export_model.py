@@ -72,6 +72,9 @@ def check_out(out: str | Path) -> Path:
 
 def run_adapter(ws: Workspace, run_id: str) -> tuple[str, Path, dict]:
     """(run id, adapter folder, run config) of an RLOO run that saved its adapter; a DataError otherwise."""
+    typed = str(run_id or "").strip()
+    if len(policy_kinds()) == 1 and (not typed or ws.run(typed) is None):
+        find_run(ws, typed, policy_kinds()[0])  # "There is no RLOO run ...": raises, naming what to pick
     r = find_run(ws, run_id)
     if r["kind"] not in policy_kinds():
         what, policy = title(r["kind"]), " or ".join(title(k) for k in policy_kinds())
