@@ -171,6 +171,46 @@ def score_rows(model, tok, rows: list[dict], read: str, batch: int = 256) -> lis
     return out
 
 
+@torch.no_grad()
+def score_answers(model, tok, rows: list[dict], batch: int = 256) -> list[float]:
+    """min of p(right) over the tokens after the last step (</think>, the answer line, EOS): the answer's score."""
+    model.eval()
+    out = []
+    for i in range(0, len(rows), batch):
+        chunk = rows[i:i + batch]
+        items = []
+        starts = []
+        for r in chunk:
+            ids, y = encode(tok, r, [1] * len(r["spans"]), "sep", False)
+            reads = [k for k, v in enumerate(y) if v != -100.0]
+            starts.append(reads[-1] + 1 if reads else len(ids))
+            items.append((ids, y))
+        ids, mask, _ = batchify(tok, items)
+        p = torch.softmax(model(input_ids=ids, attention_mask=mask).logits.float(), -1)[..., 1]
+        for j, (it, st) in enumerate(zip(items, starts)):
+            L = len(it[0])
+            out.append(round(p[j, st:L].min().item(), 4) if st < L else 1.0)
+    return out
+
+
+def answer_pairs(rows, step_probs, ans_probs) -> dict:
+    """Slip pairs ranked by min(min over steps, answer score)."""
+    by = {}
+    for r, ps, a in zip(rows, step_probs, ans_probs):
+        if r["steps"]:
+            by.setdefault(r["prompt"], []).append((r, min(ps + [a])))
+    n = ok = 0
+    for g in by.values():
+        for rg, sg in g:
+            if rg["kind"] != "clean":
+                continue
+            for rb, sb in g:
+                if not rb["correct"]:
+                    n += 1
+                    ok += 1.0 if sg > sb else (0.5 if sg == sb else 0.0)
+    return {"slip_pairs_with_answer": round(ok / max(n, 1), 4), "n_pairs": n}
+
+
 def metrics(rows: list[dict], probs: list[list[float]], thr: float = 0.5) -> dict:
     steps = agree = rr = rn = ww = wn = 0
     fw_n = fw_ok = fws_n = fws_ok = 0

@@ -28,7 +28,7 @@ from prm_fast import build
 DIGITS = None
 
 
-def tokenize(tok, row):
+def tokenize(tok, row, answer: bool = False):
     head = chat(tok, row["prompt"])
     enc = tok(head + row["response"] + tok.eos_token, add_special_tokens=False, return_offsets_mapping=True)
     ids, offs = enc["input_ids"], enc["offset_mapping"]
@@ -40,6 +40,8 @@ def tokenize(tok, row):
         toks = [k for k, (a, b) in enumerate(offs) if b > a and a < e and b > s]
         reads.append(toks[-1] + 1)
         think += toks + [toks[-1] + 1]
+    if answer and think:  # the rest of the response: </think>, the answer line, EOS
+        think += list(range(think[-1] + 1, len(ids)))
     return ids, think, reads
 
 
@@ -55,12 +57,13 @@ def teacher_match(teacher, tok, seqs: list[list[int]]) -> list[list[bool]]:
     return out
 
 
-def make_items(tok, teacher, rows, corrupt: float, rng: random.Random, use_exact: bool, local: bool = False):
+def make_items(tok, teacher, rows, corrupt: float, rng: random.Random, use_exact: bool, local: bool = False,
+               answer: bool = False, local_only: bool = False):
     digit_ids = [tok.convert_tokens_to_ids(str(d)) for d in range(10)]
     dset = set(digit_ids)
     seqs, metas = [], []
     for r in rows:
-        ids, think, reads = tokenize(tok, r)
+        ids, think, reads = tokenize(tok, r, answer)
         ids = list(ids)
         n_cor = 0
         if corrupt:
@@ -80,7 +83,7 @@ def make_items(tok, teacher, rows, corrupt: float, rng: random.Random, use_exact
                 continue
             ok = ok and m[k]
             y[k] = float(m[k]) if local else float(ok)
-        if local:  # the read positions keep the prefix label
+        if local and not local_only:  # the read positions keep the prefix label
             ok = True
             rd = set(reads)
             for k in think:
@@ -88,7 +91,7 @@ def make_items(tok, teacher, rows, corrupt: float, rng: random.Random, use_exact
                     ok = ok and m[k]
                     if k in rd:
                         y[k] = float(ok)
-        if use_exact and not n_cor:
+        if use_exact and not n_cor and not local_only:
             for k, lab in zip(reads, r["labels"]):
                 if k < len(ids):
                     y[k] = float(lab)

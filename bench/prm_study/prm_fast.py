@@ -14,7 +14,7 @@ import math
 import random
 
 from prm import *  # noqa: F401,F403
-from prm import encode, batchify, metrics, score_rows, step_loss, synth
+from prm import encode, batchify, metrics, score_rows, step_loss, synth, score_answers, answer_pairs
 from transformers import Qwen3Config
 
 
@@ -80,6 +80,8 @@ def main():
     ap.add_argument("--teacher", action="store_true", help="dense labels from the demo LM's argmax (prm2.make_items)")
     ap.add_argument("--local", action="store_true", help="with --teacher: per-token local labels (read positions: prefix)")
     ap.add_argument("--corrupt", type=float, default=0.1)
+    ap.add_argument("--answer", action="store_true", help="with --teacher: local labels on the answer tokens too")
+    ap.add_argument("--local-only", action="store_true", help="with --teacher --local: no prefix labels at the reads")
     ap.add_argument("--corrupt-copies", type=int, default=1)
     ap.add_argument("--extra-layers", type=int, default=2)
     ap.add_argument("--init-std", type=float, default=0.02)
@@ -120,9 +122,9 @@ def main():
         from prm2 import make_items
         teacher, _ = load_causal(DEMO_MODEL)
         rr = [r for r, _ in rows]
-        items = make_items(tok, teacher, rr, 0.0, rng, True, args.local)
+        items = make_items(tok, teacher, rr, 0.0, rng, True, args.local, args.answer, args.local_only)
         for _ in range(args.corrupt_copies):
-            items += make_items(tok, teacher, rr, args.corrupt, rng, True, args.local)
+            items += make_items(tok, teacher, rr, args.corrupt, rng, True, args.local, args.answer, args.local_only)
         del teacher
     else:
         items = [encode(tok, r, lab, args.read, args.dense) for r, lab in rows]
@@ -179,6 +181,7 @@ def main():
     res = {"tag": args.tag, "script": "prm_fast.py", "args": vars(args), "cache_s": cache_s, "final": log[-1],
            "by_thr": {thr: metrics(ev, probs_ev, thr) for thr in (0.3, 0.5, 0.7)}, "wall_s": t(),
            "mintok": {thr: metrics(ev, pm, thr) for pm in [score_rows(full, tok, ev, "mintok")] for thr in (0.3, 0.5, 0.7)},
+           "mintok_answer_pairs": answer_pairs(ev, score_rows(full, tok, ev, "mintok"), score_answers(full, tok, ev)),
            "load": os.getloadavg()}
     print("RESULT", json.dumps(res), flush=True)
     with open(LAB / "prm_results.jsonl", "a") as fh:

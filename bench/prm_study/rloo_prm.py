@@ -17,9 +17,9 @@ from common import LAB, Timer, sample_responses, summarize, problem_sets, write_
 from rloo_studio.core import bootstrap  # noqa: F401,E402  (unsloth before transformers / trl / peft)
 
 
-def prm_reward(prm_dir: str, reduce: str = "min", read: str = ""):
+def prm_reward(prm_dir: str, reduce: str = "min", read: str = "", with_answer: bool = False):
     from transformers import AutoTokenizer, Qwen3ForTokenClassification
-    from prm import score_rows
+    from prm import score_rows, score_answers
     from rloo_studio.core.thinking import parse
 
     prm = Qwen3ForTokenClassification.from_pretrained(str(LAB / prm_dir)).eval()
@@ -39,6 +39,8 @@ def prm_reward(prm_dir: str, reduce: str = "min", read: str = ""):
                 idx.append(i)
         if rows:
             probs = score_rows(prm, ptok, rows, read)
+            if with_answer:
+                probs = [ps + [a] for ps, a in zip(probs, score_answers(prm, ptok, rows))]
             for i, ps in zip(idx, probs):
                 out[i] = (min(ps) if reduce == "min" else float(torch.tensor(ps).prod())) if ps else 0.0
         return out
@@ -62,6 +64,7 @@ def main():
     ap.add_argument("--prm", default="")
     ap.add_argument("--reduce", default="min", choices=["min", "prod"])
     ap.add_argument("--read", default="mintok", help="sep | last | mintok (prm.score_rows)")
+    ap.add_argument("--with-answer", action="store_true", help="also min with the answer tokens' score")
     ap.add_argument("--orm-adapter", default="", help="control: a studio reward-model adapter folder")
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--beta", type=float, default=0.05)
@@ -97,9 +100,10 @@ def main():
         from rloo_studio.rloo import rewards
         rm, rm_tok = load_reward_adapter(args.orm_adapter)
         fn = rewards.make_reward_model_reward(rm, rm_tok, tok, 32, enable_thinking=True)
-        funcs = [fn]
+        # the studio's demo-cpu-reward-model shaping: batch-normalised, std floor 1.0, clipped to [-3, 3]
+        funcs = [rewards.shaped(fn, True, [-3.0, 3.0], 1.0)]
     else:
-        funcs = [prm_reward(args.prm, args.reduce, args.read)]
+        funcs = [prm_reward(args.prm, args.reduce, args.read, args.with_answer)]
     data = Dataset.from_list([{"prompt": [{"role": "user", "content": r["prompt"]}], "answer": r["answer"]}
                               for r in S["rl_train"]])
     cfg = RLOOConfig(output_dir=str(out / "checkpoints"), learning_rate=args.lr, beta=args.beta, num_generations=8,
