@@ -128,13 +128,18 @@ def trained_adapters(ws: Workspace, kind: str) -> list[tuple[str, str]]:
 def scorer_run(ws: Workspace, run_id, which: tuple[str, ...] = SCORERS) -> dict:
     """The run a typed id names when its kind gives a scorer of these sorts (runs.jobs.JobKind.adapter: 'outcome',
     'process'), or a DataError that says in words what the run is and what to choose instead."""
-    r = find_run(ws, run_id)
+    kinds = scorer_kinds(which)
+    named = " or ".join(title(k) for k in kinds)
+    rid = str(run_id or "").strip()
+    if _RUN_ID.fullmatch(rid) and ".." not in rid and ws.run(rid) is None:
+        raise DataError(f"There is no {named} run {rid} in this workspace: pick one from the list.")
+    r = find_run(ws, rid)
     kind = KINDS.get(r["kind"])
     if kind is None or kind.scorer not in which:
         what = title(r["kind"])
         gives = "a policy, not a reward model" if kind and kind.adapter == "policy" else \
             f"{article(kind.scorer)} {kind.scorer} reward model" if kind and kind.scorer else "no reward model"
-        wanted = " or ".join(f"{article(title(k))} {title(k)}" for k in scorer_kinds(which))
+        wanted = " or ".join(f"{article(title(k))} {title(k)}" for k in kinds)
         raise DataError(f"Run {r['id']} is {article(what)} {what} run: it gives {gives}, so it cannot score here. "
                         f"Choose {wanted} run (see: runs list).")
     return r
