@@ -16,5 +16,5 @@ def describe() -> dict:
     else:
         n, cores = torch.get_num_threads(), os.cpu_count()
         name = f"CPU ({n} thread{'s' * (n != 1)}, {cores} core{'s' * (cores != 1)})"
-    backend = f"Unsloth {bootstrap.UNSLOTH_VERSION}" if bootstrap.UNSLOTH_VERSION else "transformers + PEFT"
-    return {"device": name, "cuda": torch.cuda.is_available(), "backend": backend, "unsloth_error": bootstrap.UNSLOTH_ERROR}
+    return {"device": name, "cuda": torch.cuda.is_available(), "backend": bootstrap.backend(),
+            "unsloth_error": bootstrap.UNSLOTH_ERROR}
