@@ -124,6 +124,7 @@ def fill(page, elem_id: str, value) -> None:
     server's config right after it is typed into, losing the text; so type, leave
     the field, and type again until the value stays.
     """
+    reveal(page, elem_id)
     box = page.locator(f"#{elem_id} input, #{elem_id} textarea").first
     for _ in range(5):
         box.fill(str(value))
@@ -132,6 +133,44 @@ def fill(page, elem_id: str, value) -> None:
         if box.input_value() == str(value) or _listed_as(box.input_value(), value):
             return
     raise AssertionError(f"#{elem_id} would not keep the value {value!r}")
+
+
+def folded_in(elem_id: str) -> str | None:
+    """The title of the folded section of the Reward model or RLOO tab that holds a setting's field, by the tab's
+    LAYOUT (None: the field is in view, or is no setting of those tabs)."""
+    from rloo_studio.ui import reward_tab, rloo_tab
+    from rloo_studio.ui.fields import elem_id as field_id
+
+    kind = elem_id.split("-")[0]
+    for tab in (reward_tab, rloo_tab):
+        for title, rows, _ in tab.LAYOUT if tab.KIND == kind else ():
+            if title and any(field_id(kind, key) == elem_id for keys in rows for key in keys):
+                return title
+    return None
+
+
+def reveal(page, elem_id: str) -> None:
+    """Open the folded section that holds a field, as a person would, when the field is not on the page yet
+    (Gradio draws an accordion's contents when it is first opened)."""
+    title = folded_in(elem_id)
+    if title and not page.locator(f"#{elem_id}").first.is_visible():
+        page.get_by_role("button", name=title).first.click()
+        page.locator(f"#{elem_id}").first.wait_for(state="visible", timeout=60_000)
+
+
+def in_view(page, *elem_ids: str) -> dict:
+    """The elements whose box is not wholly inside the 1400x1000 viewport with the page scrolled to the top, as
+    {elem_id: box} (empty: all in view)."""
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(300)
+    size = page.viewport_size
+    out = {}
+    for i in elem_ids:
+        box = page.locator(f"#{i}").first.bounding_box()
+        if box is None or box["x"] < 0 or box["y"] < 0 or box["x"] + box["width"] > size["width"] \
+                or box["y"] + box["height"] > size["height"]:
+            out[i] = box
+    return out
 
 
 def _listed_as(shown: str, value) -> bool:

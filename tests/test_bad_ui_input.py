@@ -2,7 +2,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from browser import fill, open_page
+from browser import fill, open_page, reveal
 from rloo_studio.core.workspace import Workspace
 
 
@@ -39,7 +39,6 @@ def test_rloo_tab_refuses_nonsense_and_keeps_serving(app):
         expect(page.locator("#rloo-check")).to_contain_text("Settings are valid", timeout=60000)
         # the reward tab: max length 0
         page.get_by_role("tab", name="Reward model").click()
-        page.get_by_role("button", name="Data", exact=False).first.click()  # the accordion that holds max_length
         fill(page, "reward-max-length", 0)
         page.locator("#reward-launch").click()
         expect(page.locator("#reward-check")).to_contain_text("max_length must be", timeout=60000)
@@ -54,6 +53,7 @@ def test_model_code_runs_only_after_the_trust_box_is_ticked(app):
     before = run_ids(app)
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
+        reveal(page, "rloo-trust-remote-code")
         trust = page.locator("#rloo-trust-remote-code input[type=checkbox]")
         expect(trust).not_to_be_checked(timeout=120000)  # off unless the user ticks it
         fill(page, "rloo-model", folder)
@@ -66,6 +66,7 @@ def test_model_code_runs_only_after_the_trust_box_is_ticked(app):
         expect(page.locator("#rloo-check")).to_contain_text("trust_remote_code is on", timeout=60000)
         # the reward tab: the same box, off, and its warning in the pre-flight once ticked
         page.get_by_role("tab", name="Reward model").click()
+        reveal(page, "reward-trust-remote-code")
         rtrust = page.locator("#reward-trust-remote-code input[type=checkbox]")
         expect(rtrust).not_to_be_checked()
         rtrust.check()

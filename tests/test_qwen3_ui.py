@@ -13,7 +13,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from browser import fill, open_page, running_app, screenshot
+from browser import fill, open_page, reveal, running_app, screenshot
 from rloo_studio.core.workspace import Workspace
 from test_qwen3_cli import qwen3_pairs
 
@@ -34,6 +34,7 @@ def test_rloo_on_a_hybrid_qwen3_with_thinking_off(app):
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         fill(page, "rloo-model", app.model)
+        reveal(page, "rloo-backend")
         page.locator("#rloo-backend input").click()
         page.get_by_role("option", name="transformers", exact=True).click()
         page.locator("#rloo-enable-thinking input[type=checkbox]").uncheck()
@@ -123,7 +124,6 @@ def test_qwen3_thinking_pairs_imported_trained_and_inspected(app, tmp_path):
         fill(page, "reward-model", app.thinking_model)
         fill(page, "reward-max-steps", 2)
         fill(page, "reward-per-device-train-batch-size", 4)
-        page.get_by_role("button", name="Data", exact=False).first.click()
         fill(page, "reward-max-length", 256)
         page.locator("#reward-launch").click()
         expect(page.locator("#reward-check")).to_contain_text("Started run reward-", timeout=LONG)

@@ -5,7 +5,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser import fill, open_page, screenshot
+from browser import fill, in_view, open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 
 
@@ -49,9 +49,16 @@ def test_bad_input_shows_a_message_and_starts_nothing(app):
     assert Workspace(app.ws_dir).runs("reward") == []
 
 
+# At 1400x1000 without scrolling: the settings changed most, the buttons, the run's status and its main charts.
+IN_VIEW = ("reward-preset", "reward-model", "reward-learning-rate", "reward-max-steps", "reward-num-train-epochs",
+           "reward-validate", "reward-launch", "reward-stop", "reward-resume", "reward-status", "reward-plot-loss",
+           "reward-plot-accuracy", "reward-plot-margin")
+
+
 def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
     with open_page(app.url) as page:
         _open_tab(page)
+        assert in_view(page, *IN_VIEW) == {}
         fill(page, "reward-max-steps", 400)
         page.locator("#reward-launch").click()
         expect(page.locator("#reward-status")).to_contain_text("running", timeout=60000)
@@ -59,6 +66,7 @@ def test_train_from_the_tab_plots_grow_then_stop_and_find_the_run(app):
         first = _loss_points(page)
         _wait(lambda: _loss_points(page) >= first + 2, 300, "more loss points")
         expect(page.locator("#reward-status")).to_contain_text(re.compile(r"step \d+/400 · .+ in all · about .+ left"))
+        assert in_view(page, *IN_VIEW, "reward-check") == {}  # and while it trains, with Train's answer
         screenshot(page, "reward-training")
         # Generate while the run trains: it is queued behind it, then runs once the run stops.
         page.get_by_role("tab", name="Label").click()

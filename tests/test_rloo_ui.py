@@ -5,7 +5,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser import fill, open_page, screenshot
+from browser import fill, in_view, open_page, reveal, screenshot
 from rloo_studio.core.workspace import Workspace
 
 LONG = 900_000  # ms: a shared 2-core machine can be slow; the test waits for behaviour, not for time
@@ -33,6 +33,12 @@ def _wait_points(page, plots, n, timeout_s=900):
     raise AssertionError(f"plots never reached {n} points: {got}")
 
 
+# At 1400x1000 without scrolling: the settings changed most, the buttons, the run's status and its main charts.
+IN_VIEW = ("rloo-preset", "rloo-model", "rloo-rewards", "rloo-num-generations", "rloo-beta", "rloo-learning-rate",
+           "rloo-max-steps", "rloo-max-completion-length", "rloo-validate", "rloo-launch", "rloo-stop", "rloo-resume",
+           "rloo-status", "rloo-plot-loss", "rloo-plot-reward", "rloo-plot-kl")
+
+
 def test_rloo_tab_launch_plots_completions_stop(app):
     ws = Workspace(app.ws_dir)
     with open_page(app.url) as page:
@@ -40,6 +46,7 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         expect(page.locator("#rloo-status")).to_contain_text("No RLOO run yet", timeout=LONG)
         expect(page.locator("#rloo-stop")).to_be_disabled()  # nothing to stop or resume: both look it
         expect(page.locator("#rloo-resume")).to_be_disabled()
+        assert in_view(page, *IN_VIEW) == {}
 
         # presets fill the form from the config dataclass
         page.locator("#rloo-preset input").click()
@@ -71,6 +78,7 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         expect(page.locator("#rloo-status")).to_contain_text("running", timeout=LONG)
 
         first = _wait_points(page, ["loss", "reward", "kl"], 2)
+        assert in_view(page, *IN_VIEW, "rloo-check") == {}  # and while it runs, with Launch's answer
         expect(page.locator("#rloo-completions")).to_contain_text("(cut before </think>)", timeout=LONG)
         expect(page.locator("#rloo-warnings")).to_contain_text("cut at max completion length (2 tokens) before",
                                                                timeout=LONG)
@@ -110,6 +118,7 @@ def test_prompt_file_upload_becomes_a_prompt_set(app, tmp_path):
     pairs.write_text('{"prompt": "x", "chosen": "a", "rejected": "b"}\n')
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
+        reveal(page, "rloo-prompt-set")  # the upload sits with the prompt set, in the folded prompts section
         upload = page.locator("#rloo-upload input[type=file]")
         upload.set_input_files(str(pairs))
         expect(page.locator("#rloo-check")).to_contain_text("pairs.jsonl holds preference pairs", timeout=LONG)

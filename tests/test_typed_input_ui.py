@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser import fill, open_page, running_app
+from browser import fill, open_page, reveal, running_app
 from rloo_studio.label.store import preference_pairs
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.runs.catalog import trained_adapters
@@ -73,8 +73,8 @@ def test_reward_tab(app):
                  ("reward-model", "", "No model given"),
                  ("reward-model", str(app.ws_dir / "no-such-model"), "No model at"),
                  ("reward-lora-target-modules", "", "lora.target_modules must name at least one layer")]
-        page.get_by_role("button", name="LoRA").first.click()
         for elem, bad, message in cases:
+            reveal(page, elem)
             good = page.locator(f"#{elem} input").first.input_value()
             fill(page, elem, bad)
             page.locator("#reward-launch").click()
@@ -185,6 +185,7 @@ def test_rloo_tab(app):
         page.locator("#rloo-compare").click()
         expect(page.locator("#rloo-compare-summary")).to_contain_text("pick one from the list", timeout=T)
         # ticking a reward fills in its weight; unticking removes it
+        reveal(page, "rloo-reward-weights")
         weights = page.locator("#rloo-reward-weights input")
         expect(weights).to_have_value("1.0")
         page.locator("#rloo-rewards").get_by_text("think_format", exact=True).click()
@@ -203,8 +204,8 @@ def test_rloo_tab(app):
                  ("rloo-prompt-set", LONG, "no prompt set named"),
                  ("rloo-optim", "nonsense", "is not an optimizer"),
                  ("rloo-eval-prompt-set", "../../x", "eval_prompt_set: no prompt set named")]
-        page.get_by_role("button", name="Checkpoints and before/after").first.click()  # eval_prompt_set is in it
         for elem, bad, message in cases:
+            reveal(page, elem)
             good = page.locator(f"#{elem} input").first.input_value()
             fill(page, elem, bad)
             page.locator("#rloo-launch").click()

@@ -2,6 +2,7 @@
 dropdown (the demo model first, then local folders and cached hub models; any other value may be typed)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import partial
 
@@ -85,10 +86,22 @@ def _refresh_models(workspace_root, shown):
     return gr.Dropdown(choices=now), now
 
 
-def widget(f: FormField, value, prefix: str, special=None, workspace_root=None, **kw):
+def help_text(f: FormField) -> str:
+    return HELP.get(f.key, f.help) or ""
+
+
+def brief(text: str) -> str:
+    """A help text's first clause (up to its first '. ', ': ' or '; '): what a setting is, in one line, where the
+    settings must stay in view; the whole text is one click away (ui/job_section.py)."""
+    return re.split(r"(?<!e\.g)(?:\. |: |; )", text, maxsplit=1)[0].rstrip(".")
+
+
+def widget(f: FormField, value, prefix: str, special=None, workspace_root=None, short: bool = False, **kw):
     """The widget of one config field. `special` (Pick, Ticks, Range) overrides what the field's kind
-    gives; a field that names a model (MODEL_KEYS) is always the model dropdown."""
-    kw = dict(label=f.key, info=HELP.get(f.key, f.help) or None, elem_id=elem_id(prefix, f.key), **kw)
+    gives; a field that names a model (MODEL_KEYS) is always the model dropdown. `short`: its help cut to
+    the first clause (`brief`)."""
+    info = brief(help_text(f)) if short else help_text(f)
+    kw = dict(label=f.key, info=info or None, elem_id=elem_id(prefix, f.key), **kw)
     value = widget_value(f, value, special)
     if f.key in MODEL_KEYS:
         return model_dropdown(value, workspace_root=workspace_root, **kw)

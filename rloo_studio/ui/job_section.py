@@ -24,12 +24,13 @@ from rloo_studio.runs.jobs import KINDS, JobKind, load
 from rloo_studio.runs.runner import ACTIVE
 from rloo_studio.studio import Studio
 from rloo_studio.ui import launch_panel, messages, render, run_panel
-from rloo_studio.ui.fields import Ticks, widget, widget_value
+from rloo_studio.ui.fields import Ticks, help_text, widget, widget_value
 from rloo_studio.ui.run_panel import RunPanel
 
 CSS = """
 .job-check .bad {color:var(--error-text-color, #c00); font-weight:600}
 .job-check .ok {color:#15803d}
+.block.job-check:has(.prose:empty), .block.run-failure:has(.prose:empty) {display:none}
 """
 RUN_HEADERS = ["run", "status", "started", "duration (s)", "key figures", "message"]
 RUN_WIDTHS = ["20%", "9%", "13%", "10%", "23%", "25%"]
@@ -222,20 +223,38 @@ class JobSection:
         self.preset = gr.Dropdown(self.kind.preset_names(), value=preset, label="Preset", info=info or None,
                                   elem_id=f"{self.kind.name}-preset", **kw)
 
-    def accordions(self, layout: list, values, wide: tuple = ("model",), **row_kw) -> None:
-        """One accordion per group of `layout` (groups()), a row of widgets per row of keys, starting from the
-        config `values`; the `wide` fields get twice the room of the others in their row."""
-        name = self.kind.name
+    def accordions(self, layout: list, values, wide: tuple = ("model",), inside: dict | None = None,
+                   **row_kw) -> None:
+        """The groups of `layout` (groups()), a row of widgets per row of keys, starting from the config
+        `values`. A group titled None holds the settings kept in view: their help cut to its first clause, the
+        whole of it in the folded section that follows. Any other group is an accordion that says what it
+        holds. `inside`: title -> a function that adds the tab's own widgets at the end of that group. The
+        `wide` fields get twice the room of the others in their row."""
         start = dict(zip([f.key for f in self.fields], form.values(values)))
-        by_key = {f.key: f for f in self.fields}
         for title, rows, is_open in groups(self.fields, layout):
+            if title is None:
+                with gr.Group():
+                    self._rows(rows, start, wide, short=True, **row_kw)
+                self._whole_help([k for keys in rows for k in keys])
+                continue
             with gr.Accordion(title, open=is_open):
-                for keys in rows:
-                    with gr.Row():
-                        for key in [k for k in keys if k in by_key]:
-                            self.widgets[key] = widget(by_key[key], start[key], name, self.specials.get(key),
-                                                       self.studio.ws.root, **({"scale": 2} if key in wide else {}),
-                                                       **row_kw)
+                self._rows(rows, start, wide, **row_kw)
+                if title in (inside or {}):
+                    inside[title]()
+
+    def _rows(self, rows, start: dict, wide: tuple, **kw) -> None:
+        by_key = {f.key: f for f in self.fields}
+        for keys in rows:
+            with gr.Row():
+                for key in [k for k in keys if k in by_key]:
+                    self.widgets[key] = widget(by_key[key], start[key], self.kind.name, self.specials.get(key),
+                                               self.studio.ws.root, **({"scale": 2} if key in wide else {}), **kw)
+
+    def _whole_help(self, keys: list) -> None:
+        by_key = {f.key: f for f in self.fields}
+        with gr.Accordion("What the settings above do", open=False):
+            gr.Markdown("\n".join(f"- **{k}**: {html.escape(help_text(by_key[k]))}" for k in keys if k in by_key),
+                        elem_id=f"{self.kind.name}-settings-help")
 
     def actions(self, check: str = "Check settings", launch: str = "Launch", stop: str = "Stop") -> None:
         """Check settings, Launch, Stop, Resume (Stop and Resume pressable only when they apply), their answer."""

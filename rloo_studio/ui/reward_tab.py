@@ -29,15 +29,20 @@ CSS = """
 RUN_WIDTHS = ["15%", "8%", "18%", "13%", "25%", "8%", "13%"]
 EMPTY = "No reward-model run yet. Check the data, then press <b>Train</b>."
 
-LAYOUT = [  # (accordion, rows of keys, open at start): one setting per row in the narrow form column
-    ("Model", (("model",), ("load_in_4bit",), ("use_unsloth",), ("trust_remote_code",), ("enable_thinking",)), True),
-    ("LoRA", (("lora.r",), ("lora.alpha",), ("lora.dropout",), ("lora.target_modules",), ("modules_to_save",)), False),
-    ("Training", (("learning_rate",), ("num_train_epochs",), ("max_steps",), ("per_device_train_batch_size",),
-                  ("gradient_accumulation_steps",), ("center_rewards_coefficient",), ("optim",),
-                  ("gradient_checkpointing",)), True),
-    ("Data", (("max_length",), ("over_length",), ("eval_fraction",), ("split_by_kind",), ("step_pairs",),
-              ("eval_batch_size",), ("seed",)), False),
-    ("Logging and checkpoints", (("logging_steps",), ("eval_steps",), ("save_steps",)), False),
+# (accordion, rows of keys, open at start): the settings changed most stay in view (None: no accordion) beside the
+# live run; the rest is folded in sections that say what they hold
+LAYOUT = [
+    (None, (("model",), ("learning_rate", "max_steps"), ("num_train_epochs",)), True),
+    ("Model loading: 4-bit, Unsloth, remote code, thinking", (("load_in_4bit", "use_unsloth"),
+                                                                ("enable_thinking", "trust_remote_code")), False),
+    ("LoRA", (("lora.r", "lora.alpha", "lora.dropout"), ("lora.target_modules",), ("modules_to_save",)), False),
+    ("Training: batch, optimizer, centering, checkpointing", (("per_device_train_batch_size",
+                                                               "gradient_accumulation_steps"),
+                                                              ("optim", "center_rewards_coefficient"),
+                                                              ("gradient_checkpointing",)), False),
+    ("Data: length, held-out split, step pairs", (("max_length", "over_length"), ("eval_fraction", "split_by_kind"),
+                                                  ("step_pairs", "eval_batch_size", "seed")), False),
+    ("Logging and checkpoints", (("logging_steps", "eval_steps", "save_steps"),), False),
 ]
 PREFLIGHT_FIELDS = ("model", "max_length", "over_length", "eval_fraction", "trust_remote_code", "enable_thinking")
 
@@ -82,31 +87,34 @@ def _size(path) -> tuple:
         return ()
 
 
-def _panel(section: JobSection) -> tuple:
-    """The data pre-flight, the buttons, the run panel (status, failure, charts) and the log."""
-    with gr.Group():
-        gr.Markdown("### Pre-flight")
-        summary = gr.Markdown(elem_id="reward-preflight")
+def _panel(section: JobSection) -> None:
+    """The buttons and the run panel (status, failure, the charts), in view beside the form."""
     section.actions(check="Check data", launch="Train")
     section.run_panel(EMPTY)
     gr.HTML("<div class='legend'>Held-out pairs are measured at each evaluation; step 0 is the "
             "untrained model.</div>")
     with gr.Column(elem_id="reward-plots"):
         section.panel.add_charts([(t, REWARD_TITLES.get(t, t)) for t in PLOTS], per_row=2, height=270)
-    log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log",
-                     elem_classes=run_panel.live(KIND))
-    return summary, log
+
+
+def _preflight() -> gr.Markdown:
+    with gr.Group():
+        gr.Markdown("### Pre-flight")
+        return gr.Markdown(elem_id="reward-preflight")
 
 
 def build(studio: Studio):
     section = JobSection.start(studio, KIND)
     watched = gr.State(None)  # run id clicked in the runs list (None: follow the newest run)
     with gr.Row():
-        with gr.Column(scale=1, min_width=320):
+        with gr.Column(scale=2, min_width=420):
             section.form(LAYOUT, "demo (CPU)", info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed "
-                                                    "recipe.")
-        with gr.Column(scale=2):
-            summary, log = _panel(section)
+                                                    "recipe.", min_width=140)
+            summary = _preflight()  # what Check data answers, beside the settings it reads
+        with gr.Column(scale=3):  # the live run, in view while it trains
+            _panel(section)
+    log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log",
+                     elem_classes=run_panel.live(KIND))
     section.runs_list("Reward-model runs", RUN_WIDTHS)
     section.launch_files()
 

@@ -35,24 +35,29 @@ from rloo_studio.ui.uploads import discard_upload
 KIND = "rloo"
 CSS = rloo_render.CSS
 EMPTY = "No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>."
-PRESET_INFO = ("demo-cpu learns on the bundled model in a minute, rewarded by correctness; demo-cpu-reward-model by "
-               "your newest reward model alone; the GPU presets follow the Qwen3 Thinking seed recipe (lr 1e-5, "
-               "beta 0.05, k=4, adamw_8bit)")
+PRESET_INFO = ("demo-cpu: the bundled model learns in a minute, rewarded by correctness; demo-cpu-reward-model: "
+               "by your newest reward model alone; GPU: the Qwen3 Thinking recipe")
+PROMPTS = "Prompts and reward models: prompt set, upload, weights, reward-model and process-reward runs"
 
-LAYOUT = [  # (accordion, rows of keys, open at start)
-    ("Policy", (("model", "backend", "load_in_4bit", "trust_remote_code", "enable_thinking"),
-                ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
-    ("Prompts and rewards", (("prompt_set", "rewards", "reward_weights", "reward_clip_range", "answer_format"),
-                             ("reward_model_run", "reward_model_normalize", "reward_model_std_floor",
-                              "reward_model_clip", "reward_model_batch_size"),
-                             ("process_reward_run", "process_reward_aggregate", "process_reward_correct_only")), True),
-    ("RLOO", (("num_generations", "beta", "learning_rate", "optim", "max_completion_length", "temperature"),
-              ("per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "seed",
-               "normalize_advantages", "mask_truncated_completions")), True),
-    ("Checkpoints and before/after", (("save_steps", "logging_steps", "eval_prompts", "eval_prompt_set", "eval_seed"),),
+# (accordion, rows of keys, open at start): the settings changed most stay in view (None: no accordion) beside the
+# live run; the rest is folded in sections that say what they hold
+LAYOUT = [
+    (None, (("model",), ("rewards",), ("num_generations",), ("beta", "learning_rate"),
+            ("max_steps", "max_completion_length")), True),
+    ("Policy: backend, 4-bit, thinking, LoRA", (("backend", "load_in_4bit"), ("enable_thinking", "trust_remote_code"),
+                                                ("lora.r", "lora.alpha", "lora.dropout"), ("lora.target_modules",)),
      False),
-    ("Generation with a vLLM server (GPU)", (("use_vllm", "vllm_server_base_url", "vllm_server_timeout"),), False),
+    (PROMPTS, (("prompt_set",), ("reward_weights", "reward_clip_range"), ("answer_format",), ("reward_model_run",),
+               ("reward_model_normalize", "reward_model_std_floor"), ("reward_model_clip", "reward_model_batch_size"),
+               ("process_reward_run",), ("process_reward_aggregate", "process_reward_correct_only")), False),
+    ("Training: optimizer, temperature, batch, seed, advantages",
+     (("optim", "temperature"), ("per_device_train_batch_size", "gradient_accumulation_steps"),
+      ("seed", "normalize_advantages", "mask_truncated_completions")), False),
+    ("Checkpoints and before/after", (("save_steps", "logging_steps"), ("eval_prompts", "eval_seed"),
+                                      ("eval_prompt_set",)), False),
+    ("Generation with a vLLM server (GPU)", (("use_vllm",), ("vllm_server_base_url", "vllm_server_timeout")), False),
 ]
+IN_VIEW, IN_VIEW_HEIGHT = 4, 280  # charts beside the form, two to a row: loss, reward, KL, reward spread
 
 
 def _specials(ws) -> dict:
@@ -217,10 +222,12 @@ def _run_bar(ws) -> tuple:
 
 
 def _live(section: JobSection) -> gr.HTML:
-    """The run panel (status, failure box, charts) with the warnings above its charts."""
+    """The run panel (status, failure box), the first charts in view beside the form, the warnings, the rest."""
     panel = section.run_panel(EMPTY)
+    titles = [(t, CHART_TITLES.get(t, t)) for t, _ in PLOTS]
+    panel.add_charts(titles[:IN_VIEW], per_row=2, height=IN_VIEW_HEIGHT)
     warn = gr.HTML(elem_id="rloo-warnings", elem_classes=run_panel.live(KIND))
-    panel.add_charts([(t, CHART_TITLES.get(t, t)) for t, _ in PLOTS], per_row=3)
+    panel.add_charts(titles[IN_VIEW:], per_row=2)
     return warn
 
 
@@ -251,22 +258,30 @@ def _compare() -> tuple:
     return n_cmp, cmp_btn, cmp_md, cmp_table
 
 
+def _upload() -> gr.File:
+    return gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)",
+                   file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=120)
+
+
 def _form(section: JobSection) -> gr.File:
-    """The preset and the prompt upload side by side, then the config form; returns the upload."""
-    with gr.Row():
-        section.preset_dropdown("demo-cpu", PRESET_INFO, scale=1)
-        upload = gr.File(label="Import a prompt file (JSONL / CSV / Parquet with a prompt column)", scale=1,
-                         file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="rloo-upload", height=150)
-    section.accordions(LAYOUT, rloo_config.preset("demo-cpu"), min_width=200)
-    return upload
+    """The preset, the settings changed most, the rest folded (the prompt upload with the prompts); returns the
+    upload."""
+    section.preset_dropdown("demo-cpu", PRESET_INFO)
+    files = []
+    section.accordions(LAYOUT, rloo_config.preset("demo-cpu"), min_width=140,
+                       inside={PROMPTS: lambda: files.append(_upload())})
+    return files[0]
 
 
 def build(studio: Studio):
     section = JobSection.start(studio, KIND, _specials(studio.ws))
-    upload = _form(section)
-    section.actions(stop="Stop (saves the adapter)")
+    with gr.Row():
+        with gr.Column(scale=2, min_width=420):
+            upload = _form(section)
+        with gr.Column(scale=3):  # the live run, in view while it trains
+            section.actions()  # Stop saves the adapter (its answer says so)
+            warn = _live(section)
     run_dd, overlay_dd, smooth, log_scale = _run_bar(studio.ws)
-    warn = _live(section)
     order_dd, table = _completions()
     rloo_model_input.build(studio, run_dd, table)  # one completion as the models read it (ui/rloo_model_input.py)
     rloo_send.build(studio, run_dd)  # a group of these completions into the Label queue (ui/rloo_send.py)

@@ -129,21 +129,24 @@ class RunPanel:
     failure: gr.HTML  # a failed run: its message, the traceback folded
     memo: gr.State  # what each part of the page shows now (see `changed`)
     plots: list[gr.Plot] = field(default_factory=list)
+    heights: list[int] = field(default_factory=list)  # each chart's height, empty or drawn
     controls: tuple = ()  # (Stop, Resume): pressable only when the run shown can be stopped / resumed
 
     @classmethod
     def build(cls, studio: Studio, kind: str, empty: str) -> RunPanel:
         """The status line and the failure box, here; the charts go where the tab calls add_charts."""
         status = gr.HTML(elem_id=f"{kind}-status", elem_classes=["run-status", *live(kind, note=True)])
-        return cls(studio, kind, empty, status, gr.HTML(elem_id=f"{kind}-failure", elem_classes=live(kind)),
+        return cls(studio, kind, empty, status, gr.HTML(elem_id=f"{kind}-failure", elem_classes=["run-failure", *live(kind)]),
                    gr.State({}))
 
-    def add_charts(self, titles: list[tuple[str, str]], per_row: int, **kw) -> None:
-        """One chart per (key, title in words), `per_row` to a row; elem_id '<kind>-plot-<key as a slug>'."""
+    def add_charts(self, titles: list[tuple[str, str]], per_row: int, height: int = charts.HEIGHT) -> None:
+        """One chart per (key, title in words), `per_row` to a row, `height` pixels tall (more when many lines
+        need it); elem_id '<kind>-plot-<key as a slug>'."""
         for i in range(0, len(titles), per_row):
             with gr.Row(equal_height=True, elem_classes=live(self.kind)):
-                self.plots += [charts.plot(title, f"{self.kind}-plot-{slug(key)}", **kw)
+                self.plots += [charts.plot(title, f"{self.kind}-plot-{slug(key)}", height)
                                for key, title in titles[i:i + per_row]]
+        self.heights += [height] * len(titles)
 
     def add_controls(self, stop: gr.Button, resume: gr.Button) -> None:
         """Stop and Resume follow the run shown: greyed out when there is nothing to stop or resume (before
@@ -189,7 +192,7 @@ class RunPanel:
         """The charts drawn by `draw`, only when `key` (what they show) changed."""
         if not changed(memo, "charts", list(key)):
             return {}
-        return dict(zip(self.plots, (charts.figure(c) for c in draw())))
+        return dict(zip(self.plots, (charts.figure(c, h) for c, h in zip(draw(), self.heights))))
 
     def follow(self, tick: Callable, every: float, form: type, widgets: dict, outputs: list,
                also: tuple = (), after: tuple = ()) -> Callable:
