@@ -252,6 +252,27 @@ class Run:
             raise DataError(f"Run {self.id} recorded no completions (only RLOO runs do).")
         return pd.DataFrame(read_jsonl(path))
 
+    def before_after(self) -> dict:
+        """An RLOO run's held-out evaluation, read as the tab's before/after panel reads it: {'before': …, 'after': …},
+        each with accuracy, format and reasoning rates (written when a run with eval_prompts > 0 ends)."""
+        from rloo_studio.rloo.evaluate import read_eval_file
+
+        ev = read_eval_file(self.folder)
+        if not ev.get("after"):
+            raise DataError(f"Run {self.id} has no before/after evaluation yet: an RLOO run with eval_prompts above 0 "
+                            "writes one when it ends.")
+        return ev
+
+    def compare(self, n: int = 50):
+        """The tab's "Compare base and trained": the same `n` held-out prompts answered by the base and the trained
+        policy; (summary {'base': …, 'trained': …}, a DataFrame of prompt, answer, base, trained)."""
+        import pandas as pd
+
+        from rloo_studio.rloo.compare import compare
+
+        res = compare(self.ws, catalog.find_run(self.ws, self.id, "rloo")["id"], int(n))
+        return {k: res[k] for k in ("base", "trained")}, pd.DataFrame(res["rows"])
+
     def plot(self, show: bool = True) -> list:
         """The run's charts as its tab draws them (Plotly figures); shown inline in a notebook."""
         from rloo_studio.ui.charts import figure

@@ -1,5 +1,6 @@
 """The studio from Python (rloo_studio/python_api.py): the same functions as the tabs and the CLI. Data work loads no
-torch; a job started from Python trains, waits, gives its metrics and charts; a refused call says what the tab says."""
+torch; a refused call says what the tab says. Jobs started from Python, waited for, with their metrics, charts,
+completions and before/after: tests/test_quickstart_notebook.py, through the example notebook."""
 import json
 import subprocess
 import sys
@@ -31,24 +32,6 @@ print("torch" in sys.modules)
     lines = out.stdout.strip().splitlines()
     assert lines[0].startswith("Imported 3 rows") and lines[-1] == "False"
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 3
-
-
-def test_a_reward_model_trained_from_python(workspace):
-    import pandas as pd
-
-    import rloo_studio as rs
-
-    run = rs.train_reward(workspace, preset="demo (CPU)", max_steps=4, eval_steps=2, save_steps=100)
-    assert run.wait(600, progress=False) == "completed" and run.kind == "reward"
-    m = run.metrics()
-    assert isinstance(m, pd.DataFrame) and m["loss"].notna().sum() == 4
-    figs = run.plot(show=False)
-    assert len(figs) == 4 and all(any(len(t.x) for t in f.data) for f in figs)  # each chart has a line
-    scored = rs.score(workspace, run.id, "Add 820 and 634.",
-                      "<think>\n0+4+0=4\n\n2+3+0=5\n\n8+6+0=14\n</think>\n\nThe answer is 1454.")
-    assert len(scored["steps"]) == 3 and isinstance(scored["total"], float)
-    assert rs.list_runs(workspace)["id"].tolist() == [run.id]
-    assert rs.run(workspace, run.id).status == "completed"
 
 
 def test_a_refused_call_raises_the_tabs_words(empty_workspace):
