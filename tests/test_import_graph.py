@@ -123,3 +123,19 @@ def test_the_scan_finds_an_upward_import_also_in_a_function(tmp_path):
     g = graph(pkg)
     assert g["rloo_studio.core.a"] == {"rloo_studio.core.b"}  # a relative import is read too
     assert upward(g) == [("rloo_studio.runs.chart_data", "rloo_studio.rloo.view")]
+
+
+def test_the_app_builds_its_page_without_transformers_or_unsloth(tmp_path):
+    """The page is served before any model is loaded: building it imports neither transformers nor Unsloth (whose
+    import, torch's included, takes about 10 s on a CPU; core/bootstrap.py imports it before the first transformers
+    import, when a job or a scorer needs it)."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom rloo_studio.studio import Studio\nfrom rloo_studio.ui.app import build_ui\n"
+              f"build_ui(Studio({str(tmp_path / 'ws')!r}, seed_demo=True))\n"
+              "print(sorted(m for m in ('transformers', 'trl', 'peft', 'unsloth') if m in sys.modules))\n"
+              "import transformers\nprint('unsloth' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-3:-1] == ["[]", "True"]  # then the first transformers import brings Unsloth first

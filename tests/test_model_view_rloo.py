@@ -18,7 +18,7 @@ def test_picked_completion_as_the_policy_and_the_reward_model_read_it(run):
     from rloo_studio.core.paths import DEMO_MODEL
     from rloo_studio.rloo import health, completions
     from rloo_studio.rloo.rewards import make_reward_model_reward
-    from rloo_studio.rloo.samples import read_samples
+    from rloo_studio.rloo.completions import read_samples
 
     ws, rid = run
     samples = read_samples(ws.run_dir(rid), last_steps=health.WINDOW)

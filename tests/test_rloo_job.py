@@ -13,7 +13,7 @@ from rloo_studio.core.errors import ConfigError
 from rloo_studio.rloo.config import PRESETS, RlooJobConfig, preset, run_config
 from rloo_studio.rloo.job import preflight, train_rloo
 from rloo_studio.rloo.compare import compare, read_eval
-from rloo_studio.rloo.samples import read_samples
+from rloo_studio.rloo.completions import read_samples
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import JobRunner, read_jsonl, read_metrics
 from rloo_studio.core.model_options import LoraSpec

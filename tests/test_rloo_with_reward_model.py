@@ -5,7 +5,7 @@ import pytest
 from rloo_run_fixture import reward_model_run
 from rloo_studio.label import store as labels
 from rloo_studio.core.errors import DataError
-from rloo_studio.rloo.samples import read_samples
+from rloo_studio.rloo.completions import read_samples
 from rloo_studio.rloo.playground import PlaySettings, play
 from rloo_studio.rloo.to_label import groups, send_group
 

@@ -7,6 +7,7 @@ from rloo_studio.inspect import model_input
 from rloo_studio.core.models import run_setting, run_trusts_code
 from rloo_studio.rloo.config import REWARD_MODEL, run_config
 from rloo_studio.runs.catalog import adapter_dir
+from rloo_studio.runs.runner import read_jsonl
 
 
 def expand(keys: list[str], records: list[dict]) -> list[str]:
@@ -123,3 +124,12 @@ def model_views(ws, run_id: str, sample: dict) -> list:
                                     model=f"reward run {cfg.reward_model_run} ({base})",
                                     whole=not shares_tokenizer(rm_tok, tok)))  # as the RLOO reward builds it
     return views
+
+
+def read_samples(run_dir, last_steps: int | None = None) -> list[dict]:
+    """Rows of samples.jsonl; with last_steps, only those of the latest N steps."""
+    rows = read_jsonl(run_dir / "samples.jsonl")
+    if last_steps:
+        steps = sorted({r["step"] for r in rows})[-last_steps:]
+        rows = [r for r in rows if r["step"] in set(steps)]
+    return rows

@@ -11,7 +11,8 @@ from transformers import TrainerCallback
 from rloo_studio.core.thinking import full_response
 from rloo_studio.rloo.health import WINDOW, warnings
 from rloo_studio.runs import run_warnings, tail
-from rloo_studio.runs.runner import RunContext, read_jsonl
+from rloo_studio.runs.runner import RunContext
+from rloo_studio.rloo.completions import read_samples
 from rloo_studio.core.thinking import template_info
 
 
@@ -112,10 +113,3 @@ def _content(x) -> str:
     return str(x)
 
 
-def read_samples(run_dir, last_steps: int | None = None) -> list[dict]:
-    """Rows of samples.jsonl; with last_steps, only those of the latest N steps."""
-    rows = read_jsonl(run_dir / "samples.jsonl")
-    if last_steps:
-        steps = sorted({r["step"] for r in rows})[-last_steps:]
-        rows = [r for r in rows if r["step"] in set(steps)]
-    return rows

@@ -47,7 +47,7 @@ def source_of(run_id: str) -> str:
 
 def _run(ws: Workspace, run_id: str) -> tuple[str, list[dict], dict]:
     """(run id, samples, config) of an RLOO run; DataError in plain words when there is nothing to send."""
-    from rloo_studio.rloo.samples import read_samples
+    from rloo_studio.rloo.completions import read_samples
 
     rid = find_run(ws, run_id, "rloo")["id"]
     rows = read_samples(ws.run_dir(rid))

@@ -188,7 +188,7 @@ def _choosers(ws) -> tuple:
         flt = gr.Dropdown(list(store.FILTERS), value="unlabeled", label="Show", scale=1)
         src = gr.Dropdown([("all sources", "")] + [(s, s) for s in store.sources(ws)], value="", label="Source",
                           scale=1, elem_id="lbl-source")
-        raw = gr.Checkbox(label="Raw text", value=False, scale=1)
+        raw = gr.Checkbox(label="Raw text", value=False, scale=1, min_width=110)  # whole words in a notebook cell
     with gr.Row() as order_row:
         order_by = gr.Dropdown([("usual order", "")] + scorer_runs(ws, ("outcome",)), value="", scale=2,
                                label="Active labeling: most uncertain first, by reward model")

@@ -8,7 +8,7 @@ import gradio as gr
 
 from rloo_studio.core.errors import explain
 from rloo_studio.studio import Studio
-from rloo_studio.rloo import health, samples as rloo_samples, completions, launch_form
+from rloo_studio.rloo import completions, health, launch_form
 from rloo_studio.runs.catalog import find_run
 from rloo_studio.ui import render
 
@@ -21,7 +21,7 @@ def _run(ws, rid) -> str | None:
 
 
 def _window(studio: Studio, rid: str) -> list[dict]:
-    return rloo_samples.read_samples(studio.ws.run_dir(rid), last_steps=health.WINDOW)  # what the table shows
+    return completions.read_samples(studio.ws.run_dir(rid), last_steps=health.WINDOW)  # what the table shows
 
 
 def _shown_run(studio: Studio, rid) -> str | None:
