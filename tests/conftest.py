@@ -136,7 +136,17 @@ def _groups(items) -> dict[str, str]:
     return group
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks into the node ids
+def _in_group(item, group: str) -> None:
+    """The '@group' suffix of the node id that pytest-xdist's loadgroup scheduler keeps together. pytest-xdist 3.8
+    writes it to `item._nodeid`, which pytest 9.2 no longer reads (a node's id is its `_id`): without this, a group's
+    tests were spread over both workers and each worker started its own copy of every shared app."""
+    from _pytest.nodeid import NodeId
+
+    if not item.nodeid.endswith(f"@{group}"):
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.module.__name__.rpartition(".")[2]
@@ -151,6 +161,8 @@ def pytest_collection_modifyitems(config, items):
         g = group[item.module.__name__.rpartition(".")[2]]
         firsts.setdefault(g, i)
         item.add_marker(pytest.mark.xdist_group(g))
+        if getattr(config.option, "loadgroup", False):  # a worker of `--dist loadgroup`
+            _in_group(item, g)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # one process: the files' own order
     # stable: a group's modules keep their order, and each module's tests stay together
