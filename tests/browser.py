@@ -158,6 +158,19 @@ def reveal(page, elem_id: str) -> None:
         page.locator(f"#{elem_id}").first.wait_for(state="visible", timeout=60_000)
 
 
+def unfold(page, kind: str) -> None:
+    """Open every folded section of the Reward model ('reward') or RLOO ('rloo') tab's settings, so that a check
+    of the page sees every field."""
+    from rloo_studio.ui import reward_tab, rloo_tab
+
+    tab = {"reward": reward_tab, "rloo": rloo_tab}[kind]
+    for title, rows, _ in tab.LAYOUT:
+        if title:
+            page.get_by_role("button", name=title).first.click()
+    page.get_by_role("button", name="What the settings above do").first.click()
+    page.wait_for_timeout(500)
+
+
 def in_view(page, *elem_ids: str) -> dict:
     """The elements whose box is not wholly inside the 1400x1000 viewport with the page scrolled to the top, as
     {elem_id: box} (empty: all in view)."""

@@ -15,20 +15,21 @@ CORE = sorted(
 
 @pytest.fixture(scope="module")
 def fresh_process() -> list[str]:
-    """One new process (the imports of a second one would cost ~10 s): it imports the bootstrap, says
-    whether Unsloth came in and transformers did not come before it, then imports every core module and
-    says whether gradio came in."""
-    code = ("import sys\nfrom rloo_studio.core import bootstrap\n"
-            "print(bootstrap.UNSLOTH_VERSION is not None, 'unsloth' in sys.modules)\n"
+    """One new process (the imports of a second one would cost ~10 s): it imports the bootstrap and says whether
+    Unsloth came in (it should not: it waits for transformers); imports transformers and says whether Unsloth came
+    in first and works; then imports every core module and says whether gradio came in."""
+    code = ("import sys\nfrom rloo_studio.core import bootstrap\nprint('unsloth' in sys.modules)\n"
+            "import transformers\nnames = list(sys.modules)\n"
+            "print(bootstrap.UNSLOTH_VERSION is not None, names.index('unsloth') < names.index('transformers'))\n"
             + "".join(f"import {m}\n" for m in CORE) + "print('gradio' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout.strip().splitlines()[-2:]
+    return out.stdout.strip().splitlines()[-3:]
 
 
 def test_core_never_imports_gradio(fresh_process):
-    assert fresh_process[1] == "False"
+    assert fresh_process[2] == "False"
 
 
-def test_bootstrap_imports_unsloth_before_transformers(fresh_process):
-    assert fresh_process[0] == "True True"
+def test_bootstrap_imports_unsloth_just_before_transformers(fresh_process):
+    assert fresh_process[:2] == ["False", "True True"]

@@ -11,7 +11,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from browser import open_page, running_app, screenshot
+from browser import open_page, running_app, screenshot, unfold
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.rloo.config import preset
 from rloo_studio.runs.runner import prepare_run, write_status
@@ -139,6 +139,7 @@ def test_reward_tab_cuts_nothing_and_its_buttons_look_like_buttons(app):
         expect(page.locator("#reward-runs")).to_contain_text("completed")
         cut = page.evaluate(CUT_JS, ["#reward-runs", "th, td"])
         assert cut == [], f"the Reward runs table cuts these words: {cut}"
+        unfold(page, "reward")  # every setting on the page
         cut = page.evaluate(CUT_JS, [".gradio-container", LABELS])
         assert cut == [], f"Reward tab: words cut by their box: {cut}"
         check = page.get_by_role("button", name="Check data").evaluate(BUTTON_JS)
@@ -161,6 +162,7 @@ def test_rloo_tab_cuts_no_label_or_column(app):
             expect(table.locator("th", has_text=header)).to_have_count(1)
         frame = table.locator(".virtual-table-viewport, .table-wrap").first
         assert frame.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "the completions table scrolls sideways"
+        unfold(page, "rloo")  # every setting on the page
         cut = page.evaluate(CUT_JS, [".gradio-container", LABELS])
         assert cut == [], f"RLOO tab: words cut by their box: {cut}"
         expect(page.get_by_text("mask_truncated_completions", exact=True)).to_be_visible()
