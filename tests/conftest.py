@@ -92,9 +92,8 @@ TRAIN_MODULES = {
     "test_accelerate", "test_concurrent_loads", "test_demo_model", "test_export_model", "test_faults",
     "test_generate", "test_gpu_check", "test_models", "test_prm", "test_python_api", "test_notebook",
     "test_memory_release", "test_playground", "test_quickstart_notebook", "test_qwen3_cli", "test_qwen3_thinking",
-    "test_repro",
-    "test_reward_job", "test_rewards", "test_rloo_job", "test_rloo_label", "test_rloo_learns",
-    "test_rloo_with_reward_model", "test_runs", "test_scoring", "test_training",
+    "test_real_size_ui", "test_repro", "test_reward_job", "test_rewards", "test_rloo_job", "test_rloo_label",
+    "test_rloo_learns", "test_rloo_with_reward_model", "test_runs", "test_scoring", "test_training",
 }
 TRAIN_TESTS = {
     "test_cli.py::test_score_json_prints_one_json_object", "test_cli.py::test_score_prints_a_cut_response_without_an_answer_score", "test_cli.py::test_score_a_model_with_its_own_code_only_with_the_flag",
@@ -113,10 +112,10 @@ def pytest_configure(config):
 # form one group, so that app starts once. The slowest groups go first: xdist hands out the first groups
 # round-robin, so the long ones run side by side instead of one of them at the end with the other worker idle.
 SHARED_APP_FIXTURES = ("demo_app", "upload_limit_app", "trained_app", "first_runs_app")
-SLOW_FIRST = ["test_whole_loop", "test_charts_ui", "test_quickstart_notebook", "test_rloo_learns", "demo_app",
-              "test_typed_input_ui",
-              "test_faults", "test_qwen3_ui", "test_concurrent_labeling", "trained_app", "test_accelerate",
-              "first_runs_app", "test_reward_job", "test_fresh_tabs_ui", "test_qwen3_cli", "test_cli"]
+SLOW_FIRST = ["test_whole_loop", "test_charts_ui", "test_real_size_ui", "test_quickstart_notebook", "test_rloo_learns",
+              "demo_app", "test_typed_input_ui", "test_faults", "test_qwen3_ui", "test_concurrent_labeling",
+              "trained_app", "test_accelerate", "first_runs_app", "test_reward_job", "test_fresh_tabs_ui",
+              "test_qwen3_cli", "test_cli"]
 
 
 def _groups(items) -> dict[str, str]:

@@ -123,8 +123,19 @@ def build_tokenizer(template: str = "qwen3-thinking"):
     return tok
 
 
-def save_model(folder: str | Path, template: str = "qwen3-thinking", emit: bool = False, seed: int = 0) -> Path:
-    """A tiny random Qwen3ForCausalLM (hidden 64, 2 layers, tied embeddings) with the real tokenizer.
+# Model shapes: the tiny one the tests train in seconds, and Qwen3-0.6B's own (config.json on the hub, typed in).
+SHAPES = {
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=16, max_position_embeddings=4096),
+    "0.6B": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                 num_key_value_heads=8, head_dim=128, max_position_embeddings=40960),
+}
+
+
+def save_model(folder: str | Path, template: str = "qwen3-thinking", emit: bool = False, seed: int = 0,
+               shape: str = "tiny") -> Path:
+    """A random Qwen3ForCausalLM of a SHAPES shape (tied embeddings) with the real tokenizer: the tiny one in
+    float32, Qwen3-0.6B's (596M parameters) in bfloat16 as the hub ships it (1.2 GB).
 
     emit=True biases the output towards </think> and <|im_end|> (EOS): sampled completions close their
     reasoning and stop, often within a few tokens.
@@ -136,11 +147,9 @@ def save_model(folder: str | Path, template: str = "qwen3-thinking", emit: bool 
     folder = Path(folder)
     tok = build_tokenizer(template)
     torch.manual_seed(seed)
-    cfg = Qwen3Config(
-        vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, max_position_embeddings=4096, tie_word_embeddings=True,
-        bos_token_id=151643, eos_token_id=151645, pad_token_id=151643, torch_dtype="float32",
-    )
+    dtype = "float32" if shape == "tiny" else "bfloat16"
+    cfg = Qwen3Config(vocab_size=VOCAB_SIZE, tie_word_embeddings=True, bos_token_id=151643, eos_token_id=151645,
+                      pad_token_id=151643, torch_dtype=dtype, **SHAPES[shape])
     model = Qwen3ForCausalLM(cfg)
     if emit:
         # logits = norm(h) @ E.T (tied). One hidden dimension carries a constant: every embedding row holds
@@ -151,12 +160,13 @@ def save_model(folder: str | Path, template: str = "qwen3-thinking", emit: bool 
         with torch.no_grad():
             emb, d = model.model.embed_tokens.weight, 0
             emb[:, d] = 1.0
-            emb[close, d], emb[eos, d] = 1.0 + 12 / 8, 1.0 + 11 / 8
+            root = cfg.hidden_size ** 0.5  # norm(h) at that dimension
+            emb[close, d], emb[eos, d] = 1.0 + 12 / root, 1.0 + 11 / root
             for layer in model.model.layers:
                 layer.self_attn.o_proj.weight[d].zero_()
                 layer.mlp.down_proj.weight[d].zero_()
-    model.save_pretrained(folder)
+    model.to(getattr(torch, dtype)).save_pretrained(folder)
     tok.save_pretrained(folder)
     GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id).save_pretrained(folder)
-    TIMINGS[f"model_{template}{'_emit' if emit else ''}_s"] = time.perf_counter() - t0
+    TIMINGS[f"model_{shape}_{template}{'_emit' if emit else ''}_s"] = time.perf_counter() - t0
     return folder

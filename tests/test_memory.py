@@ -80,5 +80,6 @@ def test_preflight_reads_the_model_config():
     from rloo_studio.core.paths import DEMO_MODEL
 
     e, msg = preflight(str(DEMO_MODEL), batch=8, seq_len=128)
-    assert e.parts["weights"] == 1_025_664 * 2 and e.free is None
-    assert msg.startswith("Estimated peak memory") and "CPU run" in msg
+    assert e.parts["weights"] == 1_025_664 * 4 and e.free is None  # a CPU trains in float32
+    assert "CUDA context" not in e.parts
+    assert msg.startswith("Estimated peak memory") and "CPU run, float32" in msg

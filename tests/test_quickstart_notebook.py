@@ -54,7 +54,7 @@ def test_the_quickstart_runs_the_demo_loop_in_a_kernel(tmp_path):
     assert (folder / "quickstart-ws").is_dir()
     # the reward model's held-out accuracy: step 0 untrained, then evaluations, the last well above chance
     rows = [line.split() for line in text_of(rm_metrics).splitlines()[1:] if line.strip()]
-    assert len(rows) >= 3 and float(rows[-1][-1]) >= 0.8, text_of(rm_metrics)
+    assert len(rows) >= 3 and float(rows[-1][-1]) >= 0.75, text_of(rm_metrics)  # as tests/test_reward_job.py
     assert len(figures(rm_plot)) == 4 and all(any(len(t.get("x", [])) for t in f["data"]) for f in figures(rm_plot))
     # one response scored: the total and each of its three steps
     assert "'total':" in text_of(scored) and text_of(scored).count("'score':") >= 3, text_of(scored)

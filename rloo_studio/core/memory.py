@@ -81,7 +81,8 @@ class Estimate:
 def estimate(shape: ModelShape, *, batch: int, seq_len: int, load_in_4bit: bool = False, dtype_bytes: int = 2,
              lora_r: int = 16, targets: list[str] | None = None, optimizer: str = "adamw",
              gradient_checkpointing: bool = True, chunked_ce: bool = False, reward_shape: ModelShape | None = None,
-             generation_batch: int = 0, generation_len: int = 0, full_reference: bool = False) -> Estimate:
+             generation_batch: int = 0, generation_len: int = 0, full_reference: bool = False,
+             cuda: bool = True) -> Estimate:
     """Peak training memory, in bytes, by part.
 
     batch: sequences per optimizer micro-step; seq_len: prompt + response tokens.
@@ -115,7 +116,8 @@ def estimate(shape: ModelShape, *, batch: int, seq_len: int, load_in_4bit: bool 
     if generation_batch and generation_len:
         e.parts["generation KV cache"] = (2 * shape.layers * shape.kv_heads * shape.head_dim * dtype_bytes
                                           * generation_batch * generation_len)
-    e.parts["CUDA context"] = CUDA_CONTEXT
+    if cuda:
+        e.parts["CUDA context"] = CUDA_CONTEXT
     return e
 
 
@@ -134,7 +136,7 @@ def advice(e: Estimate, *, load_in_4bit: bool, batch: int, seq_len: int, optimiz
            gradient_checkpointing: bool) -> str:
     """A plain verdict with the changes that help most, largest saving first."""
     if e.free is None:
-        return f"Estimated peak memory {e.total / GiB:.1f} GiB (CPU run: not checked against a GPU)."
+        return f"Estimated peak memory {e.total / GiB:.1f} GiB (CPU run, float32: not checked against a GPU)."
     head = f"Estimated peak {e.total / GiB:.1f} GiB of {e.free / GiB:.1f} GiB free"
     if e.fits:
         return head + ": fits."
@@ -173,11 +175,14 @@ def preflight(model: str, *, batch: int, seq_len: int, load_in_4bit: bool = Fals
     shape = ModelShape.from_config(read(model))
     rshape = ModelShape.from_config(read(reward_model)) if reward_model else None
     known = set(shape.linear_shapes())
+    free = device_free()
+    # a GPU trains in 16-bit (core/models.default_dtype); a CPU in float32, with no CUDA context
     e = estimate(shape, batch=batch, seq_len=seq_len, load_in_4bit=load_in_4bit, lora_r=lora_r,
                  targets=[t for t in (targets or known) if t in known], optimizer=optimizer,
                  gradient_checkpointing=gradient_checkpointing, chunked_ce=chunked_ce, reward_shape=rshape,
-                 generation_batch=generation_batch, generation_len=generation_len)
-    e.free = device_free()
+                 generation_batch=generation_batch, generation_len=generation_len,
+                 dtype_bytes=2 if free is not None else 4, cuda=free is not None)
+    e.free = free
     return e, advice(e, load_in_4bit=load_in_4bit, batch=batch, seq_len=seq_len, optimizer=optimizer,
                      gradient_checkpointing=gradient_checkpointing)
 
