@@ -242,8 +242,12 @@ class JobSection:
                 if title in (inside or {}):
                     inside[title]()
 
+    @property
+    def by_key(self) -> dict:
+        return {f.key: f for f in self.fields}
+
     def _rows(self, rows, start: dict, wide: tuple, **kw) -> None:
-        by_key = {f.key: f for f in self.fields}
+        by_key = self.by_key
         for keys in rows:
             with gr.Row():
                 for key in [k for k in keys if k in by_key]:
@@ -251,7 +255,7 @@ class JobSection:
                                                self.studio.ws.root, **({"scale": 2} if key in wide else {}), **kw)
 
     def _whole_help(self, keys: list) -> None:
-        by_key = {f.key: f for f in self.fields}
+        by_key = self.by_key
         with gr.Accordion("What the settings above do", open=False):
             gr.Markdown("\n".join(f"- **{k}**: {html.escape(help_text(by_key[k]))}" for k in keys if k in by_key),
                         elem_id=f"{self.kind.name}-settings-help")
