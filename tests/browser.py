@@ -10,6 +10,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -153,9 +155,17 @@ def reveal(page, elem_id: str) -> None:
     """Open the folded section that holds a field, as a person would, when the field is not on the page yet
     (Gradio draws an accordion's contents when it is first opened)."""
     title = folded_in(elem_id)
-    if title and not page.locator(f"#{elem_id}").first.is_visible():
-        page.get_by_role("button", name=title).first.click()
-        page.locator(f"#{elem_id}").first.wait_for(state="visible", timeout=60_000)
+    field = page.locator(f"#{elem_id}").first
+    if not title:
+        return
+    for _ in range(3):
+        try:  # a section clicked open a moment ago may still be drawing: give it time before clicking again
+            field.wait_for(state="visible", timeout=3_000 if _ == 0 else 30_000)
+            return
+        except PlaywrightTimeout:
+            if _ < 2:
+                page.get_by_role("button", name=title).first.click()
+    raise AssertionError(f"#{elem_id} stayed hidden in the section {title!r}")
 
 
 def unfold(page, kind: str) -> None:

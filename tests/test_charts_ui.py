@@ -422,7 +422,6 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
 
         # -- RLOO: a short run (checked mid-run and after), then a shorter second one to overlay
         page.get_by_role("tab", name="RLOO").click()
-        page.get_by_text("Checkpoints and before/after").click()
         fill(page, "rloo-eval-prompts", 0)
         first = launch_rloo(page, ws, 30)  # long enough to be seen running on a quiet machine (~0.4 s a step)
         expect(page.locator("#rloo-status")).to_contain_text("running", timeout=LONG)

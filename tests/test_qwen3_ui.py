@@ -38,7 +38,6 @@ def test_rloo_on_a_hybrid_qwen3_with_thinking_off(app):
         page.locator("#rloo-backend input").click()
         page.get_by_role("option", name="transformers", exact=True).click()
         page.locator("#rloo-enable-thinking input[type=checkbox]").uncheck()
-        page.get_by_text("Checkpoints and before/after").click()
         fill(page, "rloo-eval-prompts", 0)
         fill(page, "rloo-num-generations", 2)
         fill(page, "rloo-per-device-train-batch-size", 4)

@@ -69,7 +69,6 @@ def test_rloo_tab_launch_plots_completions_stop(app):
         # too short to close </think> even when the demo model skips its reasoning: the page must warn
         fill(page, "rloo-max-completion-length", 2)
         fill(page, "rloo-max-steps", 500)  # Stop ends it: long enough not to finish before (50 steps once did, in 12 s)
-        page.get_by_text("Checkpoints and before/after").click()
         fill(page, "rloo-eval-prompts", 0)
         page.locator("#rloo-validate").click()
         expect(page.locator("#rloo-check")).to_contain_text("Settings are valid.", timeout=LONG)
