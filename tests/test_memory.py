@@ -83,3 +83,31 @@ def test_preflight_reads_the_model_config():
     assert e.parts["weights"] == 1_025_664 * 4 and e.free is None  # a CPU trains in float32
     assert "CUDA context" not in e.parts
     assert msg.startswith("Estimated peak memory") and "CPU run, float32" in msg
+
+
+def test_the_rloo_estimate_is_sized_from_the_prompt_sets_longest_prompt(tmp_path):
+    import re
+
+    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.inspect.model_input import tokenizer
+    from rloo_studio.label.prompts import add_prompt_set
+    from rloo_studio.rloo.config import RlooJobConfig, memory_line
+
+    ws = Workspace(tmp_path / "ws")
+    long = "Add " + " and ".join(str(100 + i) for i in range(60)) + "."
+    add_prompt_set(ws, "short", [{"prompt": "Add 1 and 2."}], "test")
+    add_prompt_set(ws, "long", [{"prompt": "Add 1 and 2."}, {"prompt": long}], "test")
+
+    def figure(line):
+        return float(re.search(r"Estimated peak memory ([\d.]+) GiB", line)[1])
+
+    lines = {name: memory_line(RlooJobConfig(prompt_set=name), ws) for name in ("short", "long")}
+    tok = tokenizer(RlooJobConfig().model)
+    text = tok.apply_chat_template([{"role": "user", "content": long}], add_generation_prompt=True, tokenize=False,
+                                   enable_thinking=True)
+    n = len(tok(text, add_special_tokens=False)["input_ids"])
+    assert f"(prompts up to {n} tokens)" in lines["long"], lines
+    assert figure(lines["short"]) < figure(lines["long"])
+    # no workspace, or a prompt set that is not there: a typical chat prompt, said as an estimate all the same
+    for line in (memory_line(RlooJobConfig()), memory_line(RlooJobConfig(prompt_set="gone"), ws)):
+        assert line.startswith("Memory: Estimated peak memory"), line

@@ -2,8 +2,9 @@
 hidden 1024, vocabulary 151,936; random weights in bfloat16, the real Qwen3 tokenizer and hybrid chat template) as
 `Qwen/Qwen3-0.6B` in a Hugging Face cache folder. It is listed with its size in the model fields; the pre-flight gives
 a memory figure; a reward model and an RLOO run each train one step from their tab; Inspect scores a response with
-that reward model. Each step's time and the app's peak resident memory
-while it ran are printed (docs/BENCHMARKS.md records them). Slow: not in `make test-fast`."""
+that reward model; the Playground answers with the base model and the run's adapter. The pre-flight's figures
+match the app's rise in resident memory during each job within 25%. Each step's time and the app's peak resident
+memory while it ran are printed (docs/BENCHMARKS.md records them). Slow: not in `make test-fast`."""
 import re
 import shutil
 import threading
@@ -117,7 +118,26 @@ def test_a_qwen3_0_6b_shaped_model_through_every_tab(app):
         page.locator("#inspect-score").click()
         expect(page.locator("#inspect-steps .rs-step")).to_have_count(3, timeout=LONG)
 
+        # -- Playground: the base model and base + the run's adapter answer the same prompt
+        page.get_by_role("tab", name="Playground").click()
+        (rloo_run,) = [r["id"] for r in Workspace(app.ws_dir).runs("rloo")]
+        expect(page.locator("#playground-run input")).to_have_value(f"{rloo_run} (completed)", timeout=LONG)
+        reveal_sampling = page.get_by_role("button", name="Sampling")
+        reveal_sampling.click()
+        page.locator("#playground-max-new input").fill("8")
+        page.locator("#playground-prompt textarea").fill("Add 123 and 154.")
+        t0 = time.time()
+        page.locator("#playground-go").click()
+        for side in ("#playground-base", "#playground-adapter"):
+            expect(page.locator(side)).to_contain_text("8 tokens, cut at max new tokens", timeout=LONG)
+        play_s = time.time() - t0
+        screenshot(page, "real-size-playground")
+
     peak.on = False
+    # the pre-flight's figure (the job's own memory) against the app's rise while the job ran, within 25%
+    for estimate, (_, rise) in ((reward_estimate, reward_mem), (rloo_estimate, rloo_mem)):
+        assert abs(estimate - rise) <= 0.25 * rise, (estimate, rise)
     print(f"\nQwen3-0.6B shape on this host: reward step {reward_s:.0f} s (estimate {reward_estimate} GiB; app peak "
           f"{reward_mem[0]:.2f} GiB, +{reward_mem[1]:.2f} GiB during the job), RLOO step {rloo_s:.0f} s (estimate "
-          f"{rloo_estimate} GiB; app peak {rloo_mem[0]:.2f} GiB, +{rloo_mem[1]:.2f} GiB)")
+          f"{rloo_estimate} GiB; app peak {rloo_mem[0]:.2f} GiB, +{rloo_mem[1]:.2f} GiB), "
+          f"the Playground's two answers of 8 tokens {play_s:.0f} s")

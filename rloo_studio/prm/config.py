@@ -94,8 +94,8 @@ def trainer_args(cfg: PrmJobConfig, held_out: int) -> dict:
     )
 
 
-def memory_line(cfg: PrmJobConfig) -> str:
-    """The pre-flight's memory line: responses of max_length tokens; a full fine-tune holds every weight's
+def memory_line(cfg: PrmJobConfig, ws=None) -> str:
+    """The pre-flight's memory line (`ws` unused): responses of max_length tokens; a full fine-tune holds every weight's
     gradient and optimizer state (estimated as a LoRA of the model's full rank)."""
     from rloo_studio.core import memory
 

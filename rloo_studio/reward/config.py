@@ -130,8 +130,9 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def memory_line(cfg: RewardJobConfig) -> str:
-    """The pre-flight's memory line: pairs of sequences (chosen and rejected) at max_length."""
+def memory_line(cfg: RewardJobConfig, ws=None) -> str:
+    """The pre-flight's memory line: pairs of sequences (chosen and rejected) at max_length (`ws` unused: every
+    pair is cut or padded to it)."""
     from rloo_studio.core import memory
 
     return memory.line(cfg.model, batch=2 * cfg.per_device_train_batch_size, seq_len=cfg.max_length,

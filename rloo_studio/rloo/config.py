@@ -282,16 +282,40 @@ def resolve_latest(ws, cfg: RlooJobConfig) -> RlooJobConfig:
     return cfg
 
 
-def memory_line(cfg: RlooJobConfig) -> str:
-    """The pre-flight's memory line: completions of a typical chat prompt (256 tokens) + max_completion_length."""
+TYPICAL_PROMPT = 256  # tokens: the memory estimate's prompt when the prompt set cannot be read
+
+
+def longest_prompt(cfg: RlooJobConfig, ws, limit: int = 2000) -> int | None:
+    """Tokens of the prompt set's longest prompt (of its first `limit`) as the policy's chat template renders it;
+    None when the set or the tokenizer cannot be read (the launch check says why)."""
+    from rloo_studio.core.thinking import template_kwargs
+    from rloo_studio.inspect.model_input import tokenizer
+    from rloo_studio.label.prompts import load_prompts
+
+    try:
+        rows, tok = load_prompts(ws, cfg.prompt_set)[:limit], tokenizer(cfg.model, cfg.trust_remote_code)
+        kw = template_kwargs(cfg.enable_thinking) if tok.chat_template else None
+        texts = [tok.apply_chat_template([{"role": "user", "content": str(r["prompt"])}], tokenize=False,
+                                         add_generation_prompt=True, **kw) if kw is not None else str(r["prompt"])
+                 for r in rows]
+        return max(len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]) if texts else None
+    except Exception:  # noqa: BLE001 — an estimate, never the reason a check fails
+        return None
+
+
+def memory_line(cfg: RlooJobConfig, ws=None) -> str:
+    """The pre-flight's memory line: completions of the prompt set's longest prompt (a typical chat prompt of
+    TYPICAL_PROMPT tokens without a workspace) + max_completion_length."""
     from rloo_studio.core import memory
 
-    seq = 256 + cfg.max_completion_length
-    return memory.line(cfg.model, batch=cfg.per_device_train_batch_size, seq_len=seq, load_in_4bit=cfg.load_in_4bit,
+    prompt = longest_prompt(cfg, ws) if ws is not None else None
+    seq = (prompt or TYPICAL_PROMPT) + cfg.max_completion_length
+    line = memory.line(cfg.model, batch=cfg.per_device_train_batch_size, seq_len=seq, load_in_4bit=cfg.load_in_4bit,
                        lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules),
                        optimizer=memory.optimizer_kind(cfg.optim), gradient_checkpointing=False, chunked_ce=False,
                        generation_batch=cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps,
                        generation_len=seq)
+    return line.replace("Memory:", f"Memory (prompts up to {prompt} tokens):", 1) if prompt else line
 
 
 def preset(name: str) -> RlooJobConfig:

@@ -142,7 +142,7 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     if not prompts_file.exists():
         prompts_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-    ctx.log(memory_line(cfg))
+    ctx.log(memory_line(cfg, ctx.ws))
     ctx.log(f"loading {cfg.model}")
     model, tok, backend = load_causal_lm(cfg.model, cfg.backend, cfg.load_in_4bit,
                                          max_seq_length=1024 + cfg.max_completion_length,

@@ -67,8 +67,9 @@ class JobKind:
         if self.preflight:
             load(self.preflight)(ws, cfg)
 
-    def memory_line(self, cfg) -> str:
-        return load(self.memory)(cfg) if self.memory else ""
+    def memory_line(self, cfg, ws=None) -> str:
+        """The pre-flight's memory line; with the workspace, sized from the job's own data where the kind can."""
+        return load(self.memory)(cfg, ws) if self.memory else ""
 
     @property
     def scorer(self) -> str | None:

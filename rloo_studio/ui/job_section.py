@@ -80,7 +80,7 @@ def on_check(studio: Studio, kind: str, *values) -> str:
         cfg = lifecycle.new_run(studio.ws, kind, config_of(kind, values))
     except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
         return answer(explain(exc), False)
-    return answer(" ".join(x for x in ("Settings are valid.", KINDS[kind].memory_line(cfg)) if x), True) + _trust(cfg)
+    return answer(" ".join(x for x in ("Settings are valid.", KINDS[kind].memory_line(cfg, studio.ws)) if x), True) + _trust(cfg)
 
 
 def on_launch(studio: Studio, kind: str, *values):
