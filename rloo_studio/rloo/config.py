@@ -287,13 +287,15 @@ TYPICAL_PROMPT = 256  # tokens: the memory estimate's prompt when the prompt set
 
 def longest_prompt(cfg: RlooJobConfig, ws, limit: int = 2000) -> int | None:
     """Tokens of the prompt set's longest prompt (of its first `limit`) as the policy's chat template renders it;
-    None when the set or the tokenizer cannot be read (the launch check says why)."""
+    None when the set or the tokenizer cannot be read (the launch check says why). Never runs a model's own code,
+    even with trust_remote_code on: checking settings must not (a model that needs its code is estimated with the
+    typical prompt)."""
     from rloo_studio.core.thinking import template_kwargs
     from rloo_studio.inspect.model_input import tokenizer
     from rloo_studio.label.prompts import load_prompts
 
     try:
-        rows, tok = load_prompts(ws, cfg.prompt_set)[:limit], tokenizer(cfg.model, cfg.trust_remote_code)
+        rows, tok = load_prompts(ws, cfg.prompt_set)[:limit], tokenizer(cfg.model, trust_remote_code=False)
         kw = template_kwargs(cfg.enable_thinking) if tok.chat_template else None
         texts = [tok.apply_chat_template([{"role": "user", "content": str(r["prompt"])}], tokenize=False,
                                          add_generation_prompt=True, **kw) if kw is not None else str(r["prompt"])
