@@ -61,9 +61,10 @@ def test_the_panel_and_runs_show_report_the_split(tmp_path, workspace, capsys):
     ev = {"before": BEFORE, "after": _after(accuracy=0.675, thinking_rate=0.98, accuracy_reasoning=0.69),
           "reward": {"key": "reward", "first": 0.1, "last": 0.9, "steps": 40}}
     headers, rows = eval_rows(ev)
-    assert headers == ["held-out, n=200", "accuracy", "reasons", "right when it reasons", "right when it does not"]
-    assert rows[0][1:] == ["48.0%", "55.0%", "87.3%", "0.0%"]
-    assert rows[2][:4] == ["change", "+19.5 points", "+43.0 points", "-18.3 points"]
+    assert headers == ["held-out, n=200", "before training", "after", "change"]
+    assert [r[0] for r in rows] == ["accuracy", "reasons", "right when it reasons", "right when it does not"]
+    assert [r[1] for r in rows] == ["48.0%", "55.0%", "87.3%", "0.0%"]
+    assert [r[3] for r in rows[:3]] == ["+19.5 points", "+43.0 points", "-18.3 points"]
     assert "right 69.0% of the time when it reasons" in figures_line(ev["after"])
     rid = "rloo-shown"
     workspace.upsert_run(rid, kind="rloo", name=rid, status="completed")
@@ -117,3 +118,32 @@ def test_the_status_line_shows_a_reward_models_raw_score():
     recs = [{"step": 40, "loss": 0.0, "reward": 0.0, "rewards/reward_model/raw_mean": 1.963, "kl": 0.0177}]
     assert figures(recs) == "last: loss 0, reward 0, reward model's raw score 1.96, kl 0.0177"
     assert figures([{"step": 1, "loss": 0.01, "reward": 0.3, "kl": 0.003}]) == "last: loss 0.01, reward 0.3, kl 0.003"
+
+
+def test_demo_answers_are_checked_step_by_step_and_the_slips_are_reported():
+    from rloo_studio.core.demo_task import step_labels
+    from rloo_studio.rloo.evaluate import eval_rows, figures_line, grade
+
+    prompt, right = "Add 123 and 154.", "<think>\n3+4+0=7\n\n2+5+0=7\n\n1+1+0=2\n</think>\n\nThe answer is 277."
+    slip = "<think>\n3+4+0=7\n\n2+5+0=8\n\n1+1+0=2\n</think>\n\nThe answer is 287."
+    assert step_labels(prompt, right) == [True, True, True]
+    assert step_labels(prompt, slip) == [True, False, False]  # once wrong, every later step is wrong
+    assert step_labels(prompt, right + "\n\n4+4=8") == [True, True, True]  # steps are inside <think> only
+    assert step_labels("Name a colour.", right) is None and step_labels(prompt, right, answer="278") is None
+    grades = [grade(r, "277", True, prompt=prompt) for r in (right, right, slip, "The answer is 277.")]
+    assert [g.get("wrong_steps") for g in grades] == [0, 0, 2, None]  # no reasoning: no steps to check
+    m = split_figures(grades)
+    assert m["slip_rate"] == pytest.approx(1 / 3) and m["wrong_steps_per_answer"] == pytest.approx(2 / 3)
+    assert "a wrong step in 33.3% of its reasoning answers (0.67 per answer)" in figures_line(m)
+    assert "slip_rate" not in split_figures([grade(right, "277", True)])  # no prompt: nothing checked, nothing said
+
+    before = {**BEFORE, "slip_rate": 0.468, "wrong_steps_per_answer": 0.97}
+    after = {**BEFORE, "accuracy": 0.59, "accuracy_reasoning": 0.66, "slip_rate": 0.338,
+             "wrong_steps_per_answer": 0.61}
+    headers, rows = eval_rows({"before": before, "after": after})
+    assert [r[0] for r in rows[-2:]] == ["reasoning answers with a wrong step", "wrong steps per answer"]
+    assert rows[-2][1:] == ["46.8%", "33.8%", "-13.0 points"] and rows[-1][1:] == ["0.97", "0.61", "-0.36"]
+    same = eval_rows({"before": before, "after": {**before, "wrong_steps_per_answer": 0.968}})[1]
+    assert same[-1][3] == "+0.00" and same[0][3] == "+0.0 points"  # no "-0.00" for a change too small to show
+    assert ("Its reasoning slips less: a wrong step in 47% → 34% of its reasoning answers (0.97 → 0.61 wrong steps "
+            "per answer).") in learned({"before": before, "after": after})

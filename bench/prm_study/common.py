@@ -50,10 +50,7 @@ def exact_labels(prompt: str, response: str) -> dict:
     gold = demo.reasoning_steps(a, b)
     p = parse(response)
     steps = [s.text for s in p.steps]
-    labels, ok = [], True
-    for k, s in enumerate(steps):
-        ok = ok and k < len(gold) and s == gold[k]
-        labels.append(ok)
+    labels = demo.step_labels(prompt, response)
     first = next((k for k, l in enumerate(labels) if not l), None)
     correct = p.closed and last_number(p.answer) == str(a + b)
     return {"steps": steps, "spans": [(s.start, s.end) for s in p.steps], "labels": labels, "first_wrong": first,

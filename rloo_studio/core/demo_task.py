@@ -44,6 +44,21 @@ def reasoning_steps(a: int, b: int) -> list[str]:
     return steps
 
 
+def step_labels(prompt: str, response: str, answer=None) -> list[bool] | None:
+    """Exact labels of a response's <think> steps on a demo addition: step k is right when steps 0..k all equal
+    reasoning_steps(a, b)[0..k] (so once wrong, every later step is wrong; a step past the last digit is wrong).
+    None when the prompt is not a demo addition (two numbers, and `answer`, when given, is their sum)."""
+    ops = _operands(prompt)
+    if len(ops) != 2 or (answer is not None and str(answer) != str(int(ops[0]) + int(ops[1]))):
+        return None
+    gold = reasoning_steps(int(ops[0]), int(ops[1]))
+    labels, ok = [], True
+    for k, step in enumerate(parse(response).steps):
+        ok = ok and k < len(gold) and step.text == gold[k]
+        labels.append(ok)
+    return labels
+
+
 def target_response(problem: dict, think: bool = True) -> str:
     a, b = (int(x) for x in _operands(problem["prompt"]))
     body = "\n\n".join(reasoning_steps(a, b)) if think else ""

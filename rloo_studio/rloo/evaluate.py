@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from rloo_studio.core.answers import EXTRACTORS, matches
+from rloo_studio.core.demo_task import step_labels
 from rloo_studio.core.paths import DEMO_DATA, DEMO_MODEL
 from rloo_studio.core.thinking import parse
 
@@ -17,24 +18,33 @@ def heldout_prompts(n: int | None = None) -> list[dict]:
     return rows[:n] if n else rows
 
 
-def grade(response: str, answer, stopped: bool = True, answer_format: str = "last_number") -> dict:
+def grade(response: str, answer, stopped: bool = True, answer_format: str = "last_number",
+          prompt: str | None = None) -> dict:
     """Format and correctness of one whole response (sampling.Sample.response: the <think> that the
     chat template opened is written out). formatted: reasoning closed and generation stopped at EOS;
-    correct: the answer after </think>, read in `answer_format` (answers.ANSWER_FORMATS), equals `answer`."""
+    correct: the answer after </think>, read in `answer_format` (answers.ANSWER_FORMATS), equals `answer`.
+    With the prompt of a demo addition and reasoning: wrong_steps, its steps that are not the exact ones
+    (demo_task.step_labels)."""
     p = parse(response)
     correct = answer is not None and p.closed and matches(EXTRACTORS[answer_format](p.answer), answer)
-    return {"formatted": p.closed and stopped and bool(p.answer), "correct": correct, "thinking": p.has_thinking}
+    g = {"formatted": p.closed and stopped and bool(p.answer), "correct": correct, "thinking": p.has_thinking}
+    labels = step_labels(prompt, response, answer) if prompt is not None and p.steps else None
+    if labels is not None:
+        g["wrong_steps"] = labels.count(False)
+    return g
 
 
 def score_samples(samples, problems: list[dict], answer_format: str = "last_number") -> dict:
-    grades = [grade(s.response or s.text, p.get("answer"), s.stopped, answer_format)
+    grades = [grade(s.response or s.text, p.get("answer"), s.stopped, answer_format, p.get("prompt"))
               for s, p in zip(samples, problems)]
     return split_figures(grades)
 
 
 def split_figures(grades: list[dict]) -> dict:
     """n, format_rate, accuracy, thinking_rate (the share of answers that reason), and the accuracy among the
-    answers that reason and among those that do not (None where there are none), with their counts."""
+    answers that reason and among those that do not (None where there are none), with their counts; where the
+    steps could be checked (demo additions): slip_rate, the share of those reasoning answers with a wrong step, and
+    wrong_steps_per_answer among them."""
     reasoning = [g for g in grades if g["thinking"]]
     direct = [g for g in grades if not g["thinking"]]
     n = max(len(grades), 1)
@@ -46,7 +56,15 @@ def split_figures(grades: list[dict]) -> dict:
         "n_reasoning": len(reasoning),
         "accuracy_reasoning": _rate(reasoning),
         "accuracy_not_reasoning": _rate(direct),
+        **_slips([g for g in reasoning if "wrong_steps" in g]),
     }
+
+
+def _slips(checked: list[dict]) -> dict:
+    if not checked:
+        return {}
+    return {"slip_rate": sum(g["wrong_steps"] > 0 for g in checked) / len(checked),
+            "wrong_steps_per_answer": sum(g["wrong_steps"] for g in checked) / len(checked)}
 
 
 def _rate(grades: list[dict]) -> float | None:
@@ -106,9 +124,13 @@ def _pct(v) -> str:
 
 def figures_line(m: dict) -> str:
     """'accuracy 48.0% · reasons 55.0% · right 87.3% of the time when it reasons, 0.0% when it does not'."""
-    return (f"accuracy {_pct(m['accuracy'])} · reasons {_pct(m.get('thinking_rate'))} · right "
+    line = (f"accuracy {_pct(m['accuracy'])} · reasons {_pct(m.get('thinking_rate'))} · right "
             f"{_pct(m.get('accuracy_reasoning'))} of the time when it reasons, {_pct(m.get('accuracy_not_reasoning'))} "
             "when it does not")
+    if m.get("slip_rate") is not None:
+        line += (f" · a wrong step in {_pct(m['slip_rate'])} of its reasoning answers "
+                 f"({m['wrong_steps_per_answer']:.2f} per answer)")
+    return line
 
 
 def learned(ev: dict) -> str:
@@ -132,29 +154,43 @@ def learned(ev: dict) -> str:
                      f"answers{kept}.")
     elif rb is not None and ra is not None and ra - rb >= DROP:
         words.append(f"Its arithmetic improved: {rb:.0%} → {ra:.0%} right among reasoning answers.")
+    sb, sa = b.get("slip_rate"), a.get("slip_rate")
+    if sb is not None and sa is not None and abs(sa - sb) >= DROP:
+        words.append(f"Its reasoning slips {'less' if sa < sb else 'more'}: a wrong step in {sb:.0%} → {sa:.0%} of "
+                     f"its reasoning answers ({b['wrong_steps_per_answer']:.2f} → {a['wrong_steps_per_answer']:.2f} "
+                     "wrong steps per answer).")
     return " ".join(words)
 
 
 EVAL_COLUMNS = (("accuracy", "accuracy"), ("reasons", "thinking_rate"),
                 ("right when it reasons", "accuracy_reasoning"), ("right when it does not", "accuracy_not_reasoning"))
+SLIP_COLUMNS = (("reasoning answers with a wrong step", "slip_rate"), ("wrong steps per answer", "wrong_steps_per_answer"))
 
 
 def eval_rows(ev: dict) -> tuple[list[str], list[list[str]]]:
-    """(headers, rows) of the job's own held-out measurement (eval.json): before, after and the change, each
-    as accuracy overall, the share of answers that reason, and the accuracy among those that do and do not."""
+    """(headers, rows) of the job's own held-out measurement (eval.json): one row per figure (accuracy overall, the
+    share of answers that reason, the accuracy among those that do and do not, and where the steps were checked the
+    slips), with its value before, after and the change: a narrow table, for the live run's column."""
     b, a = ev.get("before"), ev.get("after")
     if not b:
         return [], []
-    headers = [f"held-out, n={b['n']}", *[title for title, _ in EVAL_COLUMNS]]
-    rows = [["before training", *[_pct(b.get(k)) for _, k in EVAL_COLUMNS]]]
-    if a:
-        rows.append(["after", *[_pct(a.get(k)) for _, k in EVAL_COLUMNS]])
-        rows.append(["change", *[_points(b.get(k), a.get(k)) for _, k in EVAL_COLUMNS]])
+    figures = EVAL_COLUMNS + (SLIP_COLUMNS if b.get("slip_rate") is not None else ())
+    headers = [f"held-out, n={b['n']}", "before training", *(["after", "change"] if a else [])]
+    rows = [[title, _cell(k, b.get(k)), *([_cell(k, a.get(k)), _points(b.get(k), a.get(k), k)] if a else [])]
+            for title, k in figures]
     return headers, rows
 
 
-def _points(before, after) -> str:
-    return "–" if before is None or after is None else f"{(after - before) * 100:+.1f} points"
+def _cell(key: str, v) -> str:
+    return "–" if v is None else f"{v:.2f}" if key == "wrong_steps_per_answer" else _pct(v)
+
+
+def _points(before, after, key: str = "") -> str:
+    if before is None or after is None:
+        return "–"
+    if key == "wrong_steps_per_answer":
+        return f"{round(after - before, 2) + 0.0:+.2f}"  # + 0.0: a change that rounds to nothing is +0.00, not -0.00
+    return f"{round((after - before) * 100, 1) + 0.0:+.1f} points"
 
 
 def run_show(run_dir) -> dict:

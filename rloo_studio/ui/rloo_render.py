@@ -43,8 +43,8 @@ def figures(records: list[dict]) -> str:
 
 
 def eval_line(ws, rid: str) -> str:
-    """The job's own held-out before / after (eval.json) under the status: a small table (accuracy overall, the
-    share of answers that reason, the accuracy among those that do and do not), then what was learned in words."""
+    """The job's own held-out before / after (eval.json) under the status: a small table (evaluate.eval_rows: a row
+    per figure, before / after / change), then what was learned in words."""
     ev = rloo_eval.read_eval(ws, rid)
     headers, rows = rloo_evaluate.eval_rows(ev)
     if not rows:
