@@ -75,6 +75,8 @@ def _train(a, kind: str) -> int:
     ctx = cfg = refused = None
     if state.is_main_process:  # creates and seeds a new workspace, and prepares the run, alone
         ws = _open(a)
+        if job.demo_data and a.demo:  # the kind's own demo data (the process reward model's step labels), once
+            jobs.load(job.demo_data)(ws)
         try:
             if a.resume:  # the saved config, never rebuilt from flags; settings given with it are refused
                 rid, cfg = lifecycle.cli_resume_check(ws, kind, a.resume, _given_settings(a))

@@ -169,3 +169,32 @@ def test_processes_opening_a_new_workspace_at_once_all_get_it(tmp_path):
     assert [p.returncode for p in procs] == [0] * 4, errors
     ws = Workspace(root)
     assert [ws.setting(f"opened-by-{i}", "") for i in range(4)] == ["1"] * 4
+
+
+def test_the_demos_step_labels_load_once_under_the_rollouts_and_change_nothing_else(workspace):
+    import json
+
+    from rloo_studio.core.demo_task import step_labels
+    from rloo_studio.core.paths import DEMO_DATA
+    from rloo_studio.label.demo_data import STEP_LABELS, seed_demo_steps
+    from rloo_studio.label.steps import ROLLOUTS, labeled_responses
+
+    bundled = [json.loads(x) for x in (DEMO_DATA / STEP_LABELS).read_text().splitlines()]
+    tables = ("pairs", "labels", "prompt_sets")
+    before = {t: workspace.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in tables}
+    assert seed_demo_steps(workspace) == len(bundled) >= 500
+    stored = labeled_responses(workspace, "rollouts")
+    assert len(stored) == len(bundled) and {r["annotator"] for r in stored} == {ROLLOUTS}
+    assert labeled_responses(workspace, "people") == []  # never a person's
+    by_text = {r["response"]: r for r in stored}
+    for row in bundled:
+        got = by_text[row["response"]]
+        assert got["labels"] == row["verdicts"] and got["prompt_extra"]["answer"] == row["answer"]
+        assert -1 not in got["labels"][:-1]  # labeling a response stops at its first bad step
+    # the slipping policy slips: a good share of its responses has a wrong step, by the rollouts and by the truth
+    bad = sum(-1 in r["verdicts"] for r in bundled)
+    truly = sum(False in step_labels(r["prompt"], r["response"]) for r in bundled)
+    assert 0.25 <= bad / len(bundled) <= 0.75 and 0.25 <= truly / len(bundled) <= 0.75, (bad, truly)
+    assert seed_demo_steps(workspace) is None and len(labeled_responses(workspace, "rollouts")) == len(bundled)
+    after = {t: workspace.query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in tables}
+    assert after == {**before, "prompt_sets": before["prompt_sets"] + 1}  # demo-steps; no pair or pair label added

@@ -1,4 +1,4 @@
-"""The bundled demo data: prompt sets, labeled demo pairs and unlabeled candidate pairs.
+"""The bundled demo data: prompt sets, labeled demo pairs, unlabeled candidate pairs and step labels.
 
 Only the default workspace (the one `make run` opens) gets it on its first start, or a workspace
 opened with `--demo` (open_workspace), or one whose user asks for it ("Load the demo data" on the
@@ -6,7 +6,10 @@ Label tab: seed_demo). Loading it twice adds nothing the second time.
 
 The labeled demo pairs were labeled by the known answer (demo_task.ANSWER_KEY), not by people: they are
 stored as imported labels (annotator 'import', which progress, agreement and the label queue count
-apart from people's labels), each with the comment LABEL_COMMENT saying who labeled it.
+apart from people's labels), each with the comment LABEL_COMMENT saying who labeled it. The step labels of the
+slipping demo policy's responses (prompt set demo-steps) come from rollouts and are stored under the rollouts'
+annotator, "rollouts (automatic)", as the job that makes them stores its own; a workspace gets them when it asks
+(seed_demo_steps: `train-prm --demo`, the Process reward tab's button).
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from rloo_studio.core.workspace import Workspace
 
 IMPORT_ANNOTATOR = "import"
 DEMO_SOURCES = ("demo-pairs", "demo-candidates")
+STEP_LABELS = "step_labels.jsonl"  # the slipping policy's step labels from rollouts (seed_demo_steps)
+STEPS_MARK = "demo_steps_loaded"
 MARK = "demo_loaded"  # settings key, written in the same transaction as the data
 LABEL_COMMENT = (f"{ANSWER_KEY}: the preferred response has the known right answer where the other does not, "
                  "or is better formed (closes its reasoning, answers)")
@@ -28,6 +33,24 @@ LABEL_COMMENT = (f"{ANSWER_KEY}: the preferred response has the known right answ
 
 def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def seed_demo_steps(ws: Workspace, data_dir: Path = DEMO_DATA) -> int | None:
+    """Add the slipping demo policy's responses with the step labels its rollouts gave (scripts/build_slippy.py:
+    prompt set demo-steps), under the rollouts' own annotator, as the step-labels-from-rollouts job stores them.
+    All or nothing, once per workspace: how many responses were added, or None when they were already there."""
+    from rloo_studio.label.steps import ROLLOUTS, _annotator, store_labeled
+
+    rows, now = _rows(data_dir / STEP_LABELS), time.time()
+    with ws.transaction() as con:
+        if con.execute("SELECT 1 FROM settings WHERE key=?", (STEPS_MARK,)).fetchone():
+            return None
+        sid, ann = get_or_create_set(con, "demo-steps", f"bundled:{STEP_LABELS}"), _annotator(con, ROLLOUTS)
+        for r in rows:
+            store_labeled(con, sid, r["prompt"], {"answer": r["answer"]}, r["response"], "rollouts:bundled", ann,
+                          r["verdicts"], r["soft"], now, replace=False)
+        con.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (STEPS_MARK, str(now)))
+    return len(rows)
 
 
 def wants_demo(workspace: str | Path | None, demo: bool = False) -> bool:

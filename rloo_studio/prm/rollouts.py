@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from rloo_studio.core.answers import ANSWER_FORMATS, EXTRACTORS, matches
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import MAX_SEED
-from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.core.paths import DEMO_MODEL, DEMO_SLIPPY_MODEL
 from rloo_studio.core.thinking import parse
 
 RULES = ("hard", "soft")
@@ -70,6 +70,8 @@ class RolloutConfig:
 
 PRESETS: dict[str, dict] = {
     "demo (CPU)": {},
+    # the demo's slipping policy, its steps' endings written by the demo model (which rarely slips): clean labels
+    "demo slipping policy (CPU)": dict(policy=str(DEMO_SLIPPY_MODEL), completer=str(DEMO_MODEL)),
     "GPU": dict(policy="Qwen/Qwen3-4B-Thinking-2507", prompt_set="labeled-pairs", prompts=500, samples=4,
                 continuations=8, max_new_tokens=2048, batch_prompts=8, answer_format="boxed"),
 }

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import JobConfig, override
 from rloo_studio.core.model_options import BACKENDS, LoraSpec
-from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.core.paths import DEMO_MODEL, DEMO_SLIPPY_MODEL
 from rloo_studio.label.prompts import LABELED_PAIRS
 from rloo_studio.runs.catalog import run_config as saved_config, scorer_runs
 from rloo_studio.core.answers import ANSWER_FORMATS
@@ -258,6 +258,11 @@ PRESETS = {
     # arithmetic while the policy learns to reason (at 0.02 accuracy among reasoning answers fell 87% -> 69%).
     "demo-cpu-reward-model": lambda: _demo_cpu(rewards=[REWARD_MODEL], reward_weights=[1.0], reward_model_run=LATEST,
                                                beta=0.1),
+    # The demo's slipping policy (it reasons on every answer and slips in about half), rewarded only by the newest
+    # process reward model: what an outcome model cannot teach it (docs/PRM.md).
+    "demo-cpu-process-reward": lambda: _demo_cpu(model=str(DEMO_SLIPPY_MODEL), rewards=[PROCESS_REWARD],
+                                                 reward_weights=[1.0], process_reward_run=LATEST, beta=0.05,
+                                                 max_steps=80, save_steps=40),
     "gpu-16gb": lambda: _seed_recipe(load_in_4bit=True, max_completion_length=1536, per_device_train_batch_size=4,
                                      gradient_accumulation_steps=8),
     "gpu-24gb": lambda: _seed_recipe(load_in_4bit=False, max_completion_length=2048, per_device_train_batch_size=8,

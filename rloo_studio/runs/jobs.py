@@ -37,7 +37,8 @@ class JobKind:
     presets: str | None = None  # "module:PRESETS" (a dict of preset names)
     preset: str | None = None  # "module:function", name -> config
     preflight: str | None = None  # "module:function", (ws, config) -> raises ConfigError / DataError in words
-    memory: str | None = None  # "module:function", config -> the pre-flight's "Memory: ..." line
+    memory: str | None = None  # "module:function", (config, ws) -> the pre-flight's "Memory: ..." line
+    demo_data: str | None = None  # "module:function", ws -> what --demo adds for this kind beyond the demo's data
     key_metrics: tuple[tuple[str, str], ...] = ()  # (label, metric key): the figures that sum up a run
     resumable: bool = False  # saves checkpoints that Resume continues from
     step_files: tuple[str, ...] = ("metrics.jsonl",)  # per-step records a resumed run rewinds to its checkpoint
@@ -121,6 +122,7 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
             preflight="rloo_studio.prm.launch_form:launch_check", memory="rloo_studio.prm.config:memory_line",
             key_metrics=(("first wrong step found", "eval_first_wrong_found"), ("step accuracy", "eval_step_accuracy"),
                          ("loss", "loss")),
+            demo_data="rloo_studio.label.demo_data:seed_demo_steps",
             resumable=True, adapter="process", reproduce="rloo_studio.prm.reproduce_part",
             show="rloo_studio.prm.show:run_show", charts="rloo_studio.prm.charts:prm_charts",
             tab="rloo_studio.ui.prm_tab", tab_title="Process reward", tab_after="Reward model"),

@@ -60,6 +60,20 @@ def labels_md(studio: Studio) -> str:
     return text
 
 
+def on_load_demo(studio: Studio) -> tuple[str, str]:
+    """(message, the labels' counts): the demo's step labels added once (label/demo_data.seed_demo_steps)."""
+    from rloo_studio.label.demo_data import seed_demo_steps
+
+    try:
+        added = seed_demo_steps(studio.ws)
+    except Exception as exc:  # noqa: BLE001 — a plain message, never a traceback
+        return f"⚠ Could not load the demo's step labels: {html.escape(str(exc))}", on_labels(studio)
+    said = ("The demo's step labels are already in this workspace; nothing was added." if added is None else
+            f"Added {added:,} responses of the demo's slipping policy with their step labels from rollouts "
+            "(prompt set demo-steps).")
+    return said, on_labels(studio)
+
+
 def on_labels(studio: Studio) -> str:
     try:
         return labels_md(studio)
@@ -94,6 +108,10 @@ def _section(studio: Studio, kind: str, layout: list, preset: str, empty: str, l
 def build(studio: Studio):
     gr.Markdown(INTRO)
     labels = gr.Markdown(elem_id="prm-labels")
+    with gr.Row():
+        load = gr.Button("Load the demo's step labels", size="sm", scale=0, min_width=260, elem_id="prm-load-demo")
+        loaded = gr.Markdown(elem_id="prm-load-demo-msg")
+    load.click(partial(on_load_demo, studio), None, [loaded, labels])
     with gr.Accordion("1. Step labels from rollouts", open=True):
         _, follow_rollouts = _section(studio, ROLLOUTS, ROLLOUT_LAYOUT, "demo (CPU)",
                                       "No rollouts run yet: label the steps of the policy's responses here.",
