@@ -141,6 +141,27 @@ def test_train_prm_from_the_cli_then_score_each_step(tmp_path, capsys):
     assert shown["held_out"]["step"] == 6 and shown["data"]["train"] > 0
 
 
+def test_train_prm_demo_trains_on_the_bundled_step_labels_of_the_slipping_policy(tmp_path, capsys):
+    """`train-prm --demo` on a new workspace: the demo's step labels from rollouts are there (once, under the
+    rollouts' annotator) and the run trains and holds out from them."""
+    from rloo_studio.cli import main
+    from rloo_studio.core.paths import DEMO_DATA
+    from rloo_studio.core.workspace import Workspace
+    from rloo_studio.label.steps import labeled_responses
+
+    bundled = len((DEMO_DATA / "step_labels.jsonl").read_text().splitlines())
+    root = tmp_path / "new-ws"
+    sets = [f"--set={k}={v}" for k, v in TINY.items()]
+    for _ in range(2):  # a second --demo adds nothing again
+        assert main(["train-prm", "--workspace", str(root), "--demo", *sets]) == 0
+        assert len(labeled_responses(Workspace(root), "rollouts")) == bundled
+    capsys.readouterr()
+    run = Workspace(root).runs("prm")[0]
+    assert main(["runs", "show", run["id"], "--workspace", str(root)]) == 0
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert data["train"] + data["held_out"] == bundled and data["held_out"] > 0
+
+
 def test_step_labels_from_rollouts_stop_and_resume_as_the_whole_run(tmp_path):
     """The rollouts job labels the steps of the policy's responses (a step is right when an ending from it reaches
     the answer); stopped after its first batch and resumed, it labels exactly what the uninterrupted run did."""

@@ -1,0 +1,47 @@
+"""The Process reward tab in Chromium, as a user starts with it on the demo: the demo's step labels loaded with one
+click (counted by who made them, loaded once), a process reward model trained from the tab on them, its three charts
+drawn with every series named in a visible legend, and the held-out figures it reached in the run's status."""
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from browser import fill, open_page, running_app, screenshot
+from rloo_studio.core.paths import DEMO_DATA
+from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.steps import labeled_responses
+from rloo_studio.prm.charts import PLOTS
+from rloo_studio.ui.run_panel import slug
+from test_charts_ui import check_chart
+
+LONG = 600_000  # ms: wait for behaviour, not for time, on a shared 2-core machine
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("prm-ui") / "ws") as a:  # its own: the step labels change the queue
+        yield a
+
+
+def test_load_the_demos_step_labels_then_train_a_process_reward_model_from_the_tab(app):
+    bundled = len((DEMO_DATA / "step_labels.jsonl").read_text().splitlines())
+    with open_page(app.url) as page:
+        page.get_by_role("tab", name="Process reward").click()
+        expect(page.locator("#prm-labels")).to_contain_text("No step labels yet", timeout=LONG)
+        page.locator("#prm-load-demo").click()
+        expect(page.locator("#prm-load-demo-msg")).to_contain_text(f"Added {bundled} responses", timeout=LONG)
+        expect(page.locator("#prm-labels")).to_contain_text(re.compile(rf"rollouts\s+{bundled}\b"), timeout=LONG)
+        page.locator("#prm-load-demo").click()
+        expect(page.locator("#prm-load-demo-msg")).to_contain_text("already in this workspace", timeout=LONG)
+        assert len(labeled_responses(Workspace(app.ws_dir), "rollouts")) == bundled  # loaded once
+
+        fill(page, "prm-max-steps", 25)
+        page.locator("#prm-launch").click()
+        expect(page.locator("#prm-check")).to_contain_text("Started run prm-", timeout=LONG)
+        expect(page.locator("#prm-status")).to_contain_text("completed", timeout=LONG)
+        expect(page.locator("#prm-status")).to_contain_text(re.compile(r"held-out step accuracy \d+\.\d%"))
+        for title, series in PLOTS.items():
+            check_chart(page, f"prm-plot-{slug(title)}", [name for name, _ in series])
+        screenshot(page, "prm-tab")
+    (run,) = Workspace(app.ws_dir).runs("prm")
+    assert run["status"] == "completed"
