@@ -13,9 +13,7 @@ Qwen3-shaped token classifier built from a config (8 layers, hidden 512; no down
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -25,6 +23,7 @@ import torch  # noqa: E402
 from rloo_studio.core.paths import DEMO_MODEL  # noqa: E402
 from rloo_studio.inspect import process  # noqa: E402
 from rloo_studio.inspect.scoring import length_batches  # noqa: E402
+from bench_scoring import interleaved  # noqa: E402
 
 BATCH = 16
 
@@ -75,13 +74,8 @@ def measure(scorer, items, repeats: int) -> tuple[float, float, int]:
     scored = variants["prm"]()  # warm-up, and a check that every step got its probability
     assert all(len(s["steps"]) == len(e.steps) for s, e in zip(scored, encs))
     variants["bare"]()
-    times: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(repeats):
-        for name, fn in variants.items():  # interleaved
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return statistics.median(times["prm"]), statistics.median(times["bare"]), sum(lengths)
+    med = interleaved(variants, repeats)
+    return med["prm"], med["bare"], sum(lengths)
 
 
 def main() -> None:

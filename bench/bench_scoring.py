@@ -49,6 +49,18 @@ def big_scorer(tok) -> scoring.Scorer:
     return scoring.Scorer(model, tok, "random Qwen3-shaped (8 layers, hidden 512)", False)
 
 
+def interleaved(variants: dict, repeats: int) -> dict[str, float]:
+    """The median seconds of each variant over `repeats` rounds, one call of each per round (A, B, A, B, ...), so
+    that load from other processes hits them alike. Warm up before calling it."""
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def measure(scorer: scoring.Scorer, n_steps: int, repeats: int) -> tuple[float, float, int, float]:
     r = response(n_steps)
     variants = {
@@ -58,14 +70,9 @@ def measure(scorer: scoring.Scorer, n_steps: int, repeats: int) -> tuple[float, 
     fast, ref = variants["one-pass"]()[0], variants["naive"]()  # warm-up, and a correctness check
     assert len(fast.steps) == len(ref["steps"]) == n_steps
     err = max(abs(a.score - b) for a, b in zip(fast.steps, ref["steps"]))
-    times: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(repeats):
-        for name, fn in variants.items():  # interleaved
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
+    med = interleaved(variants, repeats)
     n_tokens = len(scoring._encode(scorer.tok, PROMPT, r)[0])
-    return statistics.median(times["one-pass"]), statistics.median(times["naive"]), n_tokens, err
+    return med["one-pass"], med["naive"], n_tokens, err
 
 
 def main() -> None:
