@@ -199,11 +199,12 @@ def in_view(page, *elem_ids: str) -> dict:
 def _listed_as(shown: str, value) -> bool:
     """A model dropdown shows a listed model by its label ('demo model · 4.1 MB · bundled',
     'parent/name · 12 MB · folder'), not by the path typed into it."""
-    from rloo_studio.core.model_choices import demo_choice
+    from rloo_studio.core.model_choices import bundled_choices
 
     path = Path(str(value))
-    if path.resolve() == Path(demo_choice().value).resolve():
-        return shown == demo_choice().label
+    for c in bundled_choices():
+        if path.resolve() == Path(c.value).resolve():
+            return shown == c.label
     return path.name in shown.split(" · ")[0] and shown.split(" · ")[-1] in ("folder", "HF cache", "ships its own code")
 
 

@@ -63,8 +63,9 @@ def test_discovery_lists_demo_first_then_folders_then_the_cache(hub, tmp_path):
 
     got = model_choices(roots=[local], cache_dir=cache)
     assert got[0].value == str(DEMO_MODEL) and got[0].name == "demo model" and got[0].where == "bundled"
-    assert [c.name for c in got[1:]] == ["models/my-policy", "models/nested/coded", HUB_ID]  # no encoder, no dataset
-    mine, coded_c, cached = got[1:]
+    assert got[1].name == "demo slipping policy" and got[1].where == "bundled"
+    assert [c.name for c in got[2:]] == ["models/my-policy", "models/nested/coded", HUB_ID]  # no encoder, no dataset
+    mine, coded_c, cached = got[2:]
     assert mine.value == str((local / "my-policy").resolve()) and not mine.ships_code
     assert coded_c.ships_code and "ships its own code" in coded_c.label
     assert cached.value == HUB_ID and cached.where == "HF cache" and cached.size == size > 1_000_000
@@ -86,4 +87,4 @@ def test_no_cache_folder_lists_the_demo_model(tmp_path):
     from rloo_studio.core.model_choices import model_choices
 
     got = model_choices(roots=[tmp_path / "nothing"], cache_dir=tmp_path / "no-cache")
-    assert [c.name for c in got] == ["demo model"]
+    assert [c.name for c in got] == ["demo model", "demo slipping policy"]

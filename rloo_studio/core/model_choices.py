@@ -1,4 +1,4 @@
-"""The models a user can pick without typing: the bundled demo model first, then local folders and
+"""The models a user can pick without typing: the bundled ones (the demo model first), then local folders and
 Hugging Face cache entries that hold a causal LM, each with its size and whether it ships its own code.
 
 Discovery only reads what is on disk (config.json, file sizes, huggingface_hub's scan_cache_dir); it
@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rloo_studio.core.paths import ASSETS, DEMO_MODEL
+from rloo_studio.core.paths import ASSETS, DEMO_MODEL, DEMO_SLIPPY_MODEL
 from rloo_studio.core.errors import ModelLoadError
 
 CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
@@ -92,10 +92,18 @@ def demo_choice() -> ModelChoice:
                        False, causal_architecture(DEMO_MODEL) or "")
 
 
+def bundled_choices() -> list[ModelChoice]:
+    """The demo model, then the demo's slipping policy (the process reward model's demo) where it is bundled."""
+    slippy = [ModelChoice(str(DEMO_SLIPPY_MODEL), "demo slipping policy", folder_size(DEMO_SLIPPY_MODEL), "bundled",
+                          False, causal_architecture(DEMO_SLIPPY_MODEL) or "")] \
+        if (DEMO_SLIPPY_MODEL / "config.json").exists() else []
+    return [demo_choice(), *slippy]
+
+
 def local_folders(roots: list[Path]) -> list[ModelChoice]:
     """Causal-LM folders under `roots` (each root itself and up to MAX_DEPTH levels down; hidden folders,
     run folders and caches skipped), by name."""
-    out, seen = [], {Path(DEMO_MODEL).resolve()}
+    out, seen = [], {Path(DEMO_MODEL).resolve(), Path(DEMO_SLIPPY_MODEL).resolve()}
     for root in roots:
         root = Path(root).expanduser()
         if not root.is_dir():
@@ -162,9 +170,9 @@ def default_roots(workspace_root: str | Path | None = None) -> list[Path]:
 
 def model_choices(workspace_root: str | Path | None = None, roots: list[Path] | None = None,
                   cache_dir: str | Path | None = None) -> list[ModelChoice]:
-    """The demo model, then local causal-LM folders, then cached hub models."""
+    """The bundled models (the demo model first), then local causal-LM folders, then cached hub models."""
     roots = default_roots(workspace_root) if roots is None else roots
-    return [demo_choice(), *local_folders(roots), *cache_entries(cache_dir)]
+    return [*bundled_choices(), *local_folders(roots), *cache_entries(cache_dir)]
 
 
 def dropdown_choices(workspace_root: str | Path | None = None, **kw) -> list[tuple[str, str]]:

@@ -36,7 +36,8 @@ KIND = "rloo"
 CSS = rloo_render.CSS
 EMPTY = "No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>."
 PRESET_INFO = ("demo-cpu: the bundled model learns in a minute, rewarded by correctness; demo-cpu-reward-model: "
-               "by your newest reward model alone; GPU: the Qwen3 Thinking recipe")
+               "by your newest reward model alone; demo-cpu-process-reward: the slipping policy, by your newest "
+               "process reward model alone; GPU: the Qwen3 Thinking recipe")
 PROMPTS = "Prompts and reward models: prompt set, upload, weights, reward-model and process-reward runs"
 
 # (accordion, rows of keys, open at start): the settings changed most stay in view (None: no accordion) beside the
