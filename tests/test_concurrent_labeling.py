@@ -36,13 +36,14 @@ def labeler(url: str, ws_dir, name: str, seen: list, errors: list, duration: flo
             page.keyboard.press("Enter")
             page.wait_for_function("() => /pair #\\d+/.test(document.querySelector('#lbl-status')?.innerText || '')",
                                    timeout=180000)
-            k = 0
+            k, last = 0, ""
             stop_at = time.time() + duration  # from when this page is ready to label
             while time.time() < stop_at:
-                # the pair on the page (the status line may be between two drawings for a moment)
+                # the pair on the page, once it is not the one just labeled: as a person presses after seeing the
+                # next pair (on a loaded host the status line once showed the labeled pair again for a moment)
                 current = page.wait_for_function(
-                    "() => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
-                    " return m && m[1]; }", timeout=120000).json_value()
+                    "last => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
+                    " return m && m[1] !== last && m[1]; }", arg=last, timeout=120000).json_value()
                 key = "1" if k % 2 else "2"
                 page.keyboard.press(key)
                 for _ in range(12):  # a press made while the last label's event still runs is dropped
@@ -56,7 +57,7 @@ def labeler(url: str, ws_dir, name: str, seen: list, errors: list, duration: flo
                     raise TimeoutError(f"pair #{current} stayed on {name}'s page for 2 minutes "
                                        f"(its label stored: {stored_for(ws_dir, name, int(current))})")
                 seen.append(int(current))  # the page moved on: this label was acknowledged
-                k += 1
+                k, last = k + 1, current
             b.close()
     except Exception as e:  # reported by the test
         errors.append(repr(e))
