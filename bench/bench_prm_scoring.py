@@ -1,6 +1,6 @@
 """A process reward model's scoring against a bare batched forward over the same responses, in tokens per second.
 
-    .venv/bin/python bench/bench_prm_scoring.py [--responses 64] [--repeats 7] [--threads 1]
+    .venv/bin/python bench/bench_prm_scoring.py [--responses 64] [--repeats 7] [--threads 1] [--step-score min_so_far]
 
 PRM: inspect.process.score_steps, what Inspect, `score`, the labeled-set figures and RLOO's process reward call:
 each response encoded with the chat template, its step read positions found, one forward pass per batch of 16, every
@@ -85,6 +85,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (default 1: on a shared 2-core machine more threads mostly add noise)")
     ap.add_argument("--skip-big", action="store_true")
+    ap.add_argument("--step-score", default="at_read", choices=process.STEP_SCORES,
+                    help="how each step is read: at its read position, or the lowest over the tokens so far")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     from rloo_studio.core.models import load_tokenizer
@@ -95,6 +97,7 @@ def main() -> None:
           f"batches of {BATCH}, {a.repeats} interleaved repeats")
     print(f"{'model':<62} {'tokens':>6} {'PRM tok/s':>10} {'bare tok/s':>10} {'PRM / bare':>10}")
     for scorer in [demo_prm(tok)] + ([] if a.skip_big else [big_prm(tok)]):
+        scorer.step_score = a.step_score
         prm, bare, tokens = measure(scorer, items, a.repeats)
         print(f"{scorer.label:<62} {tokens:>6} {tokens / prm:>10.0f} {tokens / bare:>10.0f} {bare / prm:>9.2f}x",
               flush=True)

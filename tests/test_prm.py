@@ -61,6 +61,59 @@ def test_figures_follow_processbench():
     assert aggregates([])["min"] is None
 
 
+def test_min_so_far_reads_the_weakest_token_of_the_reasoning_up_to_each_step():
+    from rloo_studio.inspect.process import read_steps
+
+    p = [0.9, 0.8, 0.95, 0.2, 0.99, 0.7, 0.6, 0.97]  # per token; steps span tokens 1-3 and 5-7 (read at 3 and 7)
+    assert read_steps(p, [1, 5], [3, 7], "at_read") == [0.2, 0.97]
+    assert read_steps(p, [1, 5], [3, 7], "min_so_far") == [0.2, 0.2]  # a wrong token stays wrong for every later step
+    assert read_steps(p, [1, 5], [2, 7], "min_so_far") == [0.8, 0.6]  # token 3 and 4 are read by no step
+
+
+def test_the_teacher_labels_the_token_where_a_step_slips():
+    """The bundled demo model as teacher over a demo response with one digit changed: every token before the change
+    is right, the changed token is wrong; a response as written keeps its step labels up to its first wrong step."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rloo_studio.prm.teacher import IGNORE, dense_labels, matches, reasoning
+
+    tok = AutoTokenizer.from_pretrained(str(DEMO_MODEL))
+    teacher = AutoModelForCausalLM.from_pretrained(str(DEMO_MODEL)).eval()
+    prompt = "Add 820 and 634."
+    enc = encode(tok, prompt, demo_task.target_response({"prompt": prompt, "answer": "1454"}))
+    labels = [IGNORE] * len(enc.ids)
+    for pos in enc.positions:
+        labels[pos] = 1
+    example = {"input_ids": enc.ids, "labels": labels, "starts": list(enc.starts), "positions": enc.positions}
+    slip = enc.positions[1] - 1  # the last digit of step 2, "2+3+0=5"
+    five, six = tok.convert_tokens_to_ids("5"), tok.convert_tokens_to_ids("6")
+    assert enc.ids[slip] == five
+    changed = list(enc.ids)
+    changed[slip] = six
+    right, wrong = matches(teacher, [enc.ids, changed], tok.pad_token_id or 0)
+    y_right = dense_labels(example, enc.ids, right, keep_step_labels=True)
+    y_wrong = dense_labels(example, changed, wrong, keep_step_labels=False)
+    tokens = reasoning(example)
+    assert all(y_right[t] == 1 for t in tokens)
+    assert [y_wrong[t] for t in tokens if t < slip] == [1] * sum(t < slip for t in tokens)
+    assert y_wrong[slip] == 0
+    assert all(y == IGNORE for t, y in enumerate(y_wrong) if t not in tokens)
+    labels[enc.positions[1]] = labels[enc.positions[2]] = 0  # step labels: step 2 is the first wrong one
+    y_steps = dense_labels(example, enc.ids, right, keep_step_labels=True)
+    assert [y_steps[p] for p in enc.positions] == [1, 0, 1]  # after the first wrong step, the teacher's labels
+
+
+def test_fresh_layers_need_a_whole_fine_tune():
+    from rloo_studio.core.errors import ConfigError
+    from rloo_studio.prm.config import PrmJobConfig
+
+    with pytest.raises(ConfigError, match="extra_layers"):
+        PrmJobConfig(finetune="lora", extra_layers=2).validate()
+    with pytest.raises(ConfigError, match="frozen"):
+        PrmJobConfig(finetune="frozen", extra_layers=0).validate()
+    PrmJobConfig(finetune="lora", extra_layers=0).validate()
+
+
 def synthetic_labels(ws, n: int, seed: int = 0) -> None:
     """Demo responses with exact step labels: a right one, and one whose step k adds wrongly (every step after it
     wrong too, as the chain is), for n prompts of the demo's training set."""
@@ -83,10 +136,13 @@ def synthetic_labels(ws, n: int, seed: int = 0) -> None:
 TINY = dict(max_steps=6, per_device_train_batch_size=8, save_steps=3, eval_steps=3, logging_steps=1, warmup_steps=0)
 
 
-def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path):
+def test_a_resumed_run_is_the_run_that_never_stopped_and_reproduce_py_repeats_it(tmp_path):
     """Train 6 steps (checkpoint at 3), keep that run as the reference, drop what came after checkpoint-3, resume:
-    the same metrics for steps 4-6, once each, and the same weights; the held-out figures are logged as it goes."""
+    the same metrics for steps 4-6, once each, and the same weights; the held-out figures are logged as it goes.
+    The run's reproduce.py (no rloo_studio) trains the same fresh layers over the frozen base to the same losses."""
     import shutil
+    import subprocess
+    import sys
 
     from resume_check import assert_same_run
     from rloo_studio.label.demo_data import open_workspace
@@ -104,6 +160,14 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path):
     evals = [m for m in read_metrics(d) if "eval_step_accuracy" in m]
     assert [m["step"] for m in evals] == [0, 3, 6]  # step 0: the untrained head
     assert {"eval_first_wrong_found", "eval_correct_called_correct", "eval_processbench_f1"} <= set(evals[-1])
+    out = subprocess.run([sys.executable, str(d / "reproduce.py")], cwd="/", capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    again = [json.loads(x) for x in (d / "repro-out" / "metrics.jsonl").read_text().splitlines()]
+    loss = lambda rs: {m["step"]: m["loss"] for m in rs if "loss" in m}  # noqa: E731
+    assert loss(read_metrics(d)).keys() == loss(again).keys() and len(loss(again)) == 6
+    assert all(abs(loss(read_metrics(d))[k] - v) < 1e-4 for k, v in loss(again).items()), (read_metrics(d), again)
+    shutil.rmtree(d / "repro-out")
     full = shutil.copytree(d, tmp_path / "uninterrupted")
     shutil.rmtree(d / "checkpoints" / "checkpoint-6")
     shutil.rmtree(d / "adapter")

@@ -179,17 +179,25 @@ def load_seq_cls(name_or_path: str, load_in_4bit: bool = False, trust_remote_cod
     return model, tok
 
 
-def load_token_cls(name_or_path: str, load_in_4bit: bool = False, trust_remote_code: bool = False):
+def load_token_cls(name_or_path: str, load_in_4bit: bool = False, trust_remote_code: bool = False,
+                   extra_layers: int = 0):
     """(model, tokenizer): a two-label token classifier over a causal decoder (fresh `score` head): a process
-    reward model's shape, read at each step (inspect/process.py)."""
-    from transformers import AutoModelForTokenClassification
+    reward model's shape, read at each step (inspect/process.py). `extra_layers`: fresh decoder layers of the
+    base's shape on top of its own (from_pretrained draws the weights it does not find)."""
+    from transformers import AutoConfig, AutoModelForTokenClassification
 
     path = resolve(name_or_path)
     tok = load_tokenizer(path, trust_remote_code)
+    more = {}
+    if extra_layers:
+        conf = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+        more["num_hidden_layers"] = conf.num_hidden_layers + extra_layers
+        if getattr(conf, "layer_types", None):  # one per layer: the new ones as the base's last
+            more["layer_types"] = list(conf.layer_types) + [conf.layer_types[-1]] * extra_layers
     model = load_locked(
         AutoModelForTokenClassification.from_pretrained, path, num_labels=2, dtype=default_dtype(),
         quantization_config=_bnb_config(load_in_4bit), trust_remote_code=trust_remote_code,
-        id2label={0: "wrong", 1: "right"}, label2id={"wrong": 0, "right": 1},
+        id2label={0: "wrong", 1: "right"}, label2id={"wrong": 0, "right": 1}, **more,
     )
     model.config.pad_token_id = tok.pad_token_id
     return model, tok

@@ -22,6 +22,10 @@ from rloo_studio.core.thinking import chat_prompt, continuation, template_info, 
 from rloo_studio.inspect.scoring import length_batches, parse_response  # noqa: E402
 
 READ_AT = ("step_end", "after_step")
+STEP_SCORES = ("at_read", "min_so_far")
+"""How a step's probability is read from the per-token output: at the step's read position, or the lowest over
+every token of the reasoning up to it (a model trained with per-token labels, prm/teacher.py: the step is right
+when no token so far is wrong)."""
 THRESHOLD = 0.5  # a step whose probability of being right is below this is one the model doubts
 
 
@@ -32,6 +36,7 @@ class ProcessScorer:
     label: str  # what the UI and the CLI show
     enable_thinking: bool = True
     read_at: str = "after_step"
+    step_score: str = "at_read"
 
     @property
     def template(self):
@@ -40,12 +45,17 @@ class ProcessScorer:
 
 @dataclass(frozen=True)
 class Encoded:
-    """A prompt + response as the model reads it: its ids, the steps (text, start, end in the response) and the
-    position read for each step."""
+    """A prompt + response as the model reads it: its ids, the steps (text, start, end in the response), the
+    position read for each step and each step's first token."""
     ids: list[int]
     steps: list[tuple[str, int, int]]
     positions: list[int]
     truncated: bool  # reasoning never closed
+    starts: tuple[int, ...] = ()
+
+    def reasoning_tokens(self, k: int) -> list[int]:
+        """The token positions of steps 0..k, each from its first token to its read position."""
+        return [t for a, b in zip(self.starts[:k + 1], self.positions[:k + 1]) for t in range(a, b + 1)]
 
 
 def encode(tok, prompt, response: str, enable_thinking: bool = True, read_at: str = "after_step",
@@ -61,7 +71,7 @@ def encode(tok, prompt, response: str, enable_thinking: bool = True, read_at: st
     enc = tok(head + body, return_offsets_mapping=True, add_special_tokens=False)
     ids, offsets = list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
     parsed = parse_response(tpl, response, split)
-    steps, positions = [], []
+    steps, positions, starts = [], [], []
     for k, st in enumerate(parsed.steps):
         i, j = token_span(offsets, shift + st.start, shift + st.end)
         if j <= i:
@@ -73,7 +83,20 @@ def encode(tok, prompt, response: str, enable_thinking: bool = True, read_at: st
                 pos += 1
         steps.append((st.text, st.start, st.end))
         positions.append(pos)
-    return Encoded(ids, steps, positions, parsed.truncated)
+        starts.append(i)
+    return Encoded(ids, steps, positions, parsed.truncated, tuple(starts))
+
+
+def read_steps(p_tokens, starts, positions, step_score: str = "at_read") -> list[float]:
+    """Each step's probability of being right from the per-token probabilities `p_tokens` (indexable): at its read
+    position, or (min_so_far) the lowest over every token of the steps up to it."""
+    if step_score != "min_so_far":
+        return [float(p_tokens[k]) for k in positions]
+    out, low = [], 1.0
+    for a, b in zip(starts, positions):
+        low = min(low, *(float(p_tokens[t]) for t in range(a, b + 1)))
+        out.append(low)
+    return out
 
 
 def _next_boundary(parsed, k: int) -> int:
@@ -92,7 +115,7 @@ _LOCK = threading.Lock()
 
 def load_process_scorer(ws, run_id: str) -> ProcessScorer:
     """A trained process-reward run's adapter (base + LoRA + head), kept while it is the last one used."""
-    from rloo_studio.core.models import load_token_cls_adapter, run_setting, run_trusts_code
+    from rloo_studio.core.models import load_token_cls_adapter, run_trusts_code
     from rloo_studio.runs.catalog import adapter_dir, scorer_run
 
     rid = scorer_run(ws, run_id, ("process",))["id"]
@@ -107,10 +130,18 @@ def load_process_scorer(ws, run_id: str) -> ProcessScorer:
             if torch.cuda.is_available() and not getattr(model, "is_loaded_in_4bit", False):
                 model.to("cuda")
             model.eval()
-            _CACHE[key] = ProcessScorer(model, tok, f"process reward run {rid}",
-                                        bool(run_setting(path, "enable_thinking", True)),
-                                        str(run_setting(path, "read_at", "after_step")))
+            _CACHE[key] = of_run(path, model, tok, f"process reward run {rid}")
         return _CACHE[key]
+
+
+def of_run(adapter_path: Path, model, tok, label: str) -> ProcessScorer:
+    """A scorer that reads as the run that saved `adapter_path` trained: its chat template's thinking switch,
+    where each step is read and how (its config.yaml)."""
+    from rloo_studio.core.models import run_setting
+
+    return ProcessScorer(model, tok, label, bool(run_setting(adapter_path, "enable_thinking", True)),
+                         str(run_setting(adapter_path, "read_at", "after_step")),
+                         str(run_setting(adapter_path, "step_score", "at_read")))
 
 
 def _mtime(path: Path) -> float:
@@ -145,8 +176,9 @@ def _padded(seqs: list[list[int]], idx: list[int], pad: int):
 
 
 @torch.inference_mode()
-def step_probabilities(model, tok, encoded: list[Encoded], batch_size: int = 16) -> list[list[float]]:
-    """P(step right) at each step's position, one forward pass per batch (shortest first, right-padded)."""
+def step_probabilities(model, tok, encoded: list[Encoded], batch_size: int = 16,
+                       step_score: str = "at_read") -> list[list[float]]:
+    """P(step right) for each step (`read_steps`), one forward pass per batch (shortest first, right-padded)."""
     limit = getattr(model.config, "max_position_embeddings", None)
     longest = max((len(e.ids) for e in encoded), default=0)
     if limit and longest > limit:
@@ -159,7 +191,7 @@ def step_probabilities(model, tok, encoded: list[Encoded], batch_size: int = 16)
         logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()
         p = logits.softmax(-1)[..., 1].cpu()
         for r, i in enumerate(idx):
-            out[i] = [float(p[r, k]) for k in encoded[i].positions]
+            out[i] = read_steps(p[r].tolist(), encoded[i].starts, encoded[i].positions, step_score)
     return out
 
 
@@ -167,8 +199,8 @@ def score_steps(scorer: ProcessScorer, items: list[tuple], split: str = "blank",
     """For each (prompt, response): its steps with p_correct, the first step the model doubts, and the
     aggregates RLOO's process reward uses (min, product, last, mean)."""
     encs = [encode(scorer.tok, p, r, scorer.enable_thinking, scorer.read_at, split) for p, r in items]
-    probs = step_probabilities(scorer.model, scorer.tok, encs, batch_size)
-    return [verdict(e, ps) for e, ps in zip(encs, probs)]
+    probs = step_probabilities(scorer.model, scorer.tok, encs, batch_size, scorer.step_score)
+    return [{**verdict(e, ps), "step_score": scorer.step_score} for e, ps in zip(encs, probs)]
 
 
 def verdict(enc: Encoded, probs: list[float]) -> dict:
@@ -232,7 +264,8 @@ def labeled_figures(ws, scorer: ProcessScorer, who: str = "all", progress=None, 
     for i in range(0, len(rows), 256):
         part = rows[i:i + 256]
         encs = [encode(scorer.tok, r["prompt"], r["response"], scorer.enable_thinking, scorer.read_at) for r in part]
-        for r, e, ps in zip(part, encs, step_probabilities(scorer.model, scorer.tok, encs, batch_size)):
+        for r, e, ps in zip(part, encs, step_probabilities(scorer.model, scorer.tok, encs, batch_size,
+                                                                  scorer.step_score)):
             if len(e.positions) != len(r["steps"]):
                 continue  # steps the tokenizer merges: not judged (training left them out too)
             ts = [0 if v < 0 else 1 for v in r["labels"]]

@@ -12,8 +12,10 @@ from rloo_studio.core.model_options import LoraSpec
 from rloo_studio.core.paths import DEMO_MODEL
 
 LABELS_FROM = ("all", "people", "rollouts")
-FINETUNE = ("lora", "full")
+FINETUNE = ("lora", "full", "frozen")
 READ_AT = ("after_step", "step_end")  # inspect/process.py: where each step's verdict is read
+STEP_SCORES = ("at_read", "min_so_far")  # inspect/process.py read_steps
+TOKEN_LABELS = ("steps", "teacher")  # prm/teacher.py
 AFTER_FIRST_BAD = ("ignore", "wrong")
 MIN_RESPONSES = 8
 """Fewest step-labeled responses a process-reward run trains on (the job and the tab's check refuse fewer)."""
@@ -30,20 +32,40 @@ class PrmJobConfig(JobConfig):
         "of its family."))
     lora: LoraSpec = override("lora", LoraSpec(r=16, alpha=32), help=(
         "The LoRA adapter trained on the base model (finetune=lora); the head is trained in full and saved with it."))
-    learning_rate: float = override("learning_rate", 2e-3, help=(
-        "Peak learning rate (linear decay to 0). The demo model trained in full takes ~2e-3; LoRA on Qwen3 4B ~2e-5."))
-    # 100 on the demo: its 681 bundled responses (train-prm --demo) are seen ~5 times; at 300 steps the model
-    # overfits them (held-out step accuracy 60.8%, against 70.6% at 100; docs/PRM.md)
-    max_steps: int = override("max_steps", 100, help="Optimizer steps to train.")
-    per_device_train_batch_size: int = override("per_device_train_batch_size", 32, help=(
+    learning_rate: float = override("learning_rate", 3e-3, help=(
+        "Peak learning rate (linear decay to 0). Fresh layers over the demo model take ~3e-3; LoRA on Qwen3 4B ~2e-5."))
+    # 2,000 on the demo: the fresh layers learn to look each digit up in the prompt late and suddenly (the loss sits
+    # near 0.2, then falls to ~0.02 somewhere between steps ~700 and ~1,300, by run); docs/PRM.md
+    max_steps: int = override("max_steps", 2000, help="Optimizer steps to train.")
+    per_device_train_batch_size: int = override("per_device_train_batch_size", 64, help=(
         "Step-labeled responses per step and device (every labeled step of a response counts); lower it if "
         "training runs out of memory."))
-    save_steps: int = override("save_steps", 50)
+    save_steps: int = override("save_steps", 250)
     logging_steps: int = override("logging_steps", 5, help=(
         "Log loss and step accuracy every this many steps (a point on each chart)."))
-    finetune: str = field(default="full", metadata={"choices": FINETUNE, "help": (
-        "lora: a LoRA adapter and the head (large models); full: every weight (small models such as the demo's, "
-        "where a LoRA adapter learns the arithmetic too slowly).")})
+    finetune: str = field(default="frozen", metadata={"choices": FINETUNE, "help": (
+        "lora: a LoRA adapter and the head (large models); full: every weight; frozen: the base model as it is, "
+        "only the fresh layers (extra_layers) and the head learn (the demo: its base already knows the arithmetic).")})
+    extra_layers: int = field(default=2, metadata={"help": (
+        "Fresh decoder layers, the base's own shape, added on top of it and trained from scratch (finetune full or "
+        "frozen): room to compare what was written with what the base expected. 0: the head reads the base.")})
+    token_labels: str = field(default="teacher", metadata={"choices": TOKEN_LABELS, "help": (
+        "steps: the step labels only, at each step's read position. teacher: also every token of the reasoning, "
+        "wrong where the teacher model would have written another token (or one before it in the reasoning was), "
+        "and copies of the responses with digits changed: the model learns where a step goes wrong.")})
+    teacher: str = field(default=str(DEMO_MODEL), metadata={"help": (
+        "token_labels=teacher: a model that does the task right and shares the base's tokenizer (the demo: the "
+        "bundled demo model); a token is wrong where it is not the teacher's most likely one.")})
+    corrupt: float = field(default=0.1, metadata={"help": (
+        "token_labels=teacher: the share of the digits in a response's reasoning changed in each of its copies "
+        "(0 to 0.5; 0: no copies): slips whose place is known.")})
+    copies: int = field(default=6, metadata={"help": (
+        "token_labels=teacher: copies of each training response with digits changed (0 to 32): more examples of "
+        "where a step goes wrong than the step labels hold.")})
+    step_score: str = field(default="min_so_far", metadata={"choices": STEP_SCORES, "help": (
+        "How a step's probability is read: at_read (at its read position) or min_so_far (the lowest over every "
+        "token of the reasoning up to the step: with token_labels=teacher, the step is right when no token so far "
+        "is wrong).")})
     labels_from: str = field(default="all", metadata={"choices": LABELS_FROM, "help": (
         "Which step labels to train on: all, people (labeled in the Label tab or imported), or rollouts (made "
         "by the step-labels-from-rollouts job).")})
@@ -58,7 +80,7 @@ class PrmJobConfig(JobConfig):
     eval_fraction: float = field(default=0.1, metadata={"help": (
         "Share of the prompts held out (0 to below 1), with all their responses, to measure step accuracy and "
         "how often the first wrong step is found; 0 measures nothing.")})
-    eval_steps: int = field(default=25, metadata={"help": "Measure the held-out figures every this many steps."})
+    eval_steps: int = field(default=250, metadata={"help": "Measure the held-out figures every this many steps."})
     weight_decay: float = field(default=0.01, metadata={"help": (
         "AdamW's weight decay: pulls every trained weight a little towards zero at each step.")})
     warmup_steps: int = field(default=20, metadata={"help": "Steps of linear learning-rate warm-up."})
@@ -66,7 +88,8 @@ class PrmJobConfig(JobConfig):
     def validate(self) -> None:
         super().validate()
         for name, allowed in (("finetune", FINETUNE), ("labels_from", LABELS_FROM), ("read_at", READ_AT),
-                              ("after_first_bad", AFTER_FIRST_BAD), ("optim", OPTIMIZERS)):
+                              ("after_first_bad", AFTER_FIRST_BAD), ("optim", OPTIMIZERS),
+                              ("token_labels", TOKEN_LABELS), ("step_score", STEP_SCORES)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}.")
         if self.max_steps < 1:
@@ -79,6 +102,19 @@ class PrmJobConfig(JobConfig):
             raise ConfigError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}.")
         if self.eval_steps < 1 or self.warmup_steps < 0 or self.weight_decay < 0:
             raise ConfigError("eval_steps must be at least 1; warmup_steps and weight_decay 0 or more.")
+        if not 0 <= self.extra_layers <= 8:
+            raise ConfigError(f"extra_layers must be 0 to 8, got {self.extra_layers}.")
+        if self.extra_layers and self.finetune == "lora":
+            raise ConfigError("extra_layers are trained whole: use finetune full or frozen with them, or set "
+                              "extra_layers 0 for a LoRA adapter.")
+        if self.finetune == "frozen" and not self.extra_layers:
+            raise ConfigError("finetune frozen trains only the fresh layers: set extra_layers to 1 or more.")
+        if not 0 <= self.corrupt <= 0.5:
+            raise ConfigError(f"corrupt must be in [0, 0.5], got {self.corrupt}.")
+        if not 0 <= self.copies <= 32:
+            raise ConfigError(f"copies must be 0 to 32, got {self.copies}.")
+        if self.token_labels == "teacher" and not self.teacher.strip():
+            raise ConfigError("token_labels teacher needs a teacher model.")
 
 
 def trainer_args(cfg: PrmJobConfig, held_out: int) -> dict:
@@ -107,7 +143,7 @@ def memory_line(cfg: PrmJobConfig, ws=None) -> str:
                        gradient_checkpointing=False, chunked_ce=True)
 
 
-_GPU = dict(finetune="lora", learning_rate=2e-5, max_steps=1000, max_length=2048, optim="adamw_8bit",
+_GPU = dict(finetune="lora", extra_layers=0, token_labels="steps", step_score="at_read", learning_rate=2e-5, max_steps=1000, max_length=2048, optim="adamw_8bit",
             eval_steps=100, save_steps=200, logging_steps=10, eval_fraction=0.05, lora=LoraSpec(r=16, alpha=32))
 PRESETS: dict[str, dict] = {
     "demo (CPU)": {},

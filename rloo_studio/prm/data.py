@@ -72,7 +72,8 @@ def run_rows(ws, run_dir: Path, cfg: PrmJobConfig) -> tuple[list[dict], list[dic
 
 
 def examples(tok, rows: list[dict], cfg: PrmJobConfig) -> tuple[list[dict], dict]:
-    """Token-classification examples ({input_ids, labels}) and what was left out: responses longer than
+    """Token-classification examples ({input_ids, labels, and each step's first token and read position: starts,
+    positions}) and what was left out: responses longer than
     max_length, and those whose steps the tokenizer does not give back one by one (a step with no token)."""
     from rloo_studio.inspect.process import encode
 
@@ -89,7 +90,7 @@ def examples(tok, rows: list[dict], cfg: PrmJobConfig) -> tuple[list[dict], dict
         for pos, t in zip(enc.positions, r["targets"]):
             if t is not None:
                 labels[pos] = t
-        out.append({"input_ids": enc.ids, "labels": labels})
+        out.append({"input_ids": enc.ids, "labels": labels, "starts": list(enc.starts), "positions": enc.positions})
     return out, left
 
 

@@ -19,13 +19,15 @@ from rloo_studio.prm.config import PrmJobConfig, memory_line, trainer_args  # no
 from rloo_studio.runs.runner import RunContext, resume_point  # noqa: E402
 
 
-def figures(p_right, label_ids) -> dict:
-    """The held-out figures from the Trainer's evaluation: p(right) and the labels, padded (-100 where none)."""
-    from rloo_studio.inspect.process import step_figures
+def figures(p_right, held: list[dict], step_score: str) -> dict:
+    """The held-out figures from the Trainer's evaluation: p(right) at every position (padded), and the held-out
+    examples in the same order, each step read as the scorer reads it (inspect/process.py read_steps)."""
+    from rloo_studio.inspect.process import read_steps, step_figures
 
     truth, probs = [], []
-    for ps, ls in zip(p_right, label_ids):
-        at = [(int(lab), float(p)) for p, lab in zip(ps, ls) if lab != data.IGNORE]
+    for ps, e in zip(p_right, held):
+        got = read_steps(ps, e["starts"], e["positions"], step_score)
+        at = [(int(e["labels"][pos]), p) for pos, p in zip(e["positions"], got) if e["labels"][pos] != data.IGNORE]
         first = next((k for k, (lab, _) in enumerate(at) if lab == 0), None)
         at = at if first is None else at[:first + 1]  # judged up to the first wrong step, as ProcessBench does
         truth.append([lab for lab, _ in at])
@@ -36,10 +38,6 @@ def figures(p_right, label_ids) -> dict:
 
 def _p_right(logits, labels):
     return logits.float().softmax(-1)[..., 1]  # keep one number per position, not the logits
-
-
-def _metrics(pred) -> dict:
-    return figures(pred.predictions, pred.label_ids)
 
 
 def load_model(cfg: PrmJobConfig, ctx: RunContext):
@@ -53,7 +51,8 @@ def load_model(cfg: PrmJobConfig, ctx: RunContext):
 
     check_remote_code(resolve(cfg.model), cfg.trust_remote_code)
     set_seed(cfg.seed)  # the fresh head is drawn at load time: seed it, or runs are not repeatable
-    model, tok = load_token_cls(cfg.model, cfg.load_in_4bit and cfg.finetune == "lora", cfg.trust_remote_code)
+    model, tok = load_token_cls(cfg.model, cfg.load_in_4bit and cfg.finetune == "lora", cfg.trust_remote_code,
+                                cfg.extra_layers)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
         model.config.pad_token_id = tok.pad_token_id
@@ -61,9 +60,20 @@ def load_model(cfg: PrmJobConfig, ctx: RunContext):
         from peft import get_peft_model
 
         model = get_peft_model(model, lora_config(cfg.lora, "TOKEN_CLS"))  # TOKEN_CLS: the head trains and saves too
+    elif cfg.finetune == "frozen":
+        freeze_base(model, model.config.num_hidden_layers - cfg.extra_layers)
     ctx.log(f"{cfg.finetune} fine-tune of {cfg.model}: "
             f"{sum(p.numel() for p in model.parameters() if p.requires_grad):,} trainable parameters")
     return model, tok
+
+
+def freeze_base(model, n_base: int) -> None:
+    """Only the layers above the base's `n_base`, the final norm and the head learn."""
+    import re
+
+    for name, p in model.named_parameters():
+        layer = re.match(r"model\.layers\.(\d+)\.", name)
+        p.requires_grad_(bool(layer and int(layer.group(1)) >= n_base) or name.startswith(("score.", "model.norm.")))
 
 
 def train_prm(cfg: PrmJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
@@ -76,14 +86,42 @@ def train_prm(cfg: PrmJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
     train, left = data.examples(tok, train_rows, cfg)
     held, left_held = data.examples(tok, held_rows, cfg)
     _record_left_out(ctx, left, left_held, len(train), len(held))
-    _record_examples(ctx, train, held)
     if not train:
         raise DataError(f"Every step-labeled response is longer than max_length={cfg.max_length} tokens or has "
                         "steps the tokenizer merges; raise max_length.")
+    if cfg.token_labels == "teacher":
+        from rloo_studio.prm.teacher import teacher_examples
+
+        train = teacher_examples(cfg, tok, train, ctx.log)
+    _record_examples(ctx, train, held)
     resume = resume_point(ctx)
-    trainer = _trainer(cfg, ctx, model, tok, train, held, resume, callbacks)
+    if cfg.finetune == "frozen":
+        trainer = _train_top(cfg, ctx, model, tok, train, held, resume, callbacks)
+    else:
+        trainer = _trainer(cfg, ctx, model, tok, _token_rows(train), _token_rows(held), held, resume, callbacks)
+        trainer.train(resume_from_checkpoint=resume)
+    return _after_training(ctx, trainer, model, tok, bool(held))
+
+
+def _token_rows(part: list[dict]):
+    from datasets import Dataset
+
+    return Dataset.from_list([{"input_ids": e["input_ids"], "labels": e["labels"]} for e in part])
+
+
+def _train_top(cfg: PrmJobConfig, ctx: RunContext, model, tok, train: list, held: list, resume, callbacks: tuple):
+    """Train only the fresh layers, on the frozen base's states computed once (prm/cached.py); they go back into
+    `model`. Returns the Trainer."""
+    from rloo_studio.prm import cached
+
+    n_base = model.config.num_hidden_layers - cfg.extra_layers
+    ctx.log(f"the base's states of {len(train) + len(held):,} examples, once (it is frozen)")
+    top = cached.top_model(model, n_base)
+    train_rows, held_rows = (cached.rows(cached.base_states(model, n_base, part), part) for part in (train, held))
+    trainer = _trainer(cfg, ctx, top, tok, train_rows, held_rows, held, resume, callbacks, cached.collate)
     trainer.train(resume_from_checkpoint=resume)
-    return _after_training(ctx, trainer, tok, bool(held))
+    cached.put_back(model, top, n_base)
+    return trainer
 
 
 def _record_left_out(ctx: RunContext, left: dict, left_held: dict, n_train: int, n_held: int) -> None:
@@ -106,9 +144,11 @@ def _record_examples(ctx: RunContext, train: list, held: list) -> None:
         tmp.replace(path)
 
 
-def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train: list, held: list, resume, callbacks: tuple):
+def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train_rows, held_rows, held: list, resume,
+             callbacks: tuple, collate=None):
+    """The Trainer over `train_rows` / `held_rows` (token ids, or the base's states with `collate`); `held`: the
+    held-out examples the figures read."""
     import torch
-    from datasets import Dataset
     from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
     from rloo_studio.runs.callback import StudioCallback
@@ -120,20 +160,20 @@ def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train: list, held: 
     args = TrainingArguments(**kw, output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda,
                              bf16=cuda and torch.cuda.is_bf16_supported(), report_to=["tensorboard"],
                              eval_on_start=bool(held) and resume is None)  # step 0: the untrained head
-    return Trainer(model=model, args=args, train_dataset=Dataset.from_list(train),
-                   eval_dataset=Dataset.from_list(held) if held else None, processing_class=tok,
-                   data_collator=DataCollatorForTokenClassification(tok, label_pad_token_id=data.IGNORE),
-                   compute_metrics=_metrics if held else None,
+    return Trainer(model=model, args=args, train_dataset=train_rows, eval_dataset=held_rows if held else None,
+                   processing_class=tok,
+                   data_collator=collate or DataCollatorForTokenClassification(tok, label_pad_token_id=data.IGNORE),
+                   compute_metrics=(lambda pred: figures(pred.predictions, held, cfg.step_score)) if held else None,
                    preprocess_logits_for_metrics=_p_right if held else None,
                    callbacks=[StudioCallback(ctx), *callbacks])
 
 
-def _after_training(ctx: RunContext, trainer, tok, held: bool) -> str:
-    """The last held-out evaluation (unless it was just logged), the model saved; the run's closing message."""
+def _after_training(ctx: RunContext, trainer, model, tok, held: bool) -> str:
+    """The last held-out evaluation (unless it was just logged), `model` saved; the run's closing message."""
     step = trainer.state.global_step
     if held and not ctx.should_stop() and not any(m.get("step") == step and "eval_loss" in m for m in ctx.feed):
         ctx.metric({"step": step, **trainer.evaluate()})
-    trainer.save_model(str(ctx.dir / "adapter"))
+    model.save_pretrained(str(ctx.dir / "adapter"))
     tok.save_pretrained(str(ctx.dir / "adapter"))
     last = next((m for m in reversed(ctx.feed) if "eval_first_wrong_found" in m or "eval_step_accuracy" in m), {})
     said = [f"{name} {last[key]:.1%}" for name, key in (

@@ -8,8 +8,9 @@ from rloo_studio.prm.config import MIN_RESPONSES, PrmJobConfig
 
 
 def launch_check(ws, cfg: PrmJobConfig) -> None:
-    """Raises a StudioError in words: a model that is not there or ships its own code unticked, a seed numpy
-    refuses, too few step-labeled responses. Loads the tokenizer, never the model."""
+    """Raises a StudioError in words: a model (or teacher) that is not there or ships its own code unticked, a
+    teacher with another tokenizer, a seed numpy refuses, too few step-labeled responses. Loads tokenizers, never a
+    model."""
     from rloo_studio.core.model_options import check_remote_code
     from rloo_studio.core.models import load_tokenizer, resolve
     from rloo_studio.prm.data import labeled_rows
@@ -18,7 +19,11 @@ def launch_check(ws, cfg: PrmJobConfig) -> None:
     check_seeds(cfg)
     path = resolve(cfg.model)
     check_remote_code(path, cfg.trust_remote_code)
-    load_tokenizer(path, cfg.trust_remote_code)
+    tok = load_tokenizer(path, cfg.trust_remote_code)
+    if cfg.token_labels == "teacher":
+        from rloo_studio.prm.teacher import check_teacher
+
+        check_teacher(cfg, tok)
     n = len(labeled_rows(ws, cfg))
     if n < MIN_RESPONSES:
         raise DataError(f"Only {n} step-labeled responses ({cfg.labels_from}); label the steps of at least "

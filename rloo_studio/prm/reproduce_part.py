@@ -1,6 +1,22 @@
 """The process-reward-model part of a run's reproduce.py (copied beside it as reproduce_job.py; imports no
 rloo_studio): trains the same token classifier with transformers' Trainer on the run's exact tokenized examples
-(examples.jsonl: each response's ids and its labels, -100 except at each labeled step's read position)."""
+(examples.jsonl: each response's ids and its labels: at each labeled step's read position, and with a teacher's
+labels on every token of the reasoning, -100 elsewhere)."""
+import re
+
+
+def extra_layers(c, trust) -> dict:
+    """from_pretrained's overrides for the run's fresh layers on top of the base (none when extra_layers is 0)."""
+    from transformers import AutoConfig
+
+    n = c.get("extra_layers") or 0
+    if not n:
+        return {}
+    conf = AutoConfig.from_pretrained(c["model"], trust_remote_code=trust)
+    more = {"num_hidden_layers": conf.num_hidden_layers + n}
+    if getattr(conf, "layer_types", None):
+        more["layer_types"] = list(conf.layer_types) + [conf.layer_types[-1]] * n
+    return more
 
 
 def train(c, trainer_args, kit):
@@ -22,8 +38,13 @@ def train(c, trainer_args, kit):
         tok.pad_token = tok.eos_token
     model = AutoModelForTokenClassification.from_pretrained(
         c["model"], num_labels=2, dtype=dtype, trust_remote_code=trust, id2label={0: "wrong", 1: "right"},
-        label2id={"wrong": 0, "right": 1})
+        label2id={"wrong": 0, "right": 1}, **extra_layers(c, trust))
     model.config.pad_token_id = tok.pad_token_id
+    if c["finetune"] == "frozen":  # only the fresh layers, the final norm and the head learn
+        n_base = model.config.num_hidden_layers - c["extra_layers"]
+        for name, p in model.named_parameters():
+            layer = re.match(r"model\.layers\.(\d+)\.", name)
+            p.requires_grad_(bool(layer and int(layer.group(1)) >= n_base) or name.startswith(("score.", "model.norm.")))
     if c["finetune"] == "lora":
         lo = c["lora"]
         model = get_peft_model(model, LoraConfig(r=lo["r"], lora_alpha=lo["alpha"], lora_dropout=lo["dropout"],

@@ -16,7 +16,7 @@ from rloo_studio.rloo.config import CUSTOM_PREFIX, PROCESS_REWARD, REWARD_MODEL,
 from rloo_studio.rloo.samples import SamplesCallback, TokensCallback, WarningsCallback
 from rloo_studio.runs.runner import RunContext, resume_point
 from rloo_studio.core.rule_rewards import RULES
-from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_setting, run_trusts_code
+from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
 from rloo_studio.core.model_options import check_remote_code
 from rloo_studio.rloo import rewards
 from rloo_studio.rloo.rewards import custom_reward_path
@@ -76,15 +76,14 @@ def _check_process_run(ws, cfg: RlooJobConfig) -> None:
 
 def _process_reward(cfg: RlooJobConfig, ws, tok, device):
     from rloo_studio.core.models import load_token_cls_adapter
-    from rloo_studio.inspect.process import ProcessScorer
+    from rloo_studio.inspect.process import of_run
     from rloo_studio.rloo.process_reward import make_process_reward
 
     ad = adapter_dir(ws, cfg.process_reward_run)
     model, prm_tok = load_token_cls_adapter(ad, trust_remote_code=run_trusts_code(ad))
     if device is not None:
         model.to(device)
-    scorer = ProcessScorer(model, prm_tok, f"process reward run {cfg.process_reward_run}",
-                           bool(run_setting(ad, "enable_thinking", True)), str(run_setting(ad, "read_at", "after_step")))
+    scorer = of_run(ad, model, prm_tok, f"process reward run {cfg.process_reward_run}")
     return make_process_reward(scorer, tok, cfg.process_reward_aggregate, cfg.process_reward_correct_only,
                                cfg.answer_format, cfg.enable_thinking, cfg.reward_model_batch_size)
 

@@ -18,7 +18,7 @@ HELP = {  # one line where the field's documentation runs long
                      "hash (#### N, GSM8K).",
     "model": "The demo model, a local folder or a Hugging Face cache entry; type any other folder or cached hub id.",
 }
-MODEL_KEYS = ("model", "policy", "completer")  # settings that name a model: the model dropdown
+MODEL_KEYS = ("model", "policy", "completer", "teacher")  # settings that name a model: the model dropdown
 MODEL_LIST_NOTE = "Listed: the demo model, local folders and cached hub models (name · size · where)."
 
 

@@ -23,6 +23,9 @@ CSS = """
 NONE = ""
 LENS = ("<b>Process reward model</b>: each step's probability of being right, read after the step (a verdict on "
         "the step itself). The outcome model above gives the score if the answer ended there.")
+LENS_MIN = ("<b>Process reward model</b>: each step's probability of being right, the lowest it gives any token of "
+            "the reasoning up to the step's end (a wrong token makes its step and every later one doubted). The "
+            "outcome model above gives the score if the answer ended there.")
 
 
 def choices(ws) -> list[tuple[str, str]]:
@@ -53,7 +56,8 @@ def steps_html(result: dict, label: str) -> str:
             f"<span>all steps right (product) <span class='num'>{result['product']:.3f}</span></span>"
             f"<span>{'doubts step ' + str(doubt + 1) if doubt is not None else 'doubts no step'} · "
             f"{html.escape(label)}</span></div>")
-    return f"<div class='rs-explain'>{LENS}</div>{head}<div class='pr-steps'>{''.join(rows)}</div>"
+    lens = LENS_MIN if result.get("step_score") == "min_so_far" else LENS
+    return f"<div class='rs-explain'>{lens}</div>{head}<div class='pr-steps'>{''.join(rows)}</div>"
 
 
 def do_process(ws, run_id: str, prompt: str, response: str, split: str) -> str:

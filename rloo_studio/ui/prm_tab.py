@@ -22,10 +22,11 @@ INTRO = ("A **process reward model** reads each `<think>` step and gives the pro
          "tab's step mode, or a stepwise file imported there), or made here from rollouts, where a step is right when "
          "endings written from it reach the known answer (Math-Shepherd).")
 PRM_LAYOUT = [
-    ("Model", (("model", "finetune", "load_in_4bit", "trust_remote_code", "enable_thinking"),
+    ("Model", (("model", "finetune", "extra_layers", "load_in_4bit", "trust_remote_code", "enable_thinking"),
                ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
     ("Training", (("learning_rate", "max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "optim"),
-                  ("labels_from", "after_first_bad", "read_at", "max_length", "eval_fraction")), True),
+                  ("labels_from", "after_first_bad", "read_at", "step_score", "max_length", "eval_fraction")), True),
+    ("The teacher's token labels", (("token_labels", "teacher"), ("corrupt", "copies")), False),
     ("Schedule, logging and checkpoints", (("warmup_steps", "weight_decay", "seed"),
                                            ("logging_steps", "eval_steps", "save_steps")), False),
 ]
