@@ -4,7 +4,7 @@ The base's layers never change, so what they give each example is computed once,
 trains a model of the fresh layers alone (the same class, fed those states as inputs_embeds: the same positions,
 mask and arithmetic as the whole model); its weights go back into the whole model, which is what is saved and
 scored. The same data order and the same seeded weights as training the whole model with the base frozen, which is
-what reproduce.py does; about 1.7x faster on the demo (docs/PRM.md).
+what reproduce.py does; about 1.5x faster a step on the demo (bench/bench_prm_train.py).
 """
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ ProcessBench, how often the earliest wrong step is found (F1 over erroneous and 
 from __future__ import annotations
 
 import json
+import math
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
 from rloo_studio.core.errors import DataError  # noqa: E402
@@ -33,6 +34,9 @@ def figures(p_right, held: list[dict], step_score: str) -> dict:
         truth.append([lab for lab, _ in at])
         probs.append([p for _, p in at])
     out = step_figures(truth, probs)
+    judged = [(t, min(max(p, 1e-6), 1 - 1e-6)) for ts, ps in zip(truth, probs) for t, p in zip(ts, ps)]
+    if judged:  # the cross-entropy of each judged step as the scorer reads it (eval_loss is over positions alone)
+        out["step_loss"] = -sum(math.log(p if t else 1 - p) for t, p in judged) / len(judged)
     return {k: v for k, v in out.items() if v is not None}
 
 
