@@ -138,14 +138,15 @@ def fill(page, elem_id: str, value) -> None:
 
 
 def folded_in(elem_id: str) -> str | None:
-    """The title of the folded section of the Reward model or RLOO tab that holds a setting's field, by the tab's
-    LAYOUT (None: the field is in view, or is no setting of those tabs)."""
-    from rloo_studio.ui import reward_tab, rloo_tab
+    """The title of the folded section of the Reward model, RLOO or Process reward tab that holds a setting's field,
+    by the tab's layout (None: the field is in view, or is no setting of those tabs)."""
+    from rloo_studio.ui import prm_tab, reward_tab, rloo_tab
     from rloo_studio.ui.fields import elem_id as field_id
 
     kind = elem_id.split("-")[0]
-    for tab in (reward_tab, rloo_tab):
-        for title, rows, _ in tab.LAYOUT if tab.KIND == kind else ():
+    layouts = ((reward_tab.KIND, reward_tab.LAYOUT), (rloo_tab.KIND, rloo_tab.LAYOUT), (prm_tab.KIND, prm_tab.PRM_LAYOUT))
+    for tab_kind, layout in layouts:
+        for title, rows, _ in layout if tab_kind == kind else ():
             if title and any(field_id(kind, key) == elem_id for keys in rows for key in keys):
                 return title
     return None

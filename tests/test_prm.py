@@ -215,7 +215,7 @@ def test_train_prm_demo_trains_on_the_bundled_step_labels_of_the_slipping_policy
 
     bundled = len((DEMO_DATA / "step_labels.jsonl").read_text().splitlines())
     root = tmp_path / "new-ws"
-    sets = [f"--set={k}={v}" for k, v in TINY.items()]
+    sets = [f"--set={k}={v}" for k, v in TINY.items()] + ["--set=copies=1"]  # the labels are the subject here
     for _ in range(2):  # a second --demo adds nothing again
         assert main(["train-prm", "--workspace", str(root), "--demo", *sets]) == 0
         assert len(labeled_responses(Workspace(root), "rollouts")) == bundled

@@ -36,6 +36,7 @@ def test_load_the_demos_step_labels_then_train_a_process_reward_model_from_the_t
         assert len(labeled_responses(Workspace(app.ws_dir), "rollouts")) == bundled  # loaded once
 
         fill(page, "prm-max-steps", 25)
+        fill(page, "prm-copies", 1)  # fewer changed copies: the tab's training is the subject here
         page.locator("#prm-launch").click()
         expect(page.locator("#prm-check")).to_contain_text("Started run prm-", timeout=LONG)
         expect(page.locator("#prm-status")).to_contain_text("completed", timeout=LONG)
