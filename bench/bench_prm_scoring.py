@@ -67,7 +67,7 @@ def measure(scorer, items, repeats: int) -> tuple[float, float, int]:
     @torch.inference_mode()
     def bare():
         for idx in length_batches(lengths, BATCH):
-            ids, mask = process._padded([e.ids for e in encs], idx, pad)
+            ids, mask = process.padded([e.ids for e in encs], idx, pad)
             scorer.model(input_ids=ids, attention_mask=mask)
 
     variants = {"prm": lambda: process.score_steps(scorer, items, batch_size=BATCH), "bare": bare}

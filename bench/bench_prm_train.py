@@ -24,7 +24,7 @@ import torch  # noqa: E402
 
 from rloo_studio.core.models import load_token_cls  # noqa: E402
 from rloo_studio.core.paths import DEMO_DATA, DEMO_MODEL  # noqa: E402
-from rloo_studio.inspect.process import encode  # noqa: E402
+from rloo_studio.inspect.process import padded, encode  # noqa: E402
 from rloo_studio.prm import cached  # noqa: E402
 from rloo_studio.prm.config import PrmJobConfig  # noqa: E402
 from rloo_studio.prm.data import IGNORE, step_targets  # noqa: E402
@@ -64,7 +64,7 @@ def main() -> None:
     states_s = time.perf_counter() - t
     top = cached.top_model(model, n_base)
     pick = random.Random(0).sample(range(len(train)), args.batch)
-    ids, mask = cached._padded([train[i]["input_ids"] for i in pick], tok.pad_token_id)
+    ids, mask = padded([e["input_ids"] for e in train], pick, tok.pad_token_id)
     labels = cached.collate([{"inputs_embeds": states[i], "labels": train[i]["labels"]} for i in pick])
     whole = {"input_ids": ids, "attention_mask": mask, "labels": labels["labels"]}
     opts = {"whole model": torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4),

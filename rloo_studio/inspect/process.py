@@ -165,7 +165,8 @@ kept.register("Inspect's process reward model", _kept, unload)
 
 # ---------------------------------------------------------------- scoring
 
-def _padded(seqs: list[list[int]], idx: list[int], pad: int):
+def padded(seqs: list[list[int]], idx: list[int], pad: int):
+    """Right-padded ids and attention mask of seqs[i] for i in idx."""
     width = max(len(seqs[i]) for i in idx)
     ids = torch.full((len(idx), width), pad, dtype=torch.long)
     mask = torch.zeros((len(idx), width), dtype=torch.long)
@@ -187,7 +188,7 @@ def step_probabilities(model, tok, encoded: list[Encoded], batch_size: int = 16,
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     out: list[list[float]] = [[] for _ in encoded]
     for idx in length_batches([len(e.ids) for e in encoded], batch_size):
-        ids, mask = _padded([e.ids for e in encoded], idx, pad)
+        ids, mask = padded([e.ids for e in encoded], idx, pad)
         logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()
         p = logits.softmax(-1)[..., 1].cpu()
         for r, i in enumerate(idx):

@@ -14,6 +14,8 @@ import re
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
 import torch  # noqa: E402
 
+from rloo_studio.inspect.process import padded  # noqa: E402
+
 LAYER = re.compile(r"model\.layers\.(\d+)\.(.*)")
 
 
@@ -31,7 +33,7 @@ def base_states(model, n_base: int, examples: list[dict], batch_size: int = 64) 
     try:
         for i in range(0, len(order), batch_size):
             idx = order[i:i + batch_size]
-            ids, mask = _padded([examples[j]["input_ids"] for j in idx], 0)
+            ids, mask = padded([e["input_ids"] for e in examples], idx, 0)
             inner(input_ids=ids.to(device), attention_mask=mask.to(device))
             for r, j in enumerate(idx):
                 out[j] = saved["h"][r, :len(examples[j]["input_ids"])].detach().cpu().clone()
@@ -39,15 +41,6 @@ def base_states(model, n_base: int, examples: list[dict], batch_size: int = 64) 
         hook.remove()
         inner.layers = layers
     return out
-
-
-def _padded(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    ids = torch.full((len(seqs), max(len(s) for s in seqs)), pad, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for r, s in enumerate(seqs):
-        ids[r, :len(s)] = torch.tensor(s)
-        mask[r, :len(s)] = 1
-    return ids, mask
 
 
 def top_model(model, n_base: int):

@@ -50,17 +50,14 @@ def corrupted(example: dict, share: float, digits: list[int], rng: random.Random
 @torch.inference_mode()
 def matches(teacher, seqs: list[list[int]], pad: int, batch_size: int = 64) -> list[list[bool]]:
     """For each sequence: whether each token is the teacher's most likely one after the tokens before it."""
+    from rloo_studio.inspect.process import padded
+
     device = next(teacher.parameters()).device
     out: list[list[bool]] = [[] for _ in seqs]
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     for i in range(0, len(order), batch_size):
         idx = order[i:i + batch_size]
-        width = max(len(seqs[j]) for j in idx)
-        ids = torch.full((len(idx), width), pad, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for r, j in enumerate(idx):
-            ids[r, :len(seqs[j])] = torch.tensor(seqs[j])
-            mask[r, :len(seqs[j])] = 1
+        ids, mask = padded(seqs, idx, pad)
         pred = teacher(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.argmax(-1).cpu()
         for r, j in enumerate(idx):
             s = seqs[j]
