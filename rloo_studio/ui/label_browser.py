@@ -111,6 +111,10 @@ def remember_js(key: str, what: str) -> str:
 
 # The edit box is filled in the browser as it opens (no round trip), with the stored text unless something is typed:
 # a value sent by the page-load event could land after the person typed and replace it (then "Guidelines removed").
-FILL_EDIT_JS = "(stored, typed) => (typed || '').trim() ? typed : stored"
+# What is typed is read from the box as the function runs, not from the inputs Gradio gathered when the accordion was
+# clicked: on a loaded page the text typed in between was otherwise replaced by the stored text (seen under two test
+# workers).
+FILL_EDIT_JS = ("(stored, typed) => { const box = document.querySelector('#lbl-guidelines-edit textarea'); "
+                "const now = box ? box.value : typed; return (now || '').trim() ? now : stored; }")
 
 
