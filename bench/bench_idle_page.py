@@ -1,17 +1,22 @@
-"""What a page left open on a tab costs while nothing runs: CPU seconds of Chromium and of the app.
+"""What a page left open on a tab costs while nothing runs (or, with --run, while it follows a run): CPU seconds of
+Chromium and of the app.
 
-    .venv/bin/python bench/bench_idle_page.py [--seconds 10] [--rounds 3] [--compare OTHER_TREE]
+    .venv/bin/python bench/bench_idle_page.py [--seconds 10] [--rounds 3] [--compare OTHER_TREE] [--run]
 
 Starts the app (this tree's, and with --compare another checkout's, each with its own workspace: a copy of
 one demo workspace) and one headless Chromium per tree at 1400x1000, opens each tab in turn, waits until its
 first ticks are drawn, then counts the CPU time (user + system) of Chromium's processes and of the app's over
 --seconds. The trees and tabs alternate within each round after an uncounted warm-up round. Prints one JSON
 line per tree and tab: the median CPU seconds per 10 s of each, and with --compare the ratio to the other tree.
+--run: each workspace has an RLOO run going the whole time (`train-rloo` from the CLI, the demo preset with no
+step limit to speak of and no evaluation, at the lowest priority; stopped at the end), which the RLOO tab
+follows; its CPU is not counted.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -34,8 +39,12 @@ TABS = ["Label", "Reward model", "Inspect", "RLOO", "Runs"]
 class Tree:
     """One checkout's app on its own copy of the workspace, and its own Chromium."""
 
-    def __init__(self, tree: Path, ws: Path, playwright):
+    def __init__(self, tree: Path, ws: Path, playwright, run: bool = False):
         self.name, port = str(tree), free_port()
+        self.job = subprocess.Popen(  # a run of another process: the app follows it as it would its own
+            [sys.executable, "-m", "rloo_studio", "train-rloo", "--workspace", str(ws), "--set", "max_steps=100000",
+             "--set", "eval_prompts=0"], cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=lambda: os.nice(19)) if run else None  # niced: the page gets the CPU it asks for
         self.url = f"http://127.0.0.1:{port}/"
         self.log = open(ws.parent / f"app-{port}.log", "w")
         self.app = subprocess.Popen([sys.executable, "app.py", "--workspace", str(ws), "--port", str(port)],
@@ -83,6 +92,9 @@ class Tree:
         return (b1 - b0) * 10 / dt, (a1 - a0) * 10 / dt
 
     def close(self) -> None:
+        if self.job:
+            self.job.terminate()
+            self.job.wait(60)
         self.browser.close()
         self.app.terminate()
         self.app.wait(30)
@@ -103,6 +115,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="counted rounds (after one uncounted warm-up)")
     ap.add_argument("--compare", type=Path, help="another checkout of the studio (with its own .venv or this one)")
     ap.add_argument("--tabs", default=",".join(TABS), help="comma-separated tab names")
+    ap.add_argument("--run", action="store_true", help="an RLOO run goes on in each workspace meanwhile")
     args = ap.parse_args()
     tabs = args.tabs.split(",")
     from playwright.sync_api import sync_playwright
@@ -117,7 +130,7 @@ def main() -> None:
         running = []
         for i, tree in enumerate(trees):
             shutil.copytree(tmp / "seed", tmp / f"ws{i}")
-            running.append(Tree(tree, tmp / f"ws{i}", p))
+            running.append(Tree(tree, tmp / f"ws{i}", p, args.run))
         try:
             for r in range(args.rounds + 1):
                 for tab in tabs:

@@ -180,7 +180,7 @@ def on_tick(section: JobSection, shown: Shown, fresh: bool = False, extra=None) 
     out |= panel.show(memo, rid, records)
     draw = section.kind.chart_fn()
     if draw and panel.plots:
-        out |= panel.charts(memo, [rid, version], lambda: draw(records))
+        out |= panel.charts(memo, [rid], version, lambda: draw(records), rid)
     out |= config_parts(section, memo, rid) if section.config is not None else {}
     return out | (extra(memo, rid, records) if extra else {})
 

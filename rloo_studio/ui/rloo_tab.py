@@ -157,8 +157,8 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
     weight, log = float(shown.smoothing or 0), bool(shown.log_scale)
     out = {panel.memo: memo, **listed, **panel.show(memo, rid, records, rloo_render.figures(records),
                                                      rloo_render.eval_line(ws, rid))}
-    out |= panel.charts(memo, [rid, version, other if earlier else None, earlier_version, weight, log],
-                        lambda: rloo_charts(records, rid, earlier, other or "", weight, log))
+    out |= panel.charts(memo, [rid, other if earlier else None, earlier_version, weight, log], version,
+                        lambda: rloo_charts(records, rid, earlier, other or "", weight, log), rid)
     if run_panel.changed(memo, "warnings", [rid, version, samples_version]):
         kept = run_warnings.read(ws.run_dir(rid))  # the job keeps them, so they outlive their steps
         out[live.warnings] = rloo_render.warnings(kept or health.warnings(records, _max_length(ws, rid), samples))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
@@ -23,6 +24,7 @@ import gradio as gr
 from rloo_studio.core.errors import StudioError
 from rloo_studio.runs import catalog, jobs, lifecycle, tail
 from rloo_studio.runs.chart_data import Chart
+from rloo_studio.runs.runner import ACTIVE
 from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, inputs, render
 
@@ -70,6 +72,11 @@ def shown_js(key: str) -> str:
 # sends (bench/bench_idle_page.py): a page left open on the Reward tab, ticking every second, took a sixth of a
 # core with nothing running. A run started or resumed from the tab redraws it at once (its own event).
 IDLE_S = 5.0
+# While a run is active its charts are drawn again at most this often (the status line follows every tick). Drawn at
+# each 2 s tick, the RLOO tab's nine charts cost a page following a run 3.9 CPU-s per 10 s in Chromium and 1.6 in the
+# app; at most every 6 s, 2.6 and 0.8 (bench/bench_idle_page.py --run). A run that ends, or a change of what the
+# charts show, draws them at once.
+CHARTS_S = 6.0
 
 
 def pace(ws, kind: str | None, every: float) -> gr.Timer:
@@ -188,10 +195,17 @@ class RunPanel:
                 out[self.failure] = render.failure_html(st.get("message") or logged, tb)
         return out
 
-    def charts(self, memo: dict, key, draw: Callable[[], list[Chart]]) -> dict:
-        """The charts drawn by `draw`, only when `key` (what they show) changed."""
-        if not changed(memo, "charts", list(key)):
+    def charts(self, memo: dict, view, version, draw: Callable[[], list[Chart]], rid: str | None = None) -> dict:
+        """The charts drawn by `draw`, only when what they show changed: at once when `view` (the run and how it is
+        drawn) changed, and as run `rid` grows (its records' `version`) at most every CHARTS_S seconds while it
+        is active."""
+        key = [list(view), version]
+        if memo.get("charts") == key:
             return {}
+        growing = (memo.get("charts") or [None])[0] == key[0] and rid and self.studio.runner.status(rid).get("status") in ACTIVE
+        if growing and time.monotonic() - memo.get("charts_at", 0.0) < CHARTS_S:
+            return {}
+        memo["charts"], memo["charts_at"] = key, time.monotonic()
         return dict(zip(self.plots, (charts.figure(c, h) for c, h in zip(draw(), self.heights))))
 
     def follow(self, tick: Callable, every: float, form: type, widgets: dict, outputs: list,
