@@ -1,4 +1,4 @@
-"""One long-lived process, job after job: a finished job leaves nothing behind. Every module, the optimizer and the
+"""One long-lived process, job after job (reward, RLOO, process reward): a finished job leaves nothing behind. Every module, the optimizer and the
 data loader of a job are gone once the runner says it ended, with Python's automatic collection off and no
 collection called by the test: the runner gives memory back itself (core/kept.py). A job that runs out of memory
 fails in words and the next one runs."""
@@ -70,3 +70,34 @@ def test_a_job_out_of_memory_fails_in_words_and_the_next_one_runs(workspace, wat
     rid = r.submit("reward", RewardJobConfig(**REWARD), train_reward)
     assert r.wait(rid, 900) == "completed", r.status(rid)
     assert alive(watched[-1]) == 0
+
+
+def test_process_reward_jobs_leave_their_model_teacher_and_fresh_layers_gone(workspace, watched, monkeypatch):
+    """The process reward model's demo recipe: a teacher labels the tokens, the fresh layers train on the frozen
+    base's cached states in a model of their own. Once each job ends, the whole model, the teacher, the fresh
+    layers' model, its optimizer and its data loader are gone."""
+    from rloo_studio.core import models
+    from rloo_studio.prm import job as prm_job
+    from rloo_studio.prm.config import PrmJobConfig
+    from test_prm import TINY, synthetic_labels
+
+    loaded: list[list] = []  # per job: the whole model (base and fresh layers) and the teacher
+
+    def watch(load):
+        def loading(*a, **kw):
+            out = load(*a, **kw)
+            loaded[-1].extend(weakref.ref(m) for m in out[0].modules())
+            return out
+        return loading
+
+    monkeypatch.setattr(prm_job, "load_model", watch(prm_job.load_model))
+    monkeypatch.setattr(models, "load_causal_lm", watch(models.load_causal_lm))
+    synthetic_labels(workspace, 30)
+    r = JobRunner(workspace)
+    for i in range(2):
+        loaded.append([])
+        rid = r.submit("prm", PrmJobConfig(seed=i, copies=1, **TINY), prm_job.train_prm)
+        assert r.wait(rid, 900) == "completed", r.status(rid)
+        assert len(loaded[-1]) > 60 and len(watched[-1]) > 20  # the whole model and the teacher; the fresh layers
+        assert alive(loaded[-1]) == 0, f"job {i}: {alive(loaded[-1])} modules of the model or teacher still alive"
+        assert alive(watched[-1]) == 0, f"job {i}: {alive(watched[-1])} of the fresh layers' objects still alive"
