@@ -1,7 +1,7 @@
-"""One long-lived process, job after job (reward, RLOO, process reward): a finished job leaves nothing behind. Every module, the optimizer and the
-data loader of a job are gone once the runner says it ended, with Python's automatic collection off and no
-collection called by the test: the runner gives memory back itself (core/kept.py). A job that runs out of memory
-fails in words and the next one runs."""
+"""One long-lived process, job after job (reward, RLOO, process reward): a finished job leaves nothing behind. Every
+module, the optimizer and the data loader of a job are gone once the runner says it ended, with Python's automatic
+collection off and no collection called by the test: the runner gives memory back itself (core/kept.py). A job that
+runs out of memory fails in words and the next one runs."""
 import gc
 import weakref
 
