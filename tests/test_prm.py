@@ -2,6 +2,7 @@
 figures (ProcessBench's F1), a real training run on the demo that learns to find slipped steps, its resume, and
 the scorer that `score`, Inspect and RLOO read it with."""
 import json
+import re
 import random
 
 import pytest
@@ -310,3 +311,31 @@ def test_process_reward_hacking_is_named_in_the_warnings():
     said = warnings(recs(lambda s: 0.40 + 0.03 * s, lambda s: 3.0 + 0.3 * s))
     assert not any("stayed at" in w for w in said) and any("number of steps (3.9 -> 5.4" in w for w in said)
     assert not warnings(recs(lambda s: 0.40 + 0.03 * s, lambda s: 3.0))  # reasoning better: nothing to say
+
+
+def test_states_that_would_not_fit_in_memory_are_refused_in_words_before_they_are_computed(tmp_path, monkeypatch):
+    """finetune: frozen keeps the base's states in memory for the whole run: a job whose states would take more than
+    the memory free fails with a message that says how much and what to do, not a traceback."""
+    import collections
+
+    import psutil
+
+    from rloo_studio.label.demo_data import open_workspace
+    from rloo_studio.prm import cached
+    from rloo_studio.prm.config import PrmJobConfig
+    from rloo_studio.prm.job import train_prm
+    from rloo_studio.runs.runner import JobRunner
+
+    ws = open_workspace(tmp_path / "ws")
+    synthetic_labels(ws, 30)
+    computed = []
+    monkeypatch.setattr(cached, "base_states", lambda *a, **kw: computed.append(1) or [])
+    Memory = collections.namedtuple("Memory", "available")
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: Memory(available=2 ** 20))  # 1 MiB free
+    r = JobRunner(ws)
+    rid = r.submit("prm", PrmJobConfig(copies=1, **TINY), train_prm)
+    assert r.wait(rid, 900) == "failed"
+    message = r.status(rid)["message"]
+    assert re.search(r"states of [\d,]+ examples would take [\d.]+ GiB of memory, and 0\.0 GiB is free", message), message
+    assert "finetune: lora" in message and "Traceback" not in message
+    assert computed == []

@@ -43,6 +43,24 @@ def base_states(model, n_base: int, examples: list[dict], batch_size: int = 64) 
     return out
 
 
+def states_bytes(model, examples: list[dict]) -> int:
+    """The memory the base's states of `examples` take: one hidden vector per token, in the model's dtype."""
+    item = next(model.parameters()).element_size()
+    return sum(len(e["input_ids"]) for e in examples) * model.config.hidden_size * item
+
+
+def check_fits(model, examples: list[dict], free: int) -> None:
+    """Refuse, in words, states that would take more than 80% of the `free` host memory (bytes)."""
+    from rloo_studio.core.errors import ConfigError
+
+    need = states_bytes(model, examples)
+    if need > 0.8 * free:
+        raise ConfigError(
+            f"The base's states of {len(examples):,} examples would take {need / 2**30:.1f} GiB of memory, and "
+            f"{free / 2**30:.1f} GiB is free: with finetune: frozen they are kept in memory for the whole run. Train "
+            "with finetune: lora, fewer copies, a shorter max_length, or on a machine with more memory.")
+
+
 def top_model(model, n_base: int):
     """A model of `model`'s class holding only its layers above `n_base`, its final norm and its head (the weights
     copied), read from inputs_embeds."""

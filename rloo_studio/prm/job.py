@@ -118,8 +118,12 @@ def _train_top(cfg: PrmJobConfig, ctx: RunContext, model, tok, train: list, held
     `model`. Returns the Trainer."""
     from rloo_studio.prm import cached
 
+    import psutil
+
     n_base = model.config.num_hidden_layers - cfg.extra_layers
-    ctx.log(f"the base's states of {len(train) + len(held):,} examples, once (it is frozen)")
+    cached.check_fits(model, train + held, psutil.virtual_memory().available)
+    ctx.log(f"the base's states of {len(train) + len(held):,} examples, once (it is frozen): "
+            f"{cached.states_bytes(model, train + held) / 2**30:.2f} GiB kept in memory")
     top = cached.top_model(model, n_base)
     train_rows, held_rows = (cached.rows(cached.base_states(model, n_base, part), part) for part in (train, held))
     trainer = _trainer(cfg, ctx, top, tok, train_rows, held_rows, held, resume, callbacks, cached.collate)
