@@ -1,4 +1,6 @@
 """Memory pre-flight arithmetic against real Qwen3 configs (built locally, weights on the meta device)."""
+import re
+
 import pytest
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
@@ -59,6 +61,30 @@ def test_estimate_parts_by_hand():
     assert r.parts["reward model"] == param_counts(ModelShape.from_config(Qwen3Config(**QWEN3_0_6B)))["total"] * 2
     assert "reference model" not in e16.parts  # LoRA reuses the base with adapters off
     assert estimate(s, batch=1, seq_len=8, full_reference=True).parts["reference model"] == e16.parts["weights"]
+
+
+def test_what_learns_sets_the_trained_part():
+    """A full fine-tune holds every weight's gradient and optimizer state; a frozen base with fresh layers on top
+    holds only theirs; the fresh layers are weights of the base's layer size whatever learns."""
+    s = ModelShape.from_config(Qwen3Config(**QWEN3_4B))
+    c = param_counts(s)
+    layer = c["layers"] // s.layers
+    full = estimate(s, batch=1, seq_len=8, train="full")
+    assert full.parts["grads + optimizer"] == c["total"] * 12 and "LoRA + grads + optimizer" not in full.parts
+    top = estimate(s, batch=1, seq_len=8, train="top", extra_layers=2)
+    assert top.parts["weights"] == (c["total"] + 2 * layer) * 2
+    assert top.parts["fresh layers' grads + optimizer"] == 2 * layer * 12
+    assert top.total < full.total
+
+
+def test_the_process_reward_models_line_follows_what_learns():
+    from rloo_studio.core.paths import DEMO_MODEL
+    from rloo_studio.prm.config import PrmJobConfig, memory_line
+
+    lines = {f: memory_line(PrmJobConfig(model=str(DEMO_MODEL), finetune=f, extra_layers=0 if f == "lora" else 2))
+             for f in ("lora", "frozen", "full")}
+    gib = {f: float(re.search(r"Estimated peak memory ([\d.]+) GiB", line)[1]) for f, line in lines.items()}
+    assert gib["lora"] > 0 and gib["frozen"] > 0 and gib["full"] > gib["frozen"], lines
 
 
 def test_advice_when_it_will_not_fit():

@@ -82,23 +82,31 @@ def estimate(shape: ModelShape, *, batch: int, seq_len: int, load_in_4bit: bool 
              lora_r: int = 16, targets: list[str] | None = None, optimizer: str = "adamw",
              gradient_checkpointing: bool = True, chunked_ce: bool = False, reward_shape: ModelShape | None = None,
              generation_batch: int = 0, generation_len: int = 0, full_reference: bool = False,
-             cuda: bool = True) -> Estimate:
+             cuda: bool = True, train: str = "lora", extra_layers: int = 0) -> Estimate:
     """Peak training memory, in bytes, by part.
 
     batch: sequences per optimizer micro-step; seq_len: prompt + response tokens.
     optimizer: 'adamw' (fp32 states, 8 B/param) or 'adamw_8bit' (2 B/param).
     full_reference: a separate reference model (full fine-tuning with beta > 0); LoRA runs reuse the base.
+    train: what learns: 'lora' (adapters on `targets`), 'full' (every weight) or 'top' (only `extra_layers` fresh
+    decoder layers added above the base, which stays frozen); `extra_layers` count as weights whatever learns.
     """
     targets = targets or list(shape.linear_shapes())
     c = param_counts(shape)
+    fresh = extra_layers * c["layers"] // shape.layers
     e = Estimate()
     if load_in_4bit:  # bitsandbytes quantizes the linear layers; embeddings / lm_head / norms stay 16-bit
         e.parts["weights"] = c["linear"] * NF4_BYTES + (c["total"] - c["linear"]) * dtype_bytes
     else:
         e.parts["weights"] = c["total"] * dtype_bytes
-    n_lora = lora_params(shape, lora_r, targets)
+    e.parts["weights"] += fresh * dtype_bytes
     state = 8 if optimizer == "adamw" else 2
-    e.parts["LoRA + grads + optimizer"] = n_lora * (4 + 4 + state)
+    if train == "lora":
+        e.parts["LoRA + grads + optimizer"] = lora_params(shape, lora_r, targets) * (4 + 4 + state)
+    elif train == "full":
+        e.parts["grads + optimizer"] = (c["total"] + fresh) * (4 + state)
+    else:
+        e.parts["fresh layers' grads + optimizer"] = fresh * (4 + state)
     tokens = batch * seq_len
     # Activations: with checkpointing one hidden state per layer plus one layer recomputed in full
     # (~34 h bytes per token in 16-bit, flash/SDPA attention so no s^2 term); without, every layer's.
@@ -157,7 +165,7 @@ def advice(e: Estimate, *, load_in_4bit: bool, batch: int, seq_len: int, optimiz
 def preflight(model: str, *, batch: int, seq_len: int, load_in_4bit: bool = False, lora_r: int = 16,
               targets: list[str] | None = None, optimizer: str = "adamw", gradient_checkpointing: bool = True,
               chunked_ce: bool = False, reward_model: str | None = None, generation_batch: int = 0,
-              generation_len: int = 0) -> tuple[Estimate, str]:
+              generation_len: int = 0, train: str = "lora", extra_layers: int = 0) -> tuple[Estimate, str]:
     """Estimate for a model named by path or cached hub id (reads only its config.json)."""
     from transformers import AutoConfig
 
@@ -181,7 +189,8 @@ def preflight(model: str, *, batch: int, seq_len: int, load_in_4bit: bool = Fals
                  targets=[t for t in (targets or known) if t in known], optimizer=optimizer,
                  gradient_checkpointing=gradient_checkpointing, chunked_ce=chunked_ce, reward_shape=rshape,
                  generation_batch=generation_batch, generation_len=generation_len,
-                 dtype_bytes=2 if free is not None else 4, cuda=free is not None)
+                 dtype_bytes=2 if free is not None else 4, cuda=free is not None, train=train,
+                 extra_layers=extra_layers)
     e.free = free
     return e, advice(e, load_in_4bit=load_in_4bit, batch=batch, seq_len=seq_len, optimizer=optimizer,
                      gradient_checkpointing=gradient_checkpointing)

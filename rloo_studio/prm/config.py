@@ -133,14 +133,17 @@ def trainer_args(cfg: PrmJobConfig, held_out: int) -> dict:
 
 
 def memory_line(cfg: PrmJobConfig, ws=None) -> str:
-    """The pre-flight's memory line (`ws` unused): responses of max_length tokens; a full fine-tune holds every weight's
-    gradient and optimizer state (estimated as a LoRA of the model's full rank)."""
+    """The pre-flight's memory line (`ws` unused): responses of max_length tokens; a LoRA holds its adapters'
+    gradients and optimizer state, a full fine-tune every weight's, a frozen base only its fresh layers' (the fresh
+    layers are weights whatever learns). With finetune: frozen the base's states are kept in host memory too: the
+    job counts them before computing them (prm/cached.check_fits)."""
     from rloo_studio.core import memory
 
     return memory.line(cfg.model, batch=cfg.per_device_train_batch_size, seq_len=cfg.max_length,
                        load_in_4bit=cfg.load_in_4bit and cfg.finetune == "lora", lora_r=cfg.lora.r,
                        targets=list(cfg.lora.target_modules), optimizer=memory.optimizer_kind(cfg.optim),
-                       gradient_checkpointing=False, chunked_ce=True)
+                       gradient_checkpointing=False, chunked_ce=True,
+                       train={"frozen": "top"}.get(cfg.finetune, cfg.finetune), extra_layers=cfg.extra_layers)
 
 
 _GPU = dict(finetune="lora", extra_layers=0, token_labels="steps", step_score="at_read", learning_rate=2e-5, max_steps=1000, max_length=2048, optim="adamw_8bit",
