@@ -1,7 +1,8 @@
 """What a page left open on a tab costs while nothing runs (or, with --run, while it follows a run): CPU seconds of
 Chromium and of the app.
 
-    .venv/bin/python bench/bench_idle_page.py [--seconds 10] [--rounds 3] [--compare OTHER_TREE] [--run]
+    .venv/bin/python bench/bench_idle_page.py [--seconds 10] [--rounds 3] [--compare OTHER_TREE]
+                                              [--run | --loads {new-context,same-context}]
 
 Starts the app (this tree's, and with --compare another checkout's, each with its own workspace: a copy of
 one demo workspace) and one headless Chromium per tree at 1400x1000, opens each tab in turn, waits until its
@@ -10,7 +11,9 @@ first ticks are drawn, then counts the CPU time (user + system) of Chromium's pr
 line per tree and tab: the median CPU seconds per 10 s of each, and with --compare the ratio to the other tree.
 --run: each workspace has an RLOO run going the whole time (`train-rloo` from the CLI, the demo preset with no
 step limit to speak of and no evaluation, at the lowest priority; stopped at the end), which the RLOO tab
-follows; its CPU is not counted.
+follows; its CPU is not counted. --loads: instead of tabs, the app opened in a new browser context (its own cache
+and storage) or in a new tab of the context that has it open, left until 4 s after the Label tab asks for a name,
+and closed (CPU seconds per load, not per 10 s).
 """
 from __future__ import annotations
 
@@ -53,7 +56,8 @@ class Tree:
         self.browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         self.chromium = [p for p in psutil.Process().children(recursive=True)
                          if p.pid not in before and "chrom" in p.name().lower()]
-        self.page = self.browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.page = self.context.new_page()
         self._wait_ready()
         self.page.goto(self.url)
         self.page.get_by_role("tab", name="Runs").wait_for(timeout=180_000)
@@ -91,6 +95,22 @@ class Tree:
         (b1, a1), dt = self.cpu(), time.monotonic() - t0
         return (b1 - b0) * 10 / dt, (a1 - a0) * 10 / dt
 
+    def load(self, same_context: bool, settle_s: float = 4.0) -> tuple[float, float]:
+        """CPU seconds of (Chromium, the app) for opening the app: in a new browser context (its own cache and
+        storage) or a new tab of the context that has it open, until `settle_s` after the Label tab asks for a
+        name."""
+        (b0, a0) = self.cpu()
+        context = self.context if same_context else self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(self.url)
+        page.locator("#lbl-status").get_by_text("Enter your name").wait_for(timeout=120_000)
+        page.wait_for_timeout(settle_s * 1000)
+        (b1, a1) = self.cpu()  # before closing: a closed tab's renderer process ends, and its CPU time with it
+        page.close()
+        if not same_context:
+            context.close()
+        return b1 - b0, a1 - a0
+
     def close(self) -> None:
         if self.job:
             self.job.terminate()
@@ -116,6 +136,8 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, help="another checkout of the studio (with its own .venv or this one)")
     ap.add_argument("--tabs", default=",".join(TABS), help="comma-separated tab names")
     ap.add_argument("--run", action="store_true", help="an RLOO run goes on in each workspace meanwhile")
+    ap.add_argument("--loads", choices=["new-context", "same-context"],
+                    help="measure opening the app (in a new browser context, or a new tab of the open one) instead of tabs")
     args = ap.parse_args()
     tabs = args.tabs.split(",")
     from playwright.sync_api import sync_playwright
@@ -125,6 +147,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp())
     open_workspace(tmp / "seed", demo=True)
     trees = [ROOT] + ([args.compare.resolve()] if args.compare else [])
+    tabs = [f"(opening the app: {args.loads})"] if args.loads else tabs
     figures = {(str(t), tab): ([], []) for t in trees for tab in tabs}
     with sync_playwright() as p:
         running = []
@@ -135,7 +158,8 @@ def main() -> None:
             for r in range(args.rounds + 1):
                 for tab in tabs:
                     for t in (running if r % 2 == 0 else running[::-1]):
-                        browser_s, app_s = t.measure(tab, args.seconds)
+                        browser_s, app_s = (t.load(args.loads == "same-context") if args.loads
+                                            else t.measure(tab, args.seconds))
                         if r:  # round 0 warms up
                             figures[(t.name, tab)][0].append(browser_s)
                             figures[(t.name, tab)][1].append(app_s)
@@ -143,12 +167,13 @@ def main() -> None:
             for t in running:
                 t.close()
     for (tree, tab), (browser_s, app_s) in figures.items():
-        out = {"tree": tree, "tab": tab, "chromium_cpu_s_per_10s": round(statistics.median(browser_s), 2),
-               "app_cpu_s_per_10s": round(statistics.median(app_s), 2), "rounds": len(browser_s)}
+        unit = "" if args.loads else "_per_10s"
+        out = {"tree": tree, "tab": tab, f"chromium_cpu_s{unit}": round(statistics.median(browser_s), 2),
+               f"app_cpu_s{unit}": round(statistics.median(app_s), 2), "rounds": len(browser_s)}
         if args.compare and tree == str(ROOT):
             other = figures[(str(args.compare.resolve()), tab)]
-            out["ratio_chromium"] = round(out["chromium_cpu_s_per_10s"] / max(statistics.median(other[0]), 1e-9), 2)
-            out["ratio_app"] = round(out["app_cpu_s_per_10s"] / max(statistics.median(other[1]), 1e-9), 2)
+            out["ratio_chromium"] = round(out[f"chromium_cpu_s{unit}"] / max(statistics.median(other[0]), 1e-9), 2)
+            out["ratio_app"] = round(out[f"app_cpu_s{unit}"] / max(statistics.median(other[1]), 1e-9), 2)
         print(json.dumps(out))
 
 
