@@ -116,9 +116,9 @@ def _token_rows(part: list[dict]):
 def _train_top(cfg: PrmJobConfig, ctx: RunContext, model, tok, train: list, held: list, resume, callbacks: tuple):
     """Train only the fresh layers, on the frozen base's states computed once (prm/cached.py); they go back into
     `model`. Returns the Trainer."""
-    from rloo_studio.prm import cached
-
     import psutil
+
+    from rloo_studio.prm import cached
 
     n_base = model.config.num_hidden_layers - cfg.extra_layers
     cached.check_fits(model, train + held, psutil.virtual_memory().available)
