@@ -75,7 +75,6 @@ class SharedChromium:
 
     def __init__(self):
         self._playwright = self._browser = None
-        self._contexts: dict = {}  # window height -> the browser context open_page uses
 
     def get(self):
         if self._browser is None or not self._browser.is_connected():
@@ -84,15 +83,7 @@ class SharedChromium:
 
                 self._playwright = sync_playwright().start()
             self._browser = launch_browser(self._playwright)
-            self._contexts = {}
         return self._browser
-
-    def context(self, height: int):
-        """The run's browser context for a 1400 x `height` window (open_page)."""
-        browser = self.get()
-        if height not in self._contexts:
-            self._contexts[height] = browser.new_context(viewport={"width": 1400, "height": height})
-        return self._contexts[height]
 
     def close(self) -> None:
         if self._browser is not None and self._browser.is_connected():
@@ -218,21 +209,10 @@ def _listed_as(shown: str, value) -> bool:
     return path.name in shown.split(" · ")[0] and shown.split(" · ")[-1] in ("folder", "HF cache", "ships its own code")
 
 
-# Opening the app in a new browser context cost Chromium 2.7-5.5 CPU-s, against about 1 in a context that had loaded
-# it (bench/bench_idle_page.py --loads; a new context has its own cache, so the page's scripts are fetched and compiled
-# again). So the pages of a test run share one context per window height, and each starts as a new visitor: the
-# context's cookies are cleared as it opens, and the app's localStorage and sessionStorage on its first load. A
-# reload, or a second tab opened from it, keeps them, as a browser does.
-NEW_VISITOR_JS = """(() => { try {
-  if (sessionStorage.getItem('__test_page')) return;
-  localStorage.clear(); sessionStorage.clear(); sessionStorage.setItem('__test_page', '1');
-} catch (e) {} })();"""  # (about:blank has no storage)
-
-
 @contextmanager
 def open_page(url: str, height: int = 1000):
-    """The app's page as a new visitor sees it (no cookies, nothing stored), closed on the way out: a page of the
-    test run's one Chromium (tests/conftest.py), or of a Chromium of its own outside pytest."""
+    """The app's page in a fresh browser context (its own cookies and localStorage), closed on the way out:
+    a context of the test run's one Chromium (tests/conftest.py), or of a Chromium of its own outside pytest."""
     if SHARED is None:
         from playwright.sync_api import sync_playwright
 
@@ -243,15 +223,11 @@ def open_page(url: str, height: int = 1000):
             finally:
                 b.close()
         return
-    context = SHARED.context(height)
-    context.clear_cookies()
-    page = context.new_page()
-    page.add_init_script(NEW_VISITOR_JS)
+    context = SHARED.get().new_context(viewport={"width": 1400, "height": height})
     try:
-        yield _goto(page, url)
+        yield _goto(context.new_page(), url)
     finally:
-        for p in context.pages:  # its second tabs too
-            p.close()
+        context.close()
 
 
 def _goto(page, url: str):
