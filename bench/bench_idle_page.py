@@ -2,7 +2,7 @@
 Chromium and of the app.
 
     .venv/bin/python bench/bench_idle_page.py [--seconds 10] [--rounds 3] [--compare OTHER_TREE]
-                                              [--run | --loads {new-context,same-context}]
+                                              [--run | --loads {new-context,same-context,closed-context}]
 
 Starts the app (this tree's, and with --compare another checkout's, each with its own workspace: a copy of
 one demo workspace) and one headless Chromium per tree at 1400x1000, opens each tab in turn, waits until its
@@ -12,8 +12,9 @@ line per tree and tab: the median CPU seconds per 10 s of each, and with --compa
 --run: each workspace has an RLOO run going the whole time (`train-rloo` from the CLI, the demo preset with no
 step limit to speak of and no evaluation, at the lowest priority; stopped at the end), which the RLOO tab
 follows; its CPU is not counted. --loads: instead of tabs, the app opened in a new browser context (its own cache
-and storage) or in a new tab of the context that has it open, left until 4 s after the Label tab asks for a name,
-and closed (CPU seconds per load, not per 10 s).
+and storage), in a new tab of the context that has it open, or in a context whose earlier tabs of it were closed
+(as when one test's page closes before the next opens), left until 4 s after the Label tab asks for a name, and
+closed (CPU seconds per load, not per 10 s).
 """
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ class Tree:
                          if p.pid not in before and "chrom" in p.name().lower()]
         self.context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
         self.page = self.context.new_page()
+        self.closed = None  # --loads closed-context: a context whose tabs of the app are each closed before the next
         self._wait_ready()
         self.page.goto(self.url)
         self.page.get_by_role("tab", name="Runs").wait_for(timeout=180_000)
@@ -95,19 +97,22 @@ class Tree:
         (b1, a1), dt = self.cpu(), time.monotonic() - t0
         return (b1 - b0) * 10 / dt, (a1 - a0) * 10 / dt
 
-    def load(self, same_context: bool, settle_s: float = 4.0) -> tuple[float, float]:
-        """CPU seconds of (Chromium, the app) for opening the app: in a new browser context (its own cache and
-        storage) or a new tab of the context that has it open, until `settle_s` after the Label tab asks for a
-        name."""
+    def load(self, where: str, settle_s: float = 4.0) -> tuple[float, float]:
+        """CPU seconds of (Chromium, the app) for opening the app, until `settle_s` after the Label tab asks for a
+        name: in a new browser context (its own cache and storage), a new tab of the context that has it open, or
+        a context whose earlier tabs of it were closed."""
         (b0, a0) = self.cpu()
-        context = self.context if same_context else self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        if where == "closed-context" and self.closed is None:
+            self.closed = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        context = {"same-context": self.context, "closed-context": self.closed}.get(where) or \
+            self.browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         page.goto(self.url)
         page.locator("#lbl-status").get_by_text("Enter your name").wait_for(timeout=120_000)
         page.wait_for_timeout(settle_s * 1000)
         (b1, a1) = self.cpu()  # before closing: a closed tab's renderer process ends, and its CPU time with it
         page.close()
-        if not same_context:
+        if where == "new-context":
             context.close()
         return b1 - b0, a1 - a0
 
@@ -136,8 +141,9 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, help="another checkout of the studio (with its own .venv or this one)")
     ap.add_argument("--tabs", default=",".join(TABS), help="comma-separated tab names")
     ap.add_argument("--run", action="store_true", help="an RLOO run goes on in each workspace meanwhile")
-    ap.add_argument("--loads", choices=["new-context", "same-context"],
-                    help="measure opening the app (in a new browser context, or a new tab of the open one) instead of tabs")
+    ap.add_argument("--loads", choices=["new-context", "same-context", "closed-context"],
+                    help="measure opening the app (in a new browser context, a new tab of the open one, or a context "
+                         "whose earlier tabs were closed) instead of tabs")
     args = ap.parse_args()
     tabs = args.tabs.split(",")
     from playwright.sync_api import sync_playwright
@@ -158,7 +164,7 @@ def main() -> None:
             for r in range(args.rounds + 1):
                 for tab in tabs:
                     for t in (running if r % 2 == 0 else running[::-1]):
-                        browser_s, app_s = (t.load(args.loads == "same-context") if args.loads
+                        browser_s, app_s = (t.load(args.loads) if args.loads
                                             else t.measure(tab, args.seconds))
                         if r:  # round 0 warms up
                             figures[(t.name, tab)][0].append(browser_s)

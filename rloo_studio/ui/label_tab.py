@@ -63,6 +63,9 @@ def back_on_tab(studio: Studio, form: LabelInputs):
     load's view and wipe its pair, so it draws nothing until both are known."""
     if not (form.name or "").strip() or not form.session:
         return unchanged()
+    held = held_pair(studio, form) if form.shown is not None else None
+    if held is not None and held.pair_id == form.shown.pair_id:  # the page shows it already: keep its note (a
+        return unchanged()  # select answered after the load's view would wipe "The app restarted", seen under load)
     return show_next(studio, form)
 
 
@@ -267,7 +270,7 @@ def build(studio: Studio):
             None, boot, None, js=remember_js(key, "boot")).then(
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
-        tab.select(**next_pair(back_on_tab), outputs=outs).then(**redraw_steps, outputs=step_outs).then(
+        tab.select(**inputs.bind(partial(back_on_tab, studio), LabelInputs, **queue, shown=current), outputs=outs).then(**redraw_steps, outputs=step_outs).then(
             lambda: gr.update(choices=[("usual order", "")] + scorer_runs(ws, ("outcome",))), None, order_by).then(
             lambda: (sources_update(studio), guidelines_md(studio)), None, [src, guides])  # sent from other tabs
 
