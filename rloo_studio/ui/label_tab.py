@@ -270,7 +270,8 @@ def build(studio: Studio):
             None, boot, None, js=remember_js(key, "boot")).then(
             partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
-        tab.select(**inputs.bind(partial(back_on_tab, studio), LabelInputs, **queue, shown=current), outputs=outs).then(**redraw_steps, outputs=step_outs).then(
+        on_tab = inputs.bind(partial(back_on_tab, studio), LabelInputs, **queue, shown=current)
+        tab.select(**on_tab, outputs=outs).then(**redraw_steps, outputs=step_outs).then(
             lambda: gr.update(choices=[("usual order", "")] + scorer_runs(ws, ("outcome",))), None, order_by).then(
             lambda: (sources_update(studio), guidelines_md(studio)), None, [src, guides])  # sent from other tabs
 

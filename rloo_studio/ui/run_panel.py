@@ -202,7 +202,8 @@ class RunPanel:
         key = [list(view), version]
         if memo.get("charts") == key:
             return {}
-        growing = (memo.get("charts") or [None])[0] == key[0] and rid and self.studio.runner.status(rid).get("status") in ACTIVE
+        same_view = (memo.get("charts") or [None])[0] == key[0]
+        growing = same_view and rid and self.studio.runner.status(rid).get("status") in ACTIVE
         if growing and time.monotonic() - memo.get("charts_at", 0.0) < CHARTS_S:
             return {}
         memo["charts"], memo["charts_at"] = key, time.monotonic()
