@@ -32,6 +32,7 @@ def test_a_group_sent_from_the_rloo_tab_appears_as_a_pair_with_the_runs_source(a
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         expect(page.locator("#rloo-status")).to_contain_text(app.run_id, timeout=60_000)
+        expect(page.locator("#rloo-run input")).to_have_value(app.run_id)  # the run box names the run shown
         page.get_by_role("button", name=re.compile("^Send a group to labeling")).click()
         group = page.locator("#rloo-send-group input")
         expect(group).to_have_value(re.compile(r"step \d · .+ completions, rewards"), timeout=30_000)

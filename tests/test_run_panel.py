@@ -40,7 +40,7 @@ def rloo(empty_workspace):
         panel = section.run_panel(rloo_tab.EMPTY)
         panel.add_charts([(t, t) for t, _ in rloo_tab.PLOTS], per_row=3)
         section.runs, section.config, section.cli = gr.Dataframe(), gr.Code(), gr.Code()
-        live = rloo_tab.Live(section, gr.HTML(), gr.Dataframe())
+        live = rloo_tab.Live(section, gr.HTML(), gr.Dataframe(), gr.Dropdown())
     return studio, live
 
 
@@ -64,7 +64,7 @@ def test_rloo_tick_sends_what_changed(rloo):
     assert [len(t.x) for t in out[panel.plots[1]].data][0] == 3  # the reward chart's total line: 3 steps
     assert out[panel.failure] == ""
 
-    out, memo = tick(live, memo)  # nothing changed: only the status line
+    out, memo = tick(live, memo)  # nothing changed: only the status line (the run box only on the tab's selection)
     assert set(out) == {panel.status, panel.memo}
 
     with open(studio.ws.run_dir(rid) / "metrics.jsonl", "a") as f:  # one more step logged
@@ -80,6 +80,9 @@ def test_rloo_tick_sends_what_changed(rloo):
 
     out, _ = tick(live, memo, fresh=True, order="reward (best first)", smoothing=0.5)  # the tab was selected
     assert all(p in out for p in panel.plots) and live.table in out and panel.failure not in out
+    assert out[live.run] == rid  # the empty run box (a page just opened) now names the run shown
+    out, _ = tick(live, memo, fresh=True, run=rid)
+    assert live.run not in out  # a run in the box stays as it is
 
 
 def test_a_typed_run_that_is_not_there_is_said_and_the_failure_box_stays_put(rloo):

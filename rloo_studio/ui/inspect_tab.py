@@ -362,9 +362,9 @@ def build(studio: Studio):
     trust.input(warn_trust, trust, None)
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
-        # a fresh run list (and the remembered split) whenever the tab is opened or the page loads
+        # a fresh run list (and the remembered split) whenever the tab is opened; not at the page's load, where
+        # the tab is hidden: each event a page load fires costs the page its share (docs/BENCHMARKS.md)
         tab.select(partial(restore, ws), [model, picked], [model, split])
         tab.select(lambda current: gr.Dropdown(choices=inspect_process.choices(ws), value=current), prm, prm)
-        demo.load(partial(restore, ws), [model, picked], [model, split])
 
     return hooks

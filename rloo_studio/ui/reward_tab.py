@@ -129,8 +129,7 @@ def build(studio: Studio):
                                   after=(section.resumed,))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
-        demo.load(check, section.inputs, summary)  # first paint: the pre-flight of the default form
-        tab.select(check, section.inputs, summary)  # labels may have changed since
+        tab.select(check, section.inputs, summary)  # the pre-flight of the form, with the labels as they are now
         follow(demo, tab)  # the run panel, drawn afresh: charts drawn while the tab was hidden have no size
 
     return hooks

@@ -23,7 +23,7 @@ from rloo_studio.rloo import completions, health, launch_form
 from rloo_studio.rloo import config as rloo_config
 from rloo_studio.rloo.charts import CHART_TITLES, PLOTS, rloo_charts
 from rloo_studio.rloo.config import LATEST
-from rloo_studio.runs import lifecycle, run_warnings, tail
+from rloo_studio.runs import run_warnings, tail
 from rloo_studio.runs.catalog import find_run, scorer_runs
 from rloo_studio.studio import Studio
 from rloo_studio.ui import job_section, rloo_model_input, rloo_render, rloo_send, run_panel, token_view
@@ -120,10 +120,11 @@ def on_upload(studio: Studio, path):
 @dataclass
 class Live:
     """The parts of the tab the timer keeps up to date: the job section (run panel, runs list, config), the
-    warnings, the completions table."""
+    warnings, the completions table, and the run box (filled when the tab is first opened)."""
     section: JobSection
     warnings: gr.HTML
     table: gr.Dataframe
+    run: gr.Dropdown
 
     @property
     def panel(self) -> RunPanel:
@@ -157,6 +158,8 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
     weight, log = float(shown.smoothing or 0), bool(shown.log_scale)
     out = {panel.memo: memo, **listed, **panel.show(memo, rid, records, rloo_render.figures(records),
                                                      rloo_render.eval_line(ws, rid))}
+    if fresh and not str(shown.run or "").strip():
+        out[live.run] = rid  # the run box names the run shown; what reads the box (token view, ...) follows
     out |= panel.charts(memo, [rid, other if earlier else None, earlier_version, weight, log], version,
                         lambda: rloo_charts(records, rid, earlier, other or "", weight, log), rid)
     if run_panel.changed(memo, "warnings", [rid, version, samples_version]):
@@ -211,9 +214,10 @@ def fresh_choices(studio: Studio):
 
 def _run_bar(ws) -> tuple:
     with gr.Row():
-        run_dd = gr.Dropdown(label="Run", choices=[r["id"] for r in ws.runs("rloo")],
-                             value=lambda: lifecycle.follow(ws, "rloo"), allow_custom_value=True, scale=2,
-                             elem_id="rloo-run")
+        # Empty until the tab is opened (on_tick fills it): a value sent with the page would set off the token
+        # view, the send-to-Label groups and a redraw in the hidden tab at every page load.
+        run_dd = gr.Dropdown(label="Run", choices=[r["id"] for r in ws.runs("rloo")], value=None,
+                             allow_custom_value=True, scale=2, elem_id="rloo-run")
         overlay_dd = gr.Dropdown(label="Overlay an earlier run", choices=[("(none)", "")] +
                                  [r["id"] for r in ws.runs("rloo")], value="", scale=2, elem_id="rloo-overlay",
                                  allow_custom_value=True)  # a run deleted meanwhile is ignored, not an error
@@ -305,8 +309,8 @@ def build(studio: Studio):
     cmp_btn.click(partial(on_compare, studio), [run_dd, n_cmp], [cmp_md, cmp_table])
     job_section.clear_messages(section, actions + [(upload.upload, [check]), (cmp_btn.click, [cmp_md])], [cmp_md])
     shown = {"run": run_dd, "overlay": overlay_dd, "smoothing": smooth, "log_scale": log_scale, "order": order_dd}
-    follow = section.panel.follow(partial(on_tick, Live(section, warn, table)), 2.0, Shown, shown,
-                                  [warn, table, section.runs, section.config, section.cli],
+    follow = section.panel.follow(partial(on_tick, Live(section, warn, table, run_dd)), 2.0, Shown, shown,
+                                  [warn, table, run_dd, section.runs, section.config, section.cli],
                                   also=tuple(shown.values()), after=(section.resumed,))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
