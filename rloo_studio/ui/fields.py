@@ -93,7 +93,10 @@ def help_text(f: FormField) -> str:
 def brief(text: str) -> str:
     """A help text's first clause (up to its first '. ', ': ' or '; '): what a setting is, in one line, where the
     settings must stay in view; the whole text is one click away (ui/job_section.py)."""
-    return re.split(r"(?<!e\.g)(?:\. |: |; )", text, maxsplit=1)[0].rstrip(".")
+    first = re.split(r"(?<!e\.g)(?:\. |: |; )", text, maxsplit=1)[0].rstrip(".")
+    if first.count("(") > first.count(")"):  # cut inside a bracket: the clause before it
+        first = first[:first.rindex("(")].rstrip()
+    return first
 
 
 def widget(f: FormField, value, prefix: str, special=None, workspace_root=None, short: bool = False, **kw):
