@@ -21,20 +21,24 @@ INTRO = ("A **process reward model** reads each `<think>` step and gives the pro
          "outcome model of the Reward model tab scores whole responses. It learns from step labels: yours (the Label "
          "tab's step mode, or a stepwise file imported there), or made here from rollouts, where a step is right when "
          "endings written from it reach the known answer (Math-Shepherd).")
-PRM_LAYOUT = [
-    ("Model", (("model", "finetune", "extra_layers", "load_in_4bit", "trust_remote_code", "enable_thinking"),
-               ("lora.r", "lora.alpha", "lora.dropout", "lora.target_modules")), True),
-    ("Training", (("learning_rate", "max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "optim"),
-                  ("labels_from", "after_first_bad", "read_at", "step_score", "max_length", "eval_fraction")), True),
-    ("The teacher's token labels", (("token_labels", "teacher"), ("corrupt", "copies")), False),
+PRM_LAYOUT = [  # rows of at most three: the form is the narrower column, beside the live run
+    (None, (("model",), ("finetune", "extra_layers"), ("learning_rate", "max_steps"), ("labels_from",)), True),
+    ("Loading and LoRA: 4-bit, thinking, remote code, adapter", (("load_in_4bit", "enable_thinking"),
+                                                                 ("trust_remote_code",),
+                                                                 ("lora.r", "lora.alpha", "lora.dropout"),
+                                                                 ("lora.target_modules",)), False),
+    ("Training: batch, optimizer, where steps are read, held-out split",
+     (("per_device_train_batch_size", "gradient_accumulation_steps"), ("optim", "max_length"),
+      ("after_first_bad", "read_at"), ("step_score", "eval_fraction")), False),
+    ("The teacher's token labels", (("token_labels",), ("teacher",), ("corrupt", "copies")), False),
     ("Schedule, logging and checkpoints", (("warmup_steps", "weight_decay", "seed"),
                                            ("logging_steps", "eval_steps", "save_steps")), False),
 ]
 ROLLOUT_LAYOUT = [
-    ("Models and prompts", (("policy", "policy_run", "completer", "trust_remote_code"),
-                            ("prompt_set", "prompts", "samples", "continuations")), True),
-    ("Labels and sampling", (("rule", "soft_threshold", "answer_format", "max_new_tokens"),
-                             ("temperature", "batch_prompts", "seed", "enable_thinking")), False),
+    (None, (("policy",), ("policy_run",), ("prompt_set", "prompts"), ("samples", "continuations")), True),
+    ("The completer: the model that writes the endings", (("completer",), ("trust_remote_code",)), False),
+    ("Labels and sampling", (("rule", "soft_threshold"), ("answer_format",), ("max_new_tokens", "temperature"),
+                             ("batch_prompts", "seed"), ("enable_thinking",)), False),
 ]
 
 
@@ -88,15 +92,15 @@ def _section(studio: Studio, kind: str, layout: list, preset: str, empty: str, l
     section = JobSection.start(studio, kind)
     watched = gr.State(None)
     with gr.Row():
-        with gr.Column(scale=1, min_width=320):
+        with gr.Column(scale=2, min_width=420):
             section.preset_dropdown(preset)
-        with gr.Column(scale=2):
+            section.accordions(layout, section.kind.preset_config(preset), min_width=140)
+        with gr.Column(scale=3):  # the live run beside the form, in view while it trains
             section.actions(launch=launch)
-    section.accordions(layout, section.kind.preset_config(preset), min_width=180)
-    panel = section.run_panel(empty)
-    charts = section.kind.chart_fn()
-    if charts:
-        panel.add_charts([(c.title, c.title) for c in charts([])], per_row=3, height=280)
+            panel = section.run_panel(empty)
+            charts = section.kind.chart_fn()
+            if charts:
+                panel.add_charts([(c.title, c.title) for c in charts([])], per_row=2, height=280)
     with gr.Accordion(title, open=False):
         section.runs_list(title)
     actions = job_section.wire(section, watched)
