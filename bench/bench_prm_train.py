@@ -6,7 +6,9 @@ The demo preset's model (the bundled demo model + 2 fresh layers, prm/job.py fin
 labels with the teacher's token labels and changed copies (prm/teacher.py), as train-prm --demo builds them. Times
 one optimizer step (forward, backward, AdamW) on the same batch both ways, interleaved, after an uncounted warm-up,
 and prints the medians and the ratio; also the one-off costs before training: the teacher's labels and the base's
-states (prm/cached.py).
+states (prm/cached.py). Then the training order: steps of the fresh layers on the batches of one epoch drawn at
+random (padded to their longest response) against the batches of prm/batches.py (similar lengths), interleaved, the
+median step time of each, the ratio, and each order's share of padding.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from rloo_studio.core.models import load_token_cls  # noqa: E402
 from rloo_studio.core.paths import DEMO_DATA, DEMO_MODEL  # noqa: E402
 from rloo_studio.inspect.process import padded, encode  # noqa: E402
 from rloo_studio.prm import cached  # noqa: E402
+from rloo_studio.prm.batches import LengthBatches  # noqa: E402
 from rloo_studio.prm.config import PrmJobConfig  # noqa: E402
 from rloo_studio.prm.data import IGNORE, step_targets  # noqa: E402
 from rloo_studio.prm.job import freeze_base  # noqa: E402
@@ -85,6 +88,34 @@ def main() -> None:
                       "base_states_s": round(states_s, 2),
                       **{f"{k} step s (median)": round(v, 4) for k, v in med.items()},
                       "speed-up": round(med["whole model"] / med["cached states"], 2)}, indent=1))
+    print(json.dumps(orders(top, states, train, args.batch, args.rounds), indent=1))
+
+
+def orders(top, states, train, batch: int, rounds: int) -> dict:
+    """Fresh-layer steps on one epoch's batches in random order against prm/batches.py's, interleaved."""
+    lengths = [len(e["input_ids"]) for e in train]
+    perm = torch.randperm(len(train), generator=torch.Generator().manual_seed(0)).tolist()
+    length_order = list(LengthBatches(lengths, batch, seed=0))
+    cut = {"random": [perm[i:i + batch] for i in range(0, len(perm) - batch + 1, batch)],
+           "length batches": [length_order[i:i + batch] for i in range(0, len(length_order) - batch + 1, batch)]}
+    opt = torch.optim.AdamW([p for p in top.parameters() if p.requires_grad], lr=1e-4)
+    times: dict[str, list[float]] = {k: [] for k in cut}
+    for r in range(min(rounds + 2, *(len(v) for v in cut.values()))):
+        for name, batches in cut.items():
+            b = cached.collate([{"inputs_embeds": states[i], "labels": train[i]["labels"]} for i in batches[r]])
+            t = time.perf_counter()
+            loss = top(**b).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if r >= 2:  # two uncounted warm-up rounds
+                times[name].append(time.perf_counter() - t)
+    pad = {k: 1 - sum(lengths[i] for b in v for i in b) / sum(max(lengths[i] for i in b) * len(b) for b in v)
+           for k, v in cut.items()}
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {**{f"{k}: step s (median)": round(v, 4) for k, v in med.items()},
+            **{f"{k}: padding share": round(v, 3) for k, v in pad.items()},
+            "length batches / random": round(med["length batches"] / med["random"], 2)}
 
 
 if __name__ == "__main__":

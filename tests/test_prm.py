@@ -139,7 +139,8 @@ TINY = dict(max_steps=6, per_device_train_batch_size=8, save_steps=3, eval_steps
 
 def test_a_resumed_run_is_the_run_that_never_stopped_and_reproduce_py_repeats_it(tmp_path):
     """Train 6 steps (checkpoint at 3), keep that run as the reference, drop what came after checkpoint-3, resume:
-    the same metrics for steps 4-6, once each, and the same weights; the held-out figures are logged as it goes.
+    the same metrics for steps 4-6, once each, and the same weights (an epoch boundary among them); the held-out
+    figures are logged as it goes.
     The run's reproduce.py (no rloo_studio) trains the same fresh layers over the frozen base to the same losses."""
     import shutil
     import subprocess
@@ -154,12 +155,15 @@ def test_a_resumed_run_is_the_run_that_never_stopped_and_reproduce_py_repeats_it
     ws = open_workspace(tmp_path / "ws")
     synthetic_labels(ws, 60)
     r = JobRunner(ws)
-    cfg = PrmJobConfig(**TINY)
+    # one copy of each response and batches of 64: an epoch is 4 batches, so the resumed steps cross into the
+    # second epoch, whose order of similar-length batches (prm/batches.py) is drawn anew
+    cfg = PrmJobConfig(**{**TINY, "per_device_train_batch_size": 64, "copies": 1})
     rid = r.submit("prm", cfg, train_prm)
     assert r.wait(rid, 900) == "completed", r.status(rid)
     d = ws.run_dir(rid)
     evals = [m for m in read_metrics(d) if "eval_step_accuracy" in m]
     assert [m["step"] for m in evals] == [0, 3, 6]  # step 0: the untrained head
+    assert max(float(m.get("epoch", 0)) for m in read_metrics(d)) > 1  # the run went into its second epoch
     assert {"eval_first_wrong_found", "eval_correct_called_correct", "eval_processbench_f1"} <= set(evals[-1])
     out = subprocess.run([sys.executable, str(d / "reproduce.py")], cwd="/", capture_output=True, text=True,
                          timeout=900)

@@ -102,9 +102,14 @@ def train_prm(cfg: PrmJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
     if cfg.finetune == "frozen":
         trainer = _train_top(cfg, ctx, model, tok, train, held, resume, callbacks)
     else:
-        trainer = _trainer(cfg, ctx, model, tok, _token_rows(train), _token_rows(held), held, resume, callbacks)
+        trainer = _trainer(cfg, ctx, model, tok, _token_rows(train), _token_rows(held), held, resume, callbacks,
+                           lengths=_lengths(train))
         trainer.train(resume_from_checkpoint=resume)
     return _after_training(ctx, trainer, model, tok, bool(held))
+
+
+def _lengths(part: list[dict]) -> list[int]:
+    return [len(e["input_ids"]) for e in part]
 
 
 def _token_rows(part: list[dict]):
@@ -126,7 +131,8 @@ def _train_top(cfg: PrmJobConfig, ctx: RunContext, model, tok, train: list, held
             f"{cached.states_bytes(model, train + held) / 2**30:.2f} GiB kept in memory")
     top = cached.top_model(model, n_base)
     train_rows, held_rows = (cached.rows(cached.base_states(model, n_base, part), part) for part in (train, held))
-    trainer = _trainer(cfg, ctx, top, tok, train_rows, held_rows, held, resume, callbacks, cached.collate)
+    trainer = _trainer(cfg, ctx, top, tok, train_rows, held_rows, held, resume, callbacks, _lengths(train),
+                       cached.collate)
     trainer.train(resume_from_checkpoint=resume)
     cached.put_back(model, top, n_base)
     return trainer
@@ -153,9 +159,10 @@ def _record_examples(ctx: RunContext, train: list, held: list) -> None:
 
 
 def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train_rows, held_rows, held: list, resume,
-             callbacks: tuple, collate=None):
-    """The Trainer over `train_rows` / `held_rows` (token ids, or the base's states with `collate`); `held`: the
-    held-out examples the figures read."""
+             callbacks: tuple, lengths: list[int], collate=None):
+    """The Trainer over `train_rows` / `held_rows` (token ids, or the base's states with `collate`), `lengths` the
+    training rows' (the order of prm/batches.py with length_batches); `held`: the held-out examples the figures
+    read."""
     import torch
     from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
@@ -168,6 +175,10 @@ def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train_rows, held_ro
     args = TrainingArguments(**kw, output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda,
                              bf16=cuda and torch.cuda.is_bf16_supported(), report_to=["tensorboard"],
                              eval_on_start=bool(held) and resume is None)  # step 0: the untrained head
+    if cfg.length_batches:
+        from rloo_studio.prm.batches import length_batch_trainer
+
+        Trainer = length_batch_trainer(Trainer, lengths)  # noqa: N806 — the same Trainer, batches of one length band
     return Trainer(model=model, args=args, train_dataset=train_rows, eval_dataset=held_rows if held else None,
                    processing_class=tok,
                    data_collator=collate or DataCollatorForTokenClassification(tok, label_pad_token_id=data.IGNORE),

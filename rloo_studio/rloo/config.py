@@ -262,7 +262,7 @@ PRESETS = {
     # process reward model: what an outcome model cannot teach it (docs/PRM.md).
     "demo-cpu-process-reward": lambda: _demo_cpu(model=str(DEMO_SLIPPY_MODEL), rewards=[PROCESS_REWARD],
                                                  reward_weights=[1.0], process_reward_run=LATEST, beta=0.05,
-                                                 max_steps=120, save_steps=60),
+                                                 max_steps=160, save_steps=80),
     "gpu-16gb": lambda: _seed_recipe(load_in_4bit=True, max_completion_length=1536, per_device_train_batch_size=4,
                                      gradient_accumulation_steps=8),
     "gpu-24gb": lambda: _seed_recipe(load_in_4bit=False, max_completion_length=2048, per_device_train_batch_size=8,

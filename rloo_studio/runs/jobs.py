@@ -44,7 +44,7 @@ class JobKind:
     step_files: tuple[str, ...] = ("metrics.jsonl",)  # per-step records a resumed run rewinds to its checkpoint
     adapter: str | None = None  # what its adapter/ is: "outcome" / "process" (a scorer), "policy", or None
     reproduce: str | None = None  # "module" whose file, copied beside reproduce.py, repeats the run (train())
-    reproduce_modules: tuple[str, ...] = ()  # modules that part stands on, copied beside it (standard library only)
+    reproduce_modules: tuple[str, ...] = ()  # modules that part stands on, copied beside it (none imports rloo_studio)
     show: str | None = None  # "module:function", run folder -> extra entries of `runs show RUN` (a dict)
     charts: str | None = None  # "module:function", metric records -> the run's charts (runs.chart_data.Chart)
     runs_table: str | None = None  # "module:function", ws -> (headers, rows) of its tab's runs list (None: common)
@@ -124,6 +124,7 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
                          ("loss", "loss")),
             demo_data="rloo_studio.label.demo_data:seed_demo_steps",
             resumable=True, adapter="process", reproduce="rloo_studio.prm.reproduce_part",
+            reproduce_modules=("rloo_studio.prm.batches",),
             show="rloo_studio.prm.show:run_show", charts="rloo_studio.prm.charts:prm_charts",
             tab="rloo_studio.ui.prm_tab", tab_title="Process reward", tab_after="Reward model"),
     JobKind("rollouts", "step-labels-from-rollouts", train="rloo_studio.prm.rollouts:label_from_rollouts",

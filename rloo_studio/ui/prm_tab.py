@@ -29,7 +29,7 @@ PRM_LAYOUT = [  # rows of at most three: the form is the narrower column, beside
                                                                  ("lora.target_modules",)), False),
     ("Training: batch, optimizer, where steps are read, held-out split",
      (("per_device_train_batch_size", "gradient_accumulation_steps"), ("optim", "max_length"),
-      ("after_first_bad", "read_at"), ("step_score", "eval_fraction")), False),
+      ("after_first_bad", "read_at"), ("step_score", "eval_fraction"), ("length_batches",)), False),
     ("The teacher's token labels", (("token_labels",), ("teacher",), ("corrupt", "copies")), False),
     ("Schedule, logging and checkpoints", (("warmup_steps", "weight_decay", "seed"),
                                            ("logging_steps", "eval_steps", "save_steps")), False),
