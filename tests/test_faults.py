@@ -1,4 +1,4 @@
-"""Faults: the process killed mid-run, and a full disk while saving a checkpoint."""
+"""Faults: the process killed mid-run (each job kind that trains), and a full disk while saving a checkpoint."""
 import signal
 import subprocess
 import sys
@@ -29,7 +29,11 @@ def wait_for(pred, timeout=300, every=0.02):
 KINDS = {  # settings off the defaults, so a resume that rebuilt a default config would not match
     "rloo": ["per_device_train_batch_size=8", "learning_rate=2e-4", "seed=3"],
     "reward": ["per_device_train_batch_size=8", "eval_steps=100", "learning_rate=5e-5", "seed=3"],
+    # the demo's step labels (train-prm --demo), one changed copy of each response where the preset makes six
+    "prm": ["per_device_train_batch_size=64", "copies=1", "eval_steps=100", "logging_steps=1", "learning_rate=2e-3",
+            "seed=3"],
 }
+DEMO = {"prm": ["--demo"]}  # its own demo data: the step labels, added once
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -42,7 +46,7 @@ def test_kill_9_mid_run_then_resume_from_checkpoint(tmp_path, kind, capsys):
     ws = open_workspace(ws_dir, demo=True)
     labels_before = progress(ws)
     sets = [a for x in ["max_steps=8", "save_steps=2", *KINDS[kind]] for a in ("--set", x)]
-    cmd = [sys.executable, "-m", "rloo_studio", f"train-{kind}", "--workspace", str(ws_dir), *sets]
+    cmd = [sys.executable, "-m", "rloo_studio", f"train-{kind}", "--workspace", str(ws_dir), *DEMO.get(kind, []), *sets]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: ws.runs() and last_good_checkpoint(ws.run_dir(ws.runs()[0]["id"])) is not None)
@@ -71,7 +75,7 @@ def test_kill_9_mid_run_then_resume_from_checkpoint(tmp_path, kind, capsys):
     assert progress(ws) == labels_before
     assert read_status(d)["earlier_s"] > 0  # the killed part's time counts in the whole run's
     # The resumed run is the run that was never killed: same metrics after the checkpoint, same adapter.
-    assert main([f"train-{kind}", "--workspace", str(ws_dir), *sets]) == 0
+    assert main([f"train-{kind}", "--workspace", str(ws_dir), *DEMO.get(kind, []), *sets]) == 0
     full = next(r["id"] for r in ws.runs() if r["id"] != rid)
     assert_same_run(d, ws.run_dir(full), from_step=ckpt)
 
