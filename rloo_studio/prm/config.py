@@ -44,8 +44,9 @@ class PrmJobConfig(JobConfig):
     logging_steps: int = override("logging_steps", 5, help=(
         "Log loss and step accuracy every this many steps (a point on each chart)."))
     finetune: str = field(default="frozen", metadata={"choices": FINETUNE, "help": (
-        "Which weights learn. lora: a LoRA adapter and the head (large models); full: every weight; frozen: the base model as it is, "
-        "only the fresh layers (extra_layers) and the head learn (the demo: its base already knows the arithmetic).")})
+        "Which weights learn. lora: a LoRA adapter and the head (large models); full: every weight; frozen: the "
+        "base model as it is, only the fresh layers (extra_layers) and the head learn (the demo: its base already "
+        "knows the arithmetic).")})
     extra_layers: int = field(default=2, metadata={"help": (
         "Fresh decoder layers, the base's own shape, added on top of it and trained from scratch (finetune full or "
         "frozen): room to compare what was written with what the base expected. 0: the head reads the base.")})

@@ -166,6 +166,7 @@ def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train_rows, held_ro
     import torch
     from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
+    from rloo_studio.prm.batches import length_batch_trainer
     from rloo_studio.runs.callback import StudioCallback
     from rloo_studio.runs.reproduce_script import record_trainer_args
 
@@ -175,16 +176,13 @@ def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train_rows, held_ro
     args = TrainingArguments(**kw, output_dir=str(ctx.dir / "checkpoints"), use_cpu=not cuda,
                              bf16=cuda and torch.cuda.is_bf16_supported(), report_to=["tensorboard"],
                              eval_on_start=bool(held) and resume is None)  # step 0: the untrained head
-    if cfg.length_batches:
-        from rloo_studio.prm.batches import length_batch_trainer
-
-        Trainer = length_batch_trainer(Trainer, lengths)  # noqa: N806 — the same Trainer, batches of one length band
-    return Trainer(model=model, args=args, train_dataset=train_rows, eval_dataset=held_rows if held else None,
-                   processing_class=tok,
-                   data_collator=collate or DataCollatorForTokenClassification(tok, label_pad_token_id=data.IGNORE),
-                   compute_metrics=(lambda pred: figures(pred.predictions, held, cfg.step_score)) if held else None,
-                   preprocess_logits_for_metrics=_p_right if held else None,
-                   callbacks=[StudioCallback(ctx), *callbacks])
+    trainer_cls = length_batch_trainer(Trainer, lengths) if cfg.length_batches else Trainer
+    return trainer_cls(model=model, args=args, train_dataset=train_rows, eval_dataset=held_rows if held else None,
+                       processing_class=tok,
+                       data_collator=collate or DataCollatorForTokenClassification(tok, label_pad_token_id=data.IGNORE),
+                       compute_metrics=(lambda pred: figures(pred.predictions, held, cfg.step_score)) if held else None,
+                       preprocess_logits_for_metrics=_p_right if held else None,
+                       callbacks=[StudioCallback(ctx), *callbacks])
 
 
 def _after_training(ctx: RunContext, trainer, model, tok, held: bool) -> str:

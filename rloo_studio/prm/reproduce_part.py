@@ -50,11 +50,11 @@ def train(c, trainer_args, kit):
         model = get_peft_model(model, LoraConfig(r=lo["r"], lora_alpha=lo["alpha"], lora_dropout=lo["dropout"],
                                                  target_modules=lo["target_modules"], task_type="TOKEN_CLS"))
     args = TrainingArguments(**trainer_args, **device, eval_on_start=bool(held))
-    if c.get("length_batches"):  # the run's order: batches of similar length (RLOO Studio's batches.py, beside this)
-        from batches import length_batch_trainer
+    from batches import length_batch_trainer  # RLOO Studio's training order, beside this file
 
-        Trainer = length_batch_trainer(Trainer, [len(r["input_ids"]) for r in train_rows])  # noqa: N806
-    trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
+    lengths = [len(r["input_ids"]) for r in train_rows]
+    trainer_cls = length_batch_trainer(Trainer, lengths) if c.get("length_batches") else Trainer  # the run's order
+    trainer = trainer_cls(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
                       eval_dataset=Dataset.from_list(held) if held else None, processing_class=tok,
                       data_collator=DataCollatorForTokenClassification(tok, label_pad_token_id=-100),
                       callbacks=[kit.metrics_callback()])
