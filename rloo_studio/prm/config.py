@@ -83,8 +83,9 @@ class PrmJobConfig(JobConfig):
         "how often the first wrong step is found; 0 measures nothing.")})
     eval_steps: int = field(default=250, metadata={"help": "Measure the held-out figures every this many steps."})
     length_batches: bool = field(default=True, metadata={"help": (
-        "Batches of responses of similar length, in random order (prm/batches.py): less padding, a step about 0.7x "
-        "the time on the demo. Off: batches drawn at random, padded to their longest response.")})
+        "Batches of responses of similar length, in random order (prm/batches.py): less padding (4% of the "
+        "tokens on the demo, against 21%), a step 0.83x the time. Off: batches drawn at random, padded to their "
+        "longest response.")})
     weight_decay: float = field(default=0.01, metadata={"help": (
         "AdamW's weight decay: pulls every trained weight a little towards zero at each step.")})
     warmup_steps: int = field(default=20, metadata={"help": "Steps of linear learning-rate warm-up."})
