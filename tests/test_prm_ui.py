@@ -33,6 +33,9 @@ def test_load_the_demos_step_labels_then_train_a_process_reward_model_from_the_t
         page.locator("#prm-load-demo").click()
         expect(page.locator("#prm-load-demo-msg")).to_contain_text(f"Added {bundled} responses", timeout=LONG)
         expect(page.locator("#prm-labels")).to_contain_text(re.compile(rf"rollouts\s+{bundled}\b"), timeout=LONG)
+        # labels to train on: the rollouts section folds, and the process reward model's Train comes into view
+        expect(page.locator("#rollouts-launch")).to_be_hidden(timeout=LONG)
+        expect(page.locator("#prm-launch")).to_be_in_viewport()
         page.locator("#prm-load-demo").click()
         expect(page.locator("#prm-load-demo-msg")).to_contain_text("already in this workspace", timeout=LONG)
         assert len(labeled_responses(Workspace(app.ws_dir), "rollouts")) == bundled  # loaded once

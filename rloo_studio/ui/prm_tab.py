@@ -65,18 +65,23 @@ def labels_md(studio: Studio) -> str:
     return text
 
 
-def on_load_demo(studio: Studio) -> tuple[str, str]:
-    """(message, the labels' counts): the demo's step labels added once (label/demo_data.seed_demo_steps)."""
+def has_step_labels(ws) -> bool:
+    return bool(ws.query("SELECT 1 FROM step_labels WHERE superseded = 0 LIMIT 1"))
+
+
+def on_load_demo(studio: Studio):
+    """(message, the labels' counts, the rollouts section): the demo's step labels added once
+    (label/demo_data.seed_demo_steps); with labels to train on, the rollouts section folds and Train comes into view."""
     from rloo_studio.label.demo_data import seed_demo_steps
 
     try:
         added = seed_demo_steps(studio.ws)
     except Exception as exc:  # noqa: BLE001 — a plain message, never a traceback
-        return f"⚠ Could not load the demo's step labels: {html.escape(str(exc))}", on_labels(studio)
+        return f"⚠ Could not load the demo's step labels: {html.escape(str(exc))}", on_labels(studio), gr.update()
     said = ("The demo's step labels are already in this workspace; nothing was added." if added is None else
             f"Added {added:,} responses of the demo's slipping policy with their step labels from rollouts "
             "(prompt set demo-steps).")
-    return said, on_labels(studio)
+    return said, on_labels(studio), gr.Accordion(open=False)
 
 
 def on_labels(studio: Studio) -> str:
@@ -116,11 +121,12 @@ def build(studio: Studio):
     with gr.Row():
         load = gr.Button("Load the demo's step labels", size="sm", scale=0, min_width=260, elem_id="prm-load-demo")
         loaded = gr.Markdown(elem_id="prm-load-demo-msg")
-    load.click(partial(on_load_demo, studio), None, [loaded, labels])
-    with gr.Accordion("1. Step labels from rollouts", open=True):
+    # Folded when there are step labels to train on already (at the app's start, or once the demo's are loaded)
+    with gr.Accordion("1. Step labels from rollouts", open=not has_step_labels(studio.ws)) as rollouts_box:
         _, follow_rollouts = _section(studio, ROLLOUTS, ROLLOUT_LAYOUT, "demo (CPU)",
                                       "No rollouts run yet: label the steps of the policy's responses here.",
                                       "Label steps", "Rollouts runs: config and command")
+    load.click(partial(on_load_demo, studio), None, [loaded, labels, rollouts_box])
     gr.Markdown("### 2. Process reward model")
     _, follow_prm = _section(studio, KIND, PRM_LAYOUT, "demo (CPU)",
                              "No process reward model yet. Check the settings, then press <b>Train</b>.",
