@@ -131,7 +131,8 @@ def test_feed_of_a_finished_run_in_another_process_reads_the_file(empty_workspac
 
 def test_resume_passes_over_a_checkpoint_cut_short(tmp_path):
     """The one resume rule: the newest checkpoint whose trainer_state.json was written (the Trainer writes it
-    last), never a half-written one, nor a folder that only looks like a checkpoint."""
+    last), never a half-written one (no state, or a state cut short by a kill as it was written), nor a folder
+    that only looks like a checkpoint."""
     from rloo_studio.runs.runner import last_good_checkpoint
 
     ck = tmp_path / "checkpoints"
@@ -140,6 +141,8 @@ def test_resume_passes_over_a_checkpoint_cut_short(tmp_path):
         (ck / f"checkpoint-{step}").mkdir(parents=True)
         if complete:
             (ck / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (ck / "checkpoint-16").mkdir()
+    (ck / "checkpoint-16" / "trainer_state.json").write_text('{\n  "best_global_step": null,\n  "best_met')
     (ck / "checkpoint-final").mkdir()
     (ck / "checkpoint-final" / "trainer_state.json").write_text("{}")
     assert last_good_checkpoint(tmp_path) == str(ck / "checkpoint-8")

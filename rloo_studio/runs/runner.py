@@ -313,12 +313,20 @@ def last_good_checkpoint(run_dir: Path) -> str | None:
     """The newest complete checkpoint under run_dir/checkpoints, the one rule every resume uses.
 
     The Trainer writes trainer_state.json last, so a save cut short by a crash or a full disk lacks
-    it and is passed over (transformers' get_last_checkpoint would pick it and fail on load)."""
+    it, or holds only its start (the file is written in place), and is passed over (transformers'
+    get_last_checkpoint would pick it and fail on load)."""
     d = run_dir / "checkpoints"
     if not d.exists():
         return None
-    done = [p for p in d.glob("checkpoint-*") if p.name[11:].isdigit() and (p / "trainer_state.json").exists()]
+    done = [p for p in d.glob("checkpoint-*") if p.name[11:].isdigit() and _state_written(p)]
     return str(max(done, key=lambda p: int(p.name[11:]))) if done else None
+
+
+def _state_written(checkpoint: Path) -> bool:
+    try:
+        return isinstance(json.loads((checkpoint / "trainer_state.json").read_text()), dict)
+    except (OSError, ValueError):  # missing, or cut short by a kill while it was written
+        return False
 
 
 def mark_checkpoint(ctx: RunContext, step: int) -> None:
