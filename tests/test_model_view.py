@@ -112,3 +112,14 @@ def test_completion_picker_names_the_table_rows():
         s = picked_sample(samples, by_label[pick_label(row)])
         assert (s["step"], s["prompt"], s["completion"]) == (row[1], row[2], row[5])
     assert picked_sample(samples, "9:0") is None
+
+
+def test_a_view_far_past_any_model_length_draws_its_first_tokens_and_says_how_many_more():
+    from rloo_studio.core.models import load_tokenizer
+    from rloo_studio.core.paths import DEMO_MODEL
+    from rloo_studio.ui.render import DRAWN_TOKENS, model_view_html
+
+    v = reward_view(load_tokenizer(str(DEMO_MODEL)), "Add 1 and 1.", "1+1=2 " * 4000, model="demo")
+    out = model_view_html(v)
+    assert len(v.tokens) > DRAWN_TOKENS and out.count("<span class='mv-tok") == DRAWN_TOKENS
+    assert f"{len(v.tokens)} tokens" in out and f"and {len(v.tokens) - DRAWN_TOKENS:,} more tokens, not drawn" in out

@@ -31,6 +31,11 @@ def response_html(text: str, raw: bool = False, split: str = "blank") -> str:
     return "".join(parts)
 
 
+# Tokens drawn of one model-input view: a pasted text far past any model's length would otherwise send the page tens
+# of thousands of hoverable spans (a 24,000-character response: about 48,000 for the two views) for it to lay out.
+DRAWN_TOKENS = 4096
+
+
 def model_view_html(v) -> str:
     """A inspect.model_input.View: the exact text the model reads, token by token. Added tokens (<|im_start|>,
     <think>, EOS ...) are drawn apart; hovering a token shows its position, id and text."""
@@ -39,15 +44,17 @@ def model_view_html(v) -> str:
             f"{len(v.tokens)} tokens ({counts})</div>"
             + (f"<div class='mv-note'>{html.escape(v.note)}</div>" if v.note else ""))
     spans = []
-    for k, t in enumerate(v.tokens):
+    for k, t in enumerate(v.tokens[:DRAWN_TOKENS]):
         cls = ["mv-tok", f"mv-{t.part}", "mv-special" if t.special else f"mv-alt{k % 2}"]
         if "\n" in t.text:
             cls.append("mv-nl")  # a line break: marked, so that it can be hovered
         shown = repr(t.text) if t.text else "(completes a character with the next token)"
         tip = html.escape(f"token {k} · id {t.id} · {shown} · {t.part}", quote=True)
         spans.append(f"<span class='{' '.join(cls)}' data-id='{t.id}' title='{tip}'>{html.escape(t.text)}</span>")
+    more = len(v.tokens) - DRAWN_TOKENS
+    rest = f"<div class='mv-note'>… and {more:,} more tokens, not drawn.</div>" if more > 0 else ""
     return (f"<div class='model-view' data-testid='model-view' data-who='{html.escape(v.who)}'>{head}"
-            f"<div class='mv-text'>{''.join(spans)}</div></div>")
+            f"<div class='mv-text'>{''.join(spans)}</div>{rest}</div>")
 
 
 def model_views_html(views: list) -> str:
