@@ -289,6 +289,11 @@ def _who_sql(who: str) -> tuple[str, tuple]:
     return "AND an.name = ?", (who.strip(),)
 
 
+def any_labels(ws: Workspace) -> bool:
+    """Whether the workspace holds any step label in force (by anyone)."""
+    return bool(ws.query("SELECT 1 FROM step_labels WHERE superseded = 0 LIMIT 1"))
+
+
 def labeled_responses(ws: Workspace, who: str = "all") -> list[dict]:
     """One entry per (response, annotator) whose labels start at the first step: {response_id, prompt, prompt_extra,
     response, steps (all its steps), labels (the labeled prefix: up to and including the first bad step, or as far

@@ -12,6 +12,7 @@ from functools import partial
 
 import gradio as gr
 
+from rloo_studio.label import steps
 from rloo_studio.studio import Studio
 from rloo_studio.ui import job_section
 from rloo_studio.ui.job_section import JobSection, Shown
@@ -44,8 +45,6 @@ ROLLOUT_LAYOUT = [
 
 def labels_md(studio: Studio) -> str:
     """What step labels the workspace holds, by who made them, and where people and rollouts agree."""
-    from rloo_studio.label import steps
-
     counts: dict[str, list[int]] = {}
     for r in steps.labeled_responses(studio.ws, "all"):
         who = "rollouts" if r["annotator"] == steps.ROLLOUTS else "imported" if r["annotator"] == steps.IMPORTED \
@@ -63,10 +62,6 @@ def labels_md(studio: Studio) -> str:
         text += (f"\n\nWhere a person and the rollouts labeled the same step ({ag['steps']:,} steps), they agree on "
                  f"**{ag['share']:.0%}** of them.")
     return text
-
-
-def has_step_labels(ws) -> bool:
-    return bool(ws.query("SELECT 1 FROM step_labels WHERE superseded = 0 LIMIT 1"))
 
 
 def on_load_demo(studio: Studio):
@@ -122,7 +117,7 @@ def build(studio: Studio):
         load = gr.Button("Load the demo's step labels", size="sm", scale=0, min_width=260, elem_id="prm-load-demo")
         loaded = gr.Markdown(elem_id="prm-load-demo-msg")
     # Folded when there are step labels to train on already (at the app's start, or once the demo's are loaded)
-    with gr.Accordion("1. Step labels from rollouts", open=not has_step_labels(studio.ws)) as rollouts_box:
+    with gr.Accordion("1. Step labels from rollouts", open=not steps.any_labels(studio.ws)) as rollouts_box:
         _, follow_rollouts = _section(studio, ROLLOUTS, ROLLOUT_LAYOUT, "demo (CPU)",
                                       "No rollouts run yet: label the steps of the policy's responses here.",
                                       "Label steps", "Rollouts runs: config and command")
