@@ -94,9 +94,8 @@ def poll_only_the_open_tab(demo: gr.Blocks, tabs: list[tuple[gr.Tab, list[gr.Tim
     def only(own: list[gr.Timer]):  # the timers' new states, in the order of `timers`
         return lambda: [gr.Timer(active=any(t is o for o in own)) for t in timers]
 
-    for tab, own in tabs:
+    for tab, own in tabs:  # the page also selects its first tab as it loads: no load event is needed
         tab.select(only(own), None, timers, show_progress="hidden")
-    demo.load(only(tabs[0][1]), None, timers, show_progress="hidden")
 
 
 def build_ui(studio: Studio) -> gr.Blocks:

@@ -65,11 +65,19 @@ def save_guidelines(studio: Studio, text):
                                               else "Guidelines removed."), kept
 
 
+def guidelines_now(studio: Studio) -> tuple[str, str]:
+    """(guidelines shown, stored text) as the workspace holds them now."""
+    return guidelines_md(studio), guidelines.get(studio.ws)
+
+
 def guidelines_section(studio: Studio):
-    """Shown above the pair: the workspace's guidelines (markdown), editable by anyone labeling."""
+    """Shown above the pair: the workspace's guidelines (markdown), editable by anyone labeling. Returns (shown,
+    stored). The page's first paint has them as the app found them at its start; the Label tab's select brings them
+    as they are now (`guidelines_now`; the page selects its first tab as it loads, so no load event is needed)."""
+    shown_now, stored_now = guidelines_now(studio)
     with gr.Accordion("Labeling guidelines", open=True, elem_id="lbl-guidelines-box"):
-        shown = gr.Markdown(lambda: guidelines_md(studio), elem_id="lbl-guidelines")
-        stored = gr.Textbox(lambda: guidelines.get(studio.ws), visible=False)  # as stored when the page loaded
+        shown = gr.Markdown(shown_now, elem_id="lbl-guidelines")
+        stored = gr.Textbox(stored_now, visible=False)  # as stored when the tab was last opened, or saved here
         with gr.Accordion("Edit the guidelines (markdown, shared by everyone labeling in this workspace)",
                           open=False) as edit:
             text = gr.Textbox(lines=5, max_lines=30, show_label=False, elem_id="lbl-guidelines-edit",
@@ -79,7 +87,7 @@ def guidelines_section(studio: Studio):
                 note = gr.HTML(elem_id="lbl-guidelines-msg")
     edit.expand(None, [stored, text], text, js=FILL_EDIT_JS)
     save.click(partial(save_guidelines, studio), text, [shown, note, stored])
-    return shown
+    return shown, stored
 
 
 def annotators_panel(studio: Studio):

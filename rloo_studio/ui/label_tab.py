@@ -26,7 +26,7 @@ from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, label_data
 from rloo_studio.ui import label_browser, label_steps
 from rloo_studio.ui.label_browser import ON_SCREEN_JS, SAVED_JS, load_inputs_js, remember_js, start_js
-from rloo_studio.ui.label_panels import annotators_md, annotators_panel, guidelines_md, guidelines_section
+from rloo_studio.ui.label_panels import annotators_panel, guidelines_now, guidelines_section
 from rloo_studio.ui.label_render import (KEYS, NO_NAME, NOTHING_SAVED, PAIRS, STEPS, LabelInputs, progress_md,
                                        status_html, show_next, sources_update, unchanged, view)
 from rloo_studio.ui.label_steps import StepInputs
@@ -222,7 +222,7 @@ def build(studio: Studio):
     screen = gr.Textbox(visible=False)  # filled in the browser with the pair id on the page (ON_SCREEN_JS)
     name, mode, flt, src, raw, order_row, order_by, order_msg = _choosers(ws)
     empty_box, b_demo_empty = label_data.empty_notice(studio)
-    guides = guidelines_section(studio)
+    guides, stored_guides = guidelines_section(studio)
     gr.HTML("<div id='lbl-busy-text' class='lbl-msg-error'></div>", elem_id="lbl-busy")  # HEAD fills it
     pair_box, drawn, buttons, b_undo, comment = _pair_column()
     step_box, step_outs, who = label_steps.build(studio, name, mode, session)
@@ -253,7 +253,7 @@ def build(studio: Studio):
     label_data.build(studio, queue=queue, outs=outs, src=src, empty_box=empty_box, b_demo_empty=b_demo_empty,
                      then=dict(**redraw_steps, outputs=step_outs))
 
-    agree = annotators_panel(studio)
+    annotators_panel(studio)  # filled when opened (closed as the page loads)
 
     def on_load(demo: gr.Blocks, tab: gr.Tab) -> None:
         # Restore the name this browser used and its id, continue where the annotator left off (its claimed pair).
@@ -267,12 +267,12 @@ def build(studio: Studio):
             **inputs.bind(partial(first_view, studio), LabelInputs, **load_view), outputs=[*outs, boot],
             js=load_inputs_js(key, list(load_view))).then(
             None, [name, remembered], name, js=FILL_NAME_JS).then(
-            None, boot, None, js=remember_js(key, "boot")).then(
-            partial(annotators_md, studio), None, agree).then(partial(label_data.empty_update, studio), None, empty_box)
+            None, boot, None, js=remember_js(key, "boot")).then(partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
         on_tab = inputs.bind(partial(back_on_tab, studio), LabelInputs, **queue, shown=current)
         tab.select(**on_tab, outputs=outs).then(**redraw_steps, outputs=step_outs).then(
             lambda: gr.update(choices=[("usual order", "")] + scorer_runs(ws, ("outcome",))), None, order_by).then(
-            lambda: (sources_update(studio), guidelines_md(studio)), None, [src, guides])  # sent from other tabs
+            lambda: (sources_update(studio), *guidelines_now(studio)), None, [src, guides, stored_guides])  # sent from
+        # other tabs; the guidelines come with this select only, which the page also fires as it loads
 
     return on_load

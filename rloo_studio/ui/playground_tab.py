@@ -135,7 +135,7 @@ def build(studio: Studio):
         go = gr.Button("Answer", variant="primary", scale=3, elem_id="playground-go")
         b_unload = gr.Button("Unload models (free memory)", scale=1, elem_id="playground-unload")
     msg = gr.Markdown(elem_id="playground-msg")
-    held = gr.Markdown(kept_md, elem_id="playground-kept")
+    held = gr.Markdown(elem_id="playground-kept")  # filled when the tab is opened (hooks)
     with gr.Row():
         left = gr.HTML(side_html("Base model", None, [], []), elem_id="playground-base")
         right = gr.HTML(side_html("Base + adapter", None, [], []), elem_id="playground-adapter")
