@@ -23,6 +23,10 @@ def app(tmp_path_factory):
 
 def upload(page, path):
     page.locator("input[type=file]").first.set_input_files(str(path))
+    # Import once the file is up and listed (an import clears the list). Under a heavy load (three workers on two
+    # cores) an Import clicked while the upload was on its way once got no answer at all: likely the listing, drawn
+    # between Playwright's check of the button and its click, moved the button from under the click.
+    expect(page.get_by_role("cell", name=path.name)).to_be_visible(timeout=60000)
     page.get_by_role("button", name="Import", exact=True).click()
 
 
