@@ -211,6 +211,13 @@ def _wire_keys(studio: Studio, buttons: dict, b_undo, comment, queue: dict, curr
                  show_progress="hidden", trigger_mode="multiple").then(None, js=SAVED_JS)
 
 
+def _lists_now(studio: Studio) -> tuple:
+    """What other tabs or pages may have changed since the Label tab was drawn: the reward models to order by, the
+    sources, the guidelines (shown, stored). The tab's select brings them; the page fires it as it loads too."""
+    return (gr.update(choices=[("usual order", "")] + scorer_runs(studio.ws, ("outcome",))), sources_update(studio),
+            *guidelines_now(studio))
+
+
 def build(studio: Studio):
     ws = studio.ws
     key = "rloo-studio:" + browser_secret(ws)[:16]  # this workspace's values in the browser's localStorage
@@ -271,8 +278,6 @@ def build(studio: Studio):
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
         on_tab = inputs.bind(partial(back_on_tab, studio), LabelInputs, **queue, shown=current)
         tab.select(**on_tab, outputs=outs).then(**redraw_steps, outputs=step_outs).then(
-            lambda: gr.update(choices=[("usual order", "")] + scorer_runs(ws, ("outcome",))), None, order_by).then(
-            lambda: (sources_update(studio), *guidelines_now(studio)), None, [src, guides, stored_guides])  # sent from
-        # other tabs; the guidelines come with this select only, which the page also fires as it loads
+            partial(_lists_now, studio), None, [order_by, src, guides, stored_guides])
 
     return on_load
