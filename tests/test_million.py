@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.label import importing
+from rloo_studio.label import import_store, importing
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = 120_000
@@ -114,7 +114,7 @@ def test_rows_written_in_several_chunks_count_as_in_one(tmp_path, monkeypatch, k
     """A row repeating an earlier row of the file is 'repeated' whether that row was written in the same chunk or
     an earlier one; a row already in the workspace before the import is 'skipped' and not 'repeated'. The same
     when a big import finds the pairs by key in memory (the key index set aside)."""
-    monkeypatch.setattr(importing, "SET_ASIDE_ROWS", 1 if aside else 10 ** 9)
+    monkeypatch.setattr(import_store, "SET_ASIDE_ROWS", 1 if aside else 10 ** 9)
     if kind == "preference":
         rows = _rows(2)
     else:
@@ -254,9 +254,9 @@ KILLED_MID_IMPORT = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     from rloo_studio.core.workspace import Workspace
-    from rloo_studio.label import importing
+    from rloo_studio.label import import_store, importing
 
-    importing.CHUNK_ROWS, importing.SET_ASIDE_ROWS = 100, 1000
+    importing.CHUNK_ROWS, import_store.SET_ASIDE_ROWS = 100, 1000
     def killed(fraction, text):
         if text.startswith("writing: 1,000 "):
             os._exit(9)  # no finally runs, as when the process is killed
@@ -273,7 +273,7 @@ def test_a_big_import_writes_without_two_indexes_and_leaves_them_there_however_i
     from rloo_studio.label import records
 
     monkeypatch.setattr(importing, "CHUNK_ROWS", 100)
-    monkeypatch.setattr(importing, "SET_ASIDE_ROWS", 1000)
+    monkeypatch.setattr(import_store, "SET_ASIDE_ROWS", 1000)
     rows = [{"prompt": f"Q{(i * 7919) % 3000:05d} " + "x" * 200, "chosen": f"right {i}", "rejected": f"wrong {i}"}
             for i in range(3000)]
     src = tmp_path / "f.jsonl"

@@ -205,7 +205,7 @@ SCHEMA = [
     """,
 ]
 
-# Indexes a big import drops while it writes and makes again at its end (label.importing.indexes_set_aside): in
+# Indexes a big import drops while it writes and makes again at its end (label.import_store.indexes_set_aside): in
 # random order, each chunk of rows dirtied most of their pages; the import finds pairs by key in memory meanwhile
 # (label.import_store.KeyMap). The SQL is that of schemas 3 and 7; opening a workspace makes any that is missing
 # (an import killed meanwhile).

@@ -1,6 +1,7 @@
 """What an import finds and writes in the store: each pair's dedup key, the pairs already there with a row's key,
-and a chunk's new prompts, responses, pairs and imported labels written set by set (importing.py decides what a
-row becomes; this module keeps the store's tables and counts right).
+and a chunk's new prompts, responses, pairs and imported labels written set by set; the indexes a big import sets
+aside while it writes (importing.py decides what a row becomes; this module keeps the store's tables, indexes and
+counts right).
 
 Why set by set: a row written statement by statement cost six statements and a trigger (pairs counting their
 labels, which moved each new pair's entries in three indexes once more), about 100 s at 1,000,000 rows. Here a
@@ -14,10 +15,13 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from rloo_studio.core.workspace import SET_ASIDE_INDEXES, Workspace
 from rloo_studio.label import shapes as S
+from rloo_studio.label.reading import Progress
 from rloo_studio.label.store import IMPORT_ANNOTATOR
 
 COUNT_TRIGGER = "label_counts_add"
+SET_ASIDE_ROWS = 100_000  # an import this big writes without the indexes it never reads (indexes_set_aside)
 _KEY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder, not one per key  # core/workspace.py: a new current label adds itself to its pair's counts
 
 
@@ -55,7 +59,7 @@ class Match:
 
 class KeyMap:
     """Every pair's dedup_key -> its id (a list where several pairs share one: kept duplicates), in memory, for an
-    import that writes with the key index set aside (importing.indexes_set_aside): the pairs there when it
+    import that writes with the key index set aside (indexes_set_aside, below): the pairs there when it
     starts, read once, and those it writes, added as it writes them (1M pairs: the import's peak RSS
     509 MB, 358 MB with the key index kept). Kept up by the index, each chunk's 20,000 keys in random order dirtied most of its pages, and
     looking them up was a join: the 1M import took 11-19% longer."""
@@ -200,3 +204,34 @@ def counted_by_hand(con):
     finally:
         if con.in_transaction:  # (SQLite ends a transaction itself on some errors, disk full: the drop is undone)
             con.execute(sql)
+
+
+@contextmanager
+def indexes_set_aside(ws: Workspace, total: int, progress: Progress | None = None):
+    """For an import of at least SET_ASIDE_ROWS rows into a workspace with no more prompts and pairs than that
+    (what bounds the memory of import_store.KeyMap), yields True: the indexes in workspace.SET_ASIDE_INDEXES are
+    dropped while it writes (the import finds pairs by key in a KeyMap) and made again after, also when it fails
+    or is stopped (a killed process: the next open of the workspace makes them). Kept up row by row, in random
+    order, each chunk dirtied most of their pages; made once, they cost a sort (docs/BENCHMARKS.md)."""
+    def _make(statements):
+        with ws.transaction() as con:
+            for sql in statements:
+                con.execute(sql)
+
+    big = total >= SET_ASIDE_ROWS and ws.query("SELECT MAX((SELECT IFNULL(MAX(id), 0) FROM prompts), "
+                                               "(SELECT IFNULL(MAX(id), 0) FROM pairs))")[0][0] <= total
+    if big:
+        _make(f"DROP INDEX IF EXISTS {name}" for name in SET_ASIDE_INDEXES)
+    try:
+        yield big
+    except BaseException:
+        if big:
+            try:
+                _make(SET_ASIDE_INDEXES.values())
+            except Exception:  # (a full disk) the error to see is the import's; the next open makes them
+                pass
+        raise
+    if big:
+        if progress:
+            progress(1.0, "indexing the prompts")
+        _make(SET_ASIDE_INDEXES.values())

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import combinations, islice
 from pathlib import Path
@@ -45,12 +45,13 @@ from rloo_studio.core.errors import DataError
 from rloo_studio.label.store import IMPORT_ANNOTATOR
 from rloo_studio.label.check_parts import check_in_parts, parts_for
 from rloo_studio.label.checking import check_all, records, unspooled
-from rloo_studio.label.import_store import Batch, KeyMap, Match, existing_pairs, fill_keys, pair_key
+from rloo_studio.label.import_store import (Batch, KeyMap, Match, existing_pairs, fill_keys, indexes_set_aside,
+                                           pair_key)
 from rloo_studio.label.prompts import add_imported_label, add_prompt, get_or_create_set
 from rloo_studio.label.reading import Progress
 from rloo_studio.label.shapes import Row
 from rloo_studio.label.steps import store_labeled
-from rloo_studio.core.workspace import SET_ASIDE_INDEXES, Workspace
+from rloo_studio.core.workspace import Workspace
 
 
 @dataclass
@@ -148,7 +149,6 @@ KIND_WORDS = {"preference": "preference pairs (chosen / rejected)", "candidates"
 
 
 CHUNK_ROWS = 20_000  # rows written per transaction
-SET_ASIDE_ROWS = 100_000  # an import this big writes without the indexes it never reads (indexes_set_aside)
 IMPORT_CACHE_KIB = 128 * 1024  # SQLite's page cache while an import writes (the default is 2 MB)
 
 
@@ -327,37 +327,6 @@ def _write_steps(ws: Workspace, records: Iterable[Row], name: str, total: int, c
             progress(0.4 + 0.6 * done / max(total, 1), f"writing: {done:,} / {total:,} rows")
     res.prompts = len(prompts)
     return res
-
-
-@contextmanager
-def indexes_set_aside(ws: Workspace, total: int, progress: Progress | None = None):
-    """For an import of at least SET_ASIDE_ROWS rows into a workspace with no more prompts and pairs than that
-    (what bounds the memory of import_store.KeyMap), yields True: the indexes in workspace.SET_ASIDE_INDEXES are
-    dropped while it writes (the import finds pairs by key in a KeyMap) and made again after, also when it fails
-    or is stopped (a killed process: the next open of the workspace makes them). Kept up row by row, in random
-    order, each chunk dirtied most of their pages; made once, they cost a sort (docs/BENCHMARKS.md)."""
-    def _make(statements):
-        with ws.transaction() as con:
-            for sql in statements:
-                con.execute(sql)
-
-    big = total >= SET_ASIDE_ROWS and ws.query("SELECT MAX((SELECT IFNULL(MAX(id), 0) FROM prompts), "
-                                               "(SELECT IFNULL(MAX(id), 0) FROM pairs))")[0][0] <= total
-    if big:
-        _make(f"DROP INDEX IF EXISTS {name}" for name in SET_ASIDE_INDEXES)
-    try:
-        yield big
-    except BaseException:
-        if big:
-            try:
-                _make(SET_ASIDE_INDEXES.values())
-            except Exception:  # (a full disk) the error to see is the import's; the next open makes them
-                pass
-        raise
-    if big:
-        if progress:
-            progress(1.0, "indexing the prompts")
-        _make(SET_ASIDE_INDEXES.values())
 
 
 def _write_chunk(con, chunk: list[Row], t: _Tally, sid: int, source: str, name: str, ann: int | None, now: float,
