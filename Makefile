@@ -28,8 +28,8 @@ run: $(STAMP)
 	$(PY) app.py
 
 # Two pytest-xdist workers (tests/conftest.py keeps a module's tests, and the modules that share one running app,
-# on one worker), each process one compute thread: two threads a process on two workers oversubscribed the two
-# cores (1,165 s; one thread each: 965 s; one worker: ~1,400 s).
+# on one worker), each process one compute thread: two threads a process oversubscribed the two cores, and three
+# workers were slower than two (docs/BENCHMARKS.md, The test suite).
 test: $(STAMP) chromium
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder tests
 
