@@ -209,7 +209,7 @@ def counted_by_hand(con):
 @contextmanager
 def indexes_set_aside(ws: Workspace, total: int, progress: Progress | None = None):
     """For an import of at least SET_ASIDE_ROWS rows into a workspace with no more prompts and pairs than that
-    (what bounds the memory of import_store.KeyMap), yields True: the indexes in workspace.SET_ASIDE_INDEXES are
+    (what bounds the memory of KeyMap), yields True: the indexes in workspace.SET_ASIDE_INDEXES are
     dropped while it writes (the import finds pairs by key in a KeyMap) and made again after, also when it fails
     or is stopped (a killed process: the next open of the workspace makes them). Kept up row by row, in random
     order, each chunk dirtied most of their pages; made once, they cost a sort (docs/BENCHMARKS.md)."""
