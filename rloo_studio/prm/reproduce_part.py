@@ -52,11 +52,11 @@ def train(c, trainer_args, kit):
     args = TrainingArguments(**trainer_args, **device, eval_on_start=bool(held))
     from batches import length_batch_trainer  # RLOO Studio's training order, beside this file
 
-    lengths = [len(r["input_ids"]) for r in train_rows]
-    trainer_cls = length_batch_trainer(Trainer, lengths) if c.get("length_batches") else Trainer  # the run's order
+    trainer_cls = (length_batch_trainer(Trainer, [len(r["input_ids"]) for r in train_rows])  # the run's order
+                   if c.get("length_batches") else Trainer)
     trainer = trainer_cls(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
-                      eval_dataset=Dataset.from_list(held) if held else None, processing_class=tok,
-                      data_collator=DataCollatorForTokenClassification(tok, label_pad_token_id=-100),
-                      callbacks=[kit.metrics_callback()])
+                          eval_dataset=Dataset.from_list(held) if held else None, processing_class=tok,
+                          data_collator=DataCollatorForTokenClassification(tok, label_pad_token_id=-100),
+                          callbacks=[kit.metrics_callback()])
     trainer.train()
     trainer.save_model(str(kit.OUT / "adapter"))

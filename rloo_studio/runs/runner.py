@@ -318,8 +318,9 @@ def last_good_checkpoint(run_dir: Path) -> str | None:
     d = run_dir / "checkpoints"
     if not d.exists():
         return None
-    done = [p for p in d.glob("checkpoint-*") if p.name[11:].isdigit() and _state_written(p)]
-    return str(max(done, key=lambda p: int(p.name[11:]))) if done else None
+    newest_first = sorted((p for p in d.glob("checkpoint-*") if p.name[11:].isdigit()),
+                          key=lambda p: int(p.name[11:]), reverse=True)
+    return next((str(p) for p in newest_first if _state_written(p)), None)  # one state read, as a rule
 
 
 def _state_written(checkpoint: Path) -> bool:
