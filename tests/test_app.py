@@ -96,6 +96,22 @@ def test_a_page_left_open_asks_little_until_a_run_starts_elsewhere(app):
         expect(status).to_contain_text(rid)
 
 
+def test_the_page_tracks_progress_only_where_it_shows_it(app):
+    """The page keeps a loading status for each component an event names for its progress and hands every one back
+    to its component on every status message of any event: an event whose progress is hidden (a timer's tick, a
+    tab's select) names none, so a page that follows a run does not redo that for every output it ever updated."""
+    import json
+
+    with urllib.request.urlopen(app.url + "config", timeout=10) as r:
+        deps = json.load(r)["dependencies"]
+    hidden = [d for d in deps if d["show_progress"] == "hidden" and d["backend_fn"]]
+    ticks = [d for d in hidden if any(t[1] == "tick" for t in d["targets"])]
+    assert ticks and len(hidden) > 50
+    assert [d["id"] for d in hidden if d["show_progress_on"] != []] == []
+    shown = [d for d in deps if d["show_progress"] == "full" and d["backend_fn"]]
+    assert shown and all(d["show_progress_on"] is None for d in shown)  # these still show it on their outputs
+
+
 def test_auth_guards_page_and_api(tmp_path):
     a = App(tmp_path / "ws", "--auth", "ann:s3cret")
     try:

@@ -118,7 +118,18 @@ def build_ui(studio: Studio) -> gr.Blocks:
                     hooks(demo, tab)
         poll_only_the_open_tab(demo, built)
     api.hide_the_rest(demo, endpoints)  # the tabs' own events serve the page, not scripts
+    track_progress_only_where_shown(demo)
     return demo
+
+
+def track_progress_only_where_shown(demo: gr.Blocks) -> None:
+    """An event whose progress is hidden (timer ticks, tab selects, a form's checks) tracks it on no component.
+    Gradio 6.31's page otherwise keeps a loading status for each output of every event it has run, and on each
+    status message of any event hands every one of them back to its component, each found by a search of the whole
+    tree of about 800: most of the script of a page that follows a run (docs/BENCHMARKS.md, An idle page)."""
+    for fn in demo.fns.values():
+        if fn.show_progress == "hidden" and fn.show_progress_on is None:
+            fn.show_progress_on = []
 
 
 def served_paths(studio: Studio) -> tuple[list[str], list[str]]:
