@@ -98,18 +98,25 @@ def test_a_page_left_open_asks_little_until_a_run_starts_elsewhere(app):
 
 def test_the_page_tracks_progress_only_where_it_shows_it(app):
     """The page keeps a loading status for each component an event names for its progress and hands every one back
-    to its component on every status message of any event: an event whose progress is hidden (a timer's tick, a
-    tab's select) names none, so a page that follows a run does not redo that for every output it ever updated."""
+    to its component on every status message of any event. An event whose progress is hidden (a timer's tick, a
+    tab's select) names none, and no event names a State, a Timer or a layout block that draws no progress, so a
+    page that follows a run does not redo that for every output it ever updated; the rest still show it."""
     import json
 
     with urllib.request.urlopen(app.url + "config", timeout=10) as r:
-        deps = json.load(r)["dependencies"]
-    hidden = [d for d in deps if d["show_progress"] == "hidden" and d["backend_fn"]]
-    ticks = [d for d in hidden if any(t[1] == "tick" for t in d["targets"])]
-    assert ticks and len(hidden) > 50
+        config = json.load(r)
+    kind = {c["id"]: c["type"] for c in config["components"]}
+    draws = {c["id"] for c in config["components"] if c["type"] not in ("state", "timer", "column", "row", "group",
+             "accordion", "tabitem", "tabs") or c["props"].get("show_progress") is True}
+    deps = [d for d in config["dependencies"] if d["backend_fn"]]
+    hidden = [d for d in deps if d["show_progress"] == "hidden"]
+    assert len(hidden) > 50 and any(t[1] == "tick" for d in hidden for t in d["targets"])
     assert [d["id"] for d in hidden if d["show_progress_on"] != []] == []
-    shown = [d for d in deps if d["show_progress"] == "full" and d["backend_fn"]]
-    assert shown and all(d["show_progress_on"] is None for d in shown)  # these still show it on their outputs
+    shown = [d for d in deps if d["show_progress"] != "hidden"]
+    targets = {d["id"]: d["outputs"] if d["show_progress_on"] is None else d["show_progress_on"] for d in shown}
+    assert {kind[i] for t in targets.values() for i in t if i not in draws} == set()
+    assert all(set(targets[d["id"]]) == set(d["outputs"]) & draws for d in shown)  # every output that draws it
+    assert sum(len(t) for t in targets.values()) > 300
 
 
 def test_auth_guards_page_and_api(tmp_path):

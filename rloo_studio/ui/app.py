@@ -123,13 +123,29 @@ def build_ui(studio: Studio) -> gr.Blocks:
 
 
 def track_progress_only_where_shown(demo: gr.Blocks) -> None:
-    """An event whose progress is hidden (timer ticks, tab selects, a form's checks) tracks it on no component.
-    Gradio 6.31's page otherwise keeps a loading status for each output of every event it has run, and on each
-    status message of any event hands every one of them back to its component, each found by a search of the whole
-    tree of about 800: most of the script of a page that follows a run (docs/BENCHMARKS.md, An idle page)."""
+    """Each event tracks its progress only on the outputs that show it: none when its progress is hidden (timer
+    ticks, tab selects, a form's checks), and never on a State, a Timer or a layout block that draws no progress.
+    Gradio 6.31's page keeps a loading status for each output of every event it has run, and on each status message
+    of any event hands every one of them back to its component, each found by a search of the whole tree of about
+    800 (a layout block's whole subtree is walked again): most of the script of a page that follows a run
+    (docs/BENCHMARKS.md, An idle page)."""
     for fn in demo.fns.values():
-        if fn.show_progress == "hidden" and fn.show_progress_on is None:
+        if fn.show_progress_on is not None:
+            continue
+        if fn.show_progress == "hidden":
             fn.show_progress_on = []
+            continue
+        shows = [b for b in fn.outputs if _draws_progress(b)]
+        if len(shows) < len(fn.outputs):
+            fn.show_progress_on = shows
+
+
+def _draws_progress(block) -> bool:
+    if isinstance(block, (gr.State, gr.Timer)):
+        return False
+    if isinstance(block, gr.components.Component):  # gr.HTML is a component and a layout block: it draws it
+        return True
+    return getattr(block, "show_progress", False) is True  # a Column or Row asked to; other layouts never do
 
 
 def served_paths(studio: Studio) -> tuple[list[str], list[str]]:
