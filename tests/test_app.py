@@ -96,6 +96,26 @@ def test_a_page_left_open_asks_little_until_a_run_starts_elsewhere(app):
         expect(status).to_contain_text(rid)
 
 
+def test_an_open_page_draws_no_frames_while_nothing_changes(app):
+    """Gradio's status tracker counts a pending event's time on animation frames, and the one a page shows while it
+    loads is taken away still pending, its loop going on: 60 frames a second for as long as the page stays open
+    (8% of a core in Chromium). The page's first script (ui/page_start.py) counts on a timer instead."""
+    count = """(() => { window.framesAsked = 0; const ask = window.requestAnimationFrame.bind(window);
+                        window.requestAnimationFrame = cb => { window.framesAsked++; return ask(cb); }; })()"""
+    with open_page(app.url) as page:
+        page.context.add_init_script(count)  # before the page's own scripts: on the next load
+        page.reload()
+        expect(page.locator("#lbl-status")).to_contain_text("Enter your name", timeout=30_000)
+        asked = []
+        for _ in range(8):  # the page's own short animations after loading end within seconds
+            page.evaluate("window.framesAsked = 0")
+            page.wait_for_timeout(3000)
+            asked.append(page.evaluate("window.framesAsked"))
+            if asked[-1] < 30:
+                break
+        assert asked[-1] < 30, f"an open page kept asking for frames: {asked} in each 3 s"
+
+
 def test_the_page_tracks_progress_only_where_it_shows_it(app):
     """The page keeps a loading status for each component an event names for its progress and hands every one back
     to its component on every status message of any event. An event whose progress is hidden (a timer's tick, a

@@ -11,6 +11,7 @@ from rloo_studio.runs import jobs
 from rloo_studio.studio import Studio
 from rloo_studio.ui import api, inspect_tab, label_tab, runs_tab
 from rloo_studio.ui import job_section, playground_tab, records_tab, run_panel
+from rloo_studio.ui.page_start import ActFirst
 from rloo_studio.ui.uploads import IncomingGuard, use_workspace_temp
 
 CSS = """
@@ -193,7 +194,8 @@ def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tupl
         head=RELOAD_ON_RESTART + "".join(getattr(m, "HEAD", "") for _, m in tabs()),  # ... and scripts (keys)
         show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
         allowed_paths=allowed, blocked_paths=blocked,  # downloads of exported files; nothing else on disk
-        app_kwargs={"middleware": [Middleware(IncomingGuard, incoming=str(studio.ws.incoming_dir))]},
+        app_kwargs={"middleware": [Middleware(IncomingGuard, incoming=str(studio.ws.incoming_dir)),
+                                   Middleware(ActFirst)]},  # a script before Gradio's: ui/page_start.py
         ssr_mode=False,  # files are served by this process, past IncomingGuard (no Node front, no static workers)
     )
     return demo
