@@ -99,7 +99,7 @@ def test_a_page_left_open_asks_little_until_a_run_starts_elsewhere(app):
 def test_an_open_page_draws_no_frames_while_nothing_changes(app):
     """Gradio's status tracker counts a pending event's time on animation frames, and the one a page shows while it
     loads is taken away still pending, its loop going on: 60 frames a second for as long as the page stays open
-    (8% of a core in Chromium). The page's first script (ui/page_start.py) counts on a timer instead."""
+    (a tenth of a core in Chromium). The page's first script (ui/page_start.py) counts on a timer instead."""
     count = """(() => { window.framesAsked = 0; const ask = window.requestAnimationFrame.bind(window);
                         window.requestAnimationFrame = cb => { window.framesAsked++; return ask(cb); }; })()"""
     with open_page(app.url) as page:

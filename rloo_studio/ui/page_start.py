@@ -4,9 +4,9 @@ of 10 a second instead of on animation frames.
 Gradio 6.31's status tracker shows how long an event has been pending with a requestAnimationFrame loop that stops
 only when the tracker sees the status change. A tracker removed while still pending never sees it: the page's own
 loading indicator, taken away the moment the app is loaded, leaves such a loop running on every page for as long
-as it stays open. Each frame it asks for makes Chromium produce one: 60 a second, about 0.8 CPU-s per 10 s for an
-idle page (8% of a core) against 0.02 without it (docs/BENCHMARKS.md, An idle page). A counter that shows tenths of
-a second needs no more than 10 updates a second, and a timer that nothing draws costs next to nothing.
+as it stays open. Each frame it asks for makes Chromium produce one, 60 a second: a page idle on the Label tab cost
+Chromium 1.04 CPU-s per 10 s, and 0.12 with this script (docs/BENCHMARKS.md, An idle page). A counter that shows
+tenths of a second needs no more than 10 updates a second, and a timer that nothing draws costs next to nothing.
 
 Gradio's module keeps its own reference to requestAnimationFrame as it loads, which a script in `head` (added by the
 page after it loads) comes too late to change; so ActFirst puts this one at the top of the page's <head>. A Gradio
