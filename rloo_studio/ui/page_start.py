@@ -44,7 +44,7 @@ class ActFirst:
             body.append(message.get("body", b""))
             if message.get("more_body"):
                 return
-            page, headers = b"".join(body), [(k, v) for k, v in start["headers"]]
+            page, headers = b"".join(body), list(start["headers"])
             fields = {k.lower(): v for k, v in headers}
             if fields.get(b"content-type", b"").startswith(b"text/html") and b"content-encoding" not in fields \
                     and b"<head>" in page:
