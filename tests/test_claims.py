@@ -1,6 +1,7 @@
 """Claims belong to the annotator and the browser: a reload, a second tab or an app restart shows the same
 pair in the same A/B order; another browser or person gets another pair; a claim comes back to its owner."""
 import time
+from dataclasses import replace
 
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import store as L
@@ -51,7 +52,6 @@ def test_a_browser_shows_one_annotators_pair_a_new_name_frees_the_old_names_clai
 def test_a_key_pressed_on_a_page_from_before_a_restart_labels_the_pair_it_shows(tmp_path):
     """The Label tab's key callback, as a new start of the app meets it: the page shows a pair the server never
     handed out in this process (no `shown`), and names it (`screen`). The pair is labeled, and the page is told."""
-    from dataclasses import replace
 
     from rloo_studio.studio import Studio
     from rloo_studio.ui import label_tab
@@ -73,3 +73,27 @@ def test_a_key_pressed_on_a_page_from_before_a_restart_labels_the_pair_it_shows(
     assert label_tab.RESTARTED in out[3] and label_tab.NOTHING_SAVED in out[3]
     assert len(after.ws.query("SELECT 1 FROM labels l JOIN annotators a ON a.id = l.annotator_id "
                               "WHERE a.name = 'ann'")) == 1
+
+
+def test_the_load_view_answered_late_leaves_the_pair_a_typed_name_drew(tmp_path):
+    """A name typed before the page's load chain ends draws its pair, and Raw text toggled then redraws it raw; the
+    load's view, its inputs read as the page loaded (raw off), can be answered after both. Drawn, it undid the toggle
+    (seen in Chromium on a loaded host). It now leaves the page's view as it is, and the pair held stays the one on
+    the page."""
+    import gradio as gr
+
+    from rloo_studio.studio import Studio
+    from rloo_studio.ui import label_tab
+    from rloo_studio.ui.label_render import LabelInputs
+
+    studio = Studio(tmp_path / "ws", seed_demo=True)
+    form = LabelInputs(name="ann", session="browser-1", raw=False)
+    on_page = L.next_pair(studio.ws, "ann", "browser-1")  # drawn by the typed name, then redrawn raw
+    out = label_tab.first_view(studio, replace(form, shown=on_page, boot=""))
+    view, boot = out[:-1], out[-1]
+    assert all(o == gr.skip() for o in view)  # nothing redrawn, the current pair kept
+    assert boot == label_tab.BOOT
+    assert L.next_pair(studio.ws, "ann", "browser-1").pair_id == on_page.pair_id
+    # With nothing on the page yet, the load's view draws the held pair as before.
+    out = label_tab.first_view(studio, replace(form, shown=None, boot=""))
+    assert out[5] is not None and out[5].pair_id == on_page.pair_id

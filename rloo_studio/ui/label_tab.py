@@ -50,7 +50,11 @@ def browser_secret(ws) -> str:
 
 def first_view(studio: Studio, form: LabelInputs):
     """The page load's view, then this start of the app (remembered by the browser). Nothing is drawn while no
-    name is typed (a name typed meanwhile draws its own); a page open across a restart says so."""
+    name is typed, nor once a name typed meanwhile has drawn its own pair (form.shown): this view's raw-text
+    setting was read as the page loaded, and drawn after a Raw text toggle it would undo it. A page open across a
+    restart says so."""
+    if form.shown is not None:
+        return *unchanged(), BOOT
     if not (form.name or "").strip():
         skip = unchanged()
         return *skip[:4], progress_md(studio, ""), *skip[5:], BOOT
@@ -267,7 +271,7 @@ def build(studio: Studio):
         # The mode first (a page in step mode draws its step and claims no pair), as the browser remembers it.
         # The remembered name goes into the name box only with the first view: a page showing the name without its
         # pair reads as "nothing to label" (the views read the name from localStorage meanwhile: load_inputs_js).
-        load_view = {**queue, "boot": boot}
+        load_view = {**queue, "boot": boot, "shown": current}
         demo.load(None, name, [remembered, session, boot, mode], js=start_js(key)).then(
             **inputs.bind(partial(label_steps.mode_shown, studio), StepInputs, **who), outputs=mode_outs,
             js=load_inputs_js(key, list(who))).then(
