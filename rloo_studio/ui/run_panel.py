@@ -161,10 +161,15 @@ class RunPanel:
         self.controls = (stop, resume)
 
     def _controls(self, memo: dict, rid: str | None, status: str | None) -> dict:
-        if not self.controls or not changed(memo, "controls", [rid, status]):
+        if not self.controls:
             return {}
         ws, runner = self.studio.ws, self.studio.runner
-        ok = (lifecycle.can_stop(runner, rid), lifecycle.can_resume(ws, runner, self.kind, rid))
+        stop = lifecycle.can_stop(runner, rid)
+        # Stop's own answer is part of the key: a run's status.json says it ended a moment before the runner lets
+        # it go, and a tick in that moment sees the final status with Stop still live.
+        if not changed(memo, "controls", [rid, status, stop]):
+            return {}
+        ok = (stop, lifecycle.can_resume(ws, runner, self.kind, rid))
         return {button: gr.update(interactive=on) for button, on in zip(self.controls, ok)}
 
     def find(self, typed) -> tuple[str | None, str | None]:
