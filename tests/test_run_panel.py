@@ -91,8 +91,8 @@ def test_rloo_tick_sends_what_changed(rloo):
 def test_stop_greys_out_once_the_run_has_ended_though_a_tick_read_its_end_a_moment_early(rloo):
     """A run's status.json says "stopped" a moment before its runner lets it go (the end is written to disk first).
     A tick in that moment found Stop still pressable, and the page kept it so for good, the status being unchanged
-    afterwards (seen in Chromium on a loaded host, 1 stop in 15). Once the run is let go, the page holds Stop
-    greyed out."""
+    afterwards (seen in Chromium on a loaded host, 1 stop in 15). Stop answers from the status every reader sees:
+    greyed out from that moment, and so it stays once the run is let go."""
     studio, live = rloo
     with gr.Blocks():
         live.panel.add_controls(gr.Button(), gr.Button())
@@ -112,10 +112,11 @@ def test_stop_greys_out_once_the_run_has_ended_though_a_tick_read_its_end_a_mome
     write_status(studio.ws.run_dir(rid), {**studio.runner.status(rid), "status": "stopped"})
     out, memo = tick_page(memo)
     assert "stopped" in out[live.panel.status]
+    assert page[stop] is False and not lifecycle.can_stop(studio.runner, rid)  # the CLI's `runs stop` agrees
     studio.runner.stop(rid)
     go.set()
     end = time.time() + 30
-    while lifecycle.can_stop(studio.runner, rid) and time.time() < end:  # the run let go (wait() reads the file)
+    while not studio.runner.contexts[rid].final and time.time() < end:  # the runner let the run go
         time.sleep(0.05)
     assert studio.runner.status(rid)["status"] == "stopped"
     out, memo = tick_page(memo)

@@ -79,9 +79,9 @@ def stop(ws: Workspace, runner: JobRunner, run_id) -> str:
 
 
 def can_stop(runner: JobRunner, run_id: str | None) -> bool:
-    """Whether Stop would stop `run_id`: a job of this app that is queued or running."""
-    ctx = runner.contexts.get(run_id) if run_id else None
-    return ctx is not None and not ctx.final  # queued (no status written yet) or running
+    """Whether Stop would stop `run_id`: a job of this app whose status is queued or running. The status, as every
+    reader sees it (its status.json says a run ended a moment before the runner lets the run go)."""
+    return bool(run_id) and run_id in runner.contexts and runner.status(run_id).get("status") in ACTIVE
 
 
 def can_resume(ws: Workspace, runner: JobRunner, kind: str, run_id: str | None) -> bool:

@@ -164,12 +164,9 @@ class RunPanel:
         if not self.controls:
             return {}
         ws, runner = self.studio.ws, self.studio.runner
-        stop = lifecycle.can_stop(runner, rid)
-        # Stop's own answer is part of the key: a run's status.json says it ended a moment before the runner lets
-        # it go, and a tick in that moment sees the final status with Stop still live.
-        if not changed(memo, "controls", [rid, status, stop]):
+        if not changed(memo, "controls", [rid, status]):  # both answer from the run's status, read after `status`
             return {}
-        ok = (stop, lifecycle.can_resume(ws, runner, self.kind, rid))
+        ok = (lifecycle.can_stop(runner, rid), lifecycle.can_resume(ws, runner, self.kind, rid))
         return {button: gr.update(interactive=on) for button, on in zip(self.controls, ok)}
 
     def find(self, typed) -> tuple[str | None, str | None]:
