@@ -28,11 +28,17 @@ def busy_s() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def run(tree: Path, modules: list[str]) -> tuple[float, float, str]:
-    """(busy CPU seconds, wall seconds, pytest's last line) of the modules' tests on `tree`."""
+def pytest_command(tree: Path, modules: list[str]) -> tuple[list[str], dict]:
+    """(command, environment) that runs the modules' tests on `tree` as `make test` runs them."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     cmd = [str(tree / ".venv" / "bin" / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup",
            "--no-loadscope-reorder", "-p", "no:cacheprovider", *modules]
+    return cmd, env
+
+
+def run(tree: Path, modules: list[str]) -> tuple[float, float, str]:
+    """(busy CPU seconds, wall seconds, pytest's last line) of the modules' tests on `tree`."""
+    cmd, env = pytest_command(tree, modules)
     c0, t0 = busy_s(), time.monotonic()
     out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     c1, t1 = busy_s(), time.monotonic()

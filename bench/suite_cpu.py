@@ -21,6 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from bench_tests import pytest_command  # this folder is the script's: first on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -78,9 +80,7 @@ def main() -> None:
     ap.add_argument("modules", nargs="*", help="test files, relative to this tree (none: tests/)")
     args = ap.parse_args()
     modules = args.modules or ["tests"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    cmd = [str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup",
-           "--no-loadscope-reorder", "-p", "no:cacheprovider", *modules]
+    cmd, env = pytest_command(ROOT, modules)
     sampler = Sampler()
     sampler.start()
     t0 = time.monotonic()
