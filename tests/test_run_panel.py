@@ -112,7 +112,7 @@ def test_stop_greys_out_once_the_run_has_ended_though_a_tick_read_its_end_a_mome
     write_status(studio.ws.run_dir(rid), {**studio.runner.status(rid), "status": "stopped"})
     out, memo = tick_page(memo)
     assert "stopped" in out[live.panel.status]
-    assert page[stop] is False and not lifecycle.can_stop(studio.runner, rid)  # the CLI's `runs stop` agrees
+    assert page[stop] is False and not lifecycle.can_stop(studio.runner, rid)  # the Python API's Run.stop agrees
     studio.runner.stop(rid)
     go.set()
     end = time.time() + 30
