@@ -161,11 +161,10 @@ class RunPanel:
         self.controls = (stop, resume)
 
     def _controls(self, memo: dict, rid: str | None, status: str | None) -> dict:
-        if not self.controls:
+        # both buttons answer from the run's status, read after `status`
+        if not self.controls or not changed(memo, "controls", [rid, status]):
             return {}
         ws, runner = self.studio.ws, self.studio.runner
-        if not changed(memo, "controls", [rid, status]):  # both answer from the run's status, read after `status`
-            return {}
         ok = (lifecycle.can_stop(runner, rid), lifecycle.can_resume(ws, runner, self.kind, rid))
         return {button: gr.update(interactive=on) for button, on in zip(self.controls, ok)}
 
