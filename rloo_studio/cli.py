@@ -30,6 +30,7 @@ from rloo_studio.cli_views import StderrProgress, _trust_arg, _workspace_arg, pa
 from rloo_studio.runs import jobs, lifecycle
 from rloo_studio.runs.export_model import export_model
 from rloo_studio.runs.jobs import KINDS, JobKind
+from rloo_studio.runs.plan import check as check_plan
 from rloo_studio.runs.runner import RunContext, execute, prepare_run
 
 
@@ -65,8 +66,30 @@ def _job_config(a, job: JobKind):
     return build(job.config_class(), a.config, a.set, base=job.preset_config(a.preset) if a.preset else None)
 
 
+def _check(a, kind: str) -> int:
+    """`train-<kind> --check [--gpu-memory GIB] [--fit]`: the pre-flight and the memory plan, printed; nothing
+    starts. 0 when it passes, 2 when it will not fit or a check fails. Planning for a card (--gpu-memory) reads the
+    workspace only if it exists and tells what this machine lacks (the model, the data) without failing on it."""
+    from pathlib import Path
+
+    if a.resume:
+        raise StudioError("--check looks at a new run's settings; a resumed run continues its own saved config")
+    cfg = _job_config(a, KINDS[kind])
+    planning = a.gpu_memory is not None
+    ws = _open(a) if not planning or Path(a.workspace).expanduser().exists() else None
+    plan = check_plan(ws, kind, cfg, a.gpu_memory)
+    if a.fit:
+        print("fitted: " + ("; ".join(plan.changes) or "nothing to change"))
+        if plan.changes:
+            plan = check_plan(ws, kind, plan.fitted, a.gpu_memory)
+    print(cli_views.plan_text(plan, a.workspace if ws is None else None, _given_settings(a)))
+    return 0 if plan.passes else 2
+
+
 def _train(a, kind: str) -> int:
     job = KINDS[kind]
+    if a.check:
+        return _check(a, kind)
     # Under `accelerate launch` every process runs this; they agree on one run folder, and only the
     # main process writes it (DDP / FSDP / DeepSpeed themselves are accelerate's and TRL's).
     from accelerate import PartialState
@@ -81,7 +104,11 @@ def _train(a, kind: str) -> int:
             if a.resume:  # the saved config, never rebuilt from flags; settings given with it are refused
                 rid, cfg = lifecycle.cli_resume_check(ws, kind, a.resume, _given_settings(a))
             else:
-                rid, cfg = None, lifecycle.new_run(ws, kind, _job_config(a, job))
+                cfg = _job_config(a, job)
+                if a.fit:  # the nearest config that fits this machine's GPU (or the card --gpu-memory names)
+                    cfg, _, changes = job.fit(cfg, ws, a.gpu_memory)
+                    print("fitted: " + ("; ".join(changes) or "nothing to change"), flush=True)
+                rid, cfg = None, lifecycle.new_run(ws, kind, cfg)
             lifecycle.refuse_if_busy(ws, None)
             ctx = prepare_run(ws, kind, cfg, rid)
         except StudioError as exc:
@@ -176,9 +203,19 @@ def _add_training(sub) -> None:
         p.add_argument("--config", help="YAML file with config keys")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config key (the keys are listed below)")
+        if job.memory:
+            p.add_argument("--check", action="store_true",
+                           help="print the pre-flight and the memory plan (its parts), start nothing; exit 0 when it "
+                                "passes, 2 when it will not fit or a check fails")
+            p.add_argument("--gpu-memory", type=float, metavar="GIB",
+                           help="plan for a GPU of this many GiB, on any machine (with --check, or --fit)")
+            p.add_argument("--fit", action="store_true",
+                           help="change the settings to the nearest that fit (gradient checkpointing, generation "
+                                "batch, 4-bit, micro-batch, lengths, in that order) before checking or training")
         if job.resumable:
             p.add_argument("--resume", metavar="RUN_ID", help="continue this run from its last checkpoint")
-        p.set_defaults(fn=lambda a, k=job.name: _train(a, k), loads_model=True, resume=None)
+        p.set_defaults(fn=lambda a, k=job.name: _train(a, k), loads_model=True, resume=None, check=False,
+                       gpu_memory=None, fit=False)
     p = sub.add_parser("eval-demo", help="format rate and accuracy of a policy on the demo held-out prompts, "
                                          "overall and among answers that reason and that do not")
     p.add_argument("--model", default=None, help="base model (default: the bundled demo model)")

@@ -209,3 +209,23 @@ def add_runs(sub) -> None:
     p.set_defaults(fn=cmd_runs)
 
 
+
+
+def plan_text(plan, no_workspace: str | None = None, given: list[str] | None = None) -> str:
+    """What `train-<kind> --check` prints: the settings' verdict, the pre-flight, the memory line and its parts."""
+    where = f"a {plan.card_gib:g} GiB card" if plan.card_gib is not None else "this machine"
+    lines = [f"{KINDS[plan.kind].title} run, {' '.join(given or []) or 'default settings'}, planned for {where}:"]
+    if plan.problem is None:
+        lines.append("pre-flight: passed" + (f" (no workspace at {no_workspace}: its data was not checked)"
+                                             if no_workspace else ""))
+    elif plan.card_gib is not None:
+        lines.append(f"pre-flight, on this machine (not judged when planning for a card): {plan.problem}")
+    else:
+        lines.append(f"pre-flight: {plan.problem}")
+    lines.append(plan.line)
+    width = max((len(k) for k, _ in plan.parts()), default=0)
+    lines += [f"  {k:<{width}}  {v:>11}" for k, v in plan.parts()]
+    verdict = "will not fit" if plan.fits is False else "does not pass its pre-flight" if not plan.passes else \
+        "fits" if plan.fits else "passes (memory not checked: no GPU; --gpu-memory GIB plans for one)"
+    lines.append(f"result: {verdict}")
+    return "\n".join(lines)

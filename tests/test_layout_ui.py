@@ -1,6 +1,6 @@
 """The Reward and RLOO tabs' layout at 1400x1000 in Chromium: no table header, field label or
 explanatory text is cut (its words lie inside every box that clips it: a table's scrolling frame, a column, a
-row), the "Check data" button is a full-size button beside Train, primary buttons are coloured, a disabled button
+row), the "Check settings" button is a full-size button beside Train, primary buttons are coloured, a disabled button
 looks disabled, and explanatory (info) text is readable (contrast at least 4.5:1 on its background).
 
 The workspace holds a completed reward run and an RLOO run rewarded by two functions (the widest completions
@@ -142,11 +142,11 @@ def test_reward_tab_cuts_nothing_and_its_buttons_look_like_buttons(app):
         unfold(page, "reward")  # every setting on the page
         cut = page.evaluate(CUT_JS, [".gradio-container", LABELS])
         assert cut == [], f"Reward tab: words cut by their box: {cut}"
-        check = page.get_by_role("button", name="Check data").evaluate(BUTTON_JS)
+        check = page.get_by_role("button", name="Check settings").evaluate(BUTTON_JS)
         train = page.locator("#reward-launch").evaluate(BUTTON_JS)
-        assert check["h"] >= train["h"] - 1, f"'Check data' is a strip: {check['h']:.0f} px high, Train " \
+        assert check["h"] >= train["h"] - 1, f"'Check settings' is a strip: {check['h']:.0f} px high, Train " \
                                              f"{train['h']:.0f}"
-        assert check["w"] <= 1.5 * train["w"], f"'Check data' spans {check['w']:.0f} px, Train {train['w']:.0f}"
+        assert check["w"] <= 1.5 * train["w"], f"'Check settings' spans {check['w']:.0f} px, Train {train['w']:.0f}"
         assert contrast(train["color"], train["bg"]) >= 2.5 and _rgb(train["bg"]) != _rgb(check["bg"]), train
         for text, fg, bg in page.evaluate(INFO_JS, ".gradio-container"):
             assert contrast(fg, bg) >= 4.5, f"info text {text!r} is faint: {fg} on {bg} ({contrast(fg, bg):.1f}:1)"

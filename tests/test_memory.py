@@ -5,7 +5,8 @@ import pytest
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-from rloo_studio.core.memory import GiB, NF4_BYTES, ModelShape, advice, estimate, lora_params, param_counts
+from rloo_studio.core.memory import (GiB, NF4_BYTES, ModelShape, classifier_params, estimate, lora_params,
+                                     param_counts)
 
 # Published shapes of Qwen3-0.6B and Qwen3-4B (config.json on the hub), typed in: no download.
 QWEN3_0_6B = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
@@ -52,13 +53,21 @@ def test_estimate_parts_by_hand():
     n = lora_params(s, 16, list(s.linear_shapes()))
     assert e16.parts["LoRA + grads + optimizer"] == n * 16
     assert estimate(s, batch=4, seq_len=1024, optimizer="adamw_8bit").parts["LoRA + grads + optimizer"] == n * 10
-    # Logits: batch * len * vocab fp32 values and their gradient.
-    assert e16.parts["logits"] == 4 * 1024 * 151936 * 8
+    # A policy's log-probs go through TRL's fused LM head: one 4,096 x 32,768 tile of logits at a time and the float32
+    # gradient of the hidden states, never batch x len x vocab (that would be 4.6 GiB here).
+    assert e16.parts["LM head (fused log-probs)"] == 4096 * 32768 * 2 + 4 * 1024 * 2560 * 4
+    # A classifier (reward model: 1 label, process reward model: 2) has a score layer and no LM head.
+    cls = estimate(s, batch=4, seq_len=1024, head="classifier", num_labels=2)
+    assert cls.parts["classifier head"] == 4 * 1024 * 2 * 8 and "LM head (fused log-probs)" not in cls.parts
+    assert cls.parts["weights"] == classifier_params(s, 2) * 2 == (c["total"] + 2560 * 2) * 2  # tied: the embedding stays
+    untied = ModelShape.from_config(Qwen3Config(**{**QWEN3_4B, "tie_word_embeddings": False}))
+    assert classifier_params(untied, 1) == param_counts(untied)["total"] - 151936 * 2560 + 2560
     # The KV cache for generation: 2 (k, v) * layers * kv_heads * head_dim * 2 bytes * batch * length.
     g = estimate(s, batch=4, seq_len=1024, generation_batch=16, generation_len=2048)
     assert g.parts["generation KV cache"] == 2 * 36 * 8 * 128 * 2 * 16 * 2048
-    r = estimate(s, batch=4, seq_len=1024, reward_shape=ModelShape.from_config(Qwen3Config(**QWEN3_0_6B)))
-    assert r.parts["reward model"] == param_counts(ModelShape.from_config(Qwen3Config(**QWEN3_0_6B)))["total"] * 2
+    small = ModelShape.from_config(Qwen3Config(**QWEN3_0_6B))
+    r = estimate(s, batch=4, seq_len=1024, reward_shapes=(small, small))
+    assert r.parts["reward models"] == 2 * classifier_params(small, 2) * 2
     assert "reference model" not in e16.parts  # LoRA reuses the base with adapters off
     assert estimate(s, batch=1, seq_len=8, full_reference=True).parts["reference model"] == e16.parts["weights"]
 
@@ -79,36 +88,37 @@ def test_what_learns_sets_the_trained_part():
 
 def test_the_process_reward_models_line_follows_what_learns():
     from rloo_studio.core.paths import DEMO_MODEL
-    from rloo_studio.prm.config import PrmJobConfig, memory_line
+    from rloo_studio.prm.config import PrmJobConfig
+    from rloo_studio.runs.plan import memory_line
 
-    lines = {f: memory_line(PrmJobConfig(model=str(DEMO_MODEL), finetune=f, extra_layers=0 if f == "lora" else 2))
+    lines = {f: memory_line("prm", PrmJobConfig(model=str(DEMO_MODEL), finetune=f, extra_layers=0 if f == "lora" else 2))
              for f in ("lora", "frozen", "full")}
     gib = {f: float(re.search(r"Estimated peak memory ([\d.]+) GiB", line)[1]) for f, line in lines.items()}
     assert gib["lora"] > 0 and gib["frozen"] > 0 and gib["full"] > gib["frozen"], lines
 
 
-def test_advice_when_it_will_not_fit():
+def test_checkpointing_keeps_one_hidden_state_a_layer():
     s = ModelShape.from_config(Qwen3Config(**QWEN3_4B))
-    e = estimate(s, batch=8, seq_len=2048)
-    e.free = 16 * GiB
-    assert e.fits is False
-    msg = advice(e, load_in_4bit=False, batch=8, seq_len=2048, optimizer="adamw", gradient_checkpointing=True)
-    assert "will not fit" in msg and "4-bit" in msg and "lower the batch to 4" in msg
-    small = estimate(ModelShape.from_config(Qwen3Config(**QWEN3_0_6B)), batch=1, seq_len=512, load_in_4bit=True,
-                     chunked_ce=True)
-    small.free = 16 * GiB
-    assert small.fits and advice(small, load_in_4bit=True, batch=1, seq_len=512, optimizer="adamw_8bit",
-                                 gradient_checkpointing=True).endswith("fits.")
+    on, off = (estimate(s, batch=8, seq_len=2304, gradient_checkpointing=g).parts["activations"] for g in (True, False))
+    tokens = 8 * 2304
+    layer = 34 * 2560 * tokens + 4 * tokens * 9728 * 2
+    assert off == 36 * layer and on == 36 * tokens * 2560 * 2 + layer
+    assert on < off / 15
 
 
 def test_preflight_reads_the_model_config():
     from rloo_studio.core.memory import preflight
     from rloo_studio.core.paths import DEMO_MODEL
 
-    e, msg = preflight(str(DEMO_MODEL), batch=8, seq_len=128)
+    e = preflight(str(DEMO_MODEL), batch=8, seq_len=128)
     assert e.parts["weights"] == 1_025_664 * 4 and e.free is None  # a CPU trains in float32
     assert "CUDA context" not in e.parts
-    assert msg.startswith("Estimated peak memory") and "CPU run, float32" in msg
+    assert e.fits is None and e.verdict().startswith("Estimated peak memory") and "CPU run, float32" in e.verdict()
+    card = preflight(str(DEMO_MODEL), batch=8, seq_len=128, card_gib=16)  # planning for a GPU: 16-bit, its context
+    assert card.parts["weights"] == 1_025_664 * 2 and card.parts["CUDA context"] > 0
+    assert card.free == 15.5 * GiB and card.fits and card.verdict().endswith("on a 16 GiB card (15.5 GiB free after "
+                                                                              "0.5 GiB for the driver and desktop; "
+                                                                              "90% of it usable): fits.")
 
 
 def test_the_rloo_estimate_is_sized_from_the_prompt_sets_longest_prompt(tmp_path):
@@ -117,7 +127,8 @@ def test_the_rloo_estimate_is_sized_from_the_prompt_sets_longest_prompt(tmp_path
     from rloo_studio.core.workspace import Workspace
     from rloo_studio.inspect.model_input import tokenizer
     from rloo_studio.label.prompts import add_prompt_set
-    from rloo_studio.rloo.config import RlooJobConfig, memory_line
+    from rloo_studio.rloo.config import RlooJobConfig
+    from rloo_studio.runs.plan import memory_line
 
     ws = Workspace(tmp_path / "ws")
     long = "Add " + " and ".join(str(100 + i) for i in range(60)) + "."
@@ -127,7 +138,7 @@ def test_the_rloo_estimate_is_sized_from_the_prompt_sets_longest_prompt(tmp_path
     def figure(line):
         return float(re.search(r"Estimated peak memory ([\d.]+) GiB", line)[1])
 
-    lines = {name: memory_line(RlooJobConfig(prompt_set=name), ws) for name in ("short", "long")}
+    lines = {name: memory_line("rloo", RlooJobConfig(prompt_set=name), ws) for name in ("short", "long")}
     tok = tokenizer(RlooJobConfig().model)
     text = tok.apply_chat_template([{"role": "user", "content": long}], add_generation_prompt=True, tokenize=False,
                                    enable_thinking=True)
@@ -135,5 +146,5 @@ def test_the_rloo_estimate_is_sized_from_the_prompt_sets_longest_prompt(tmp_path
     assert f"(prompts up to {n} tokens)" in lines["long"], lines
     assert figure(lines["short"]) < figure(lines["long"])
     # no workspace, or a prompt set that is not there: a typical chat prompt, said as an estimate all the same
-    for line in (memory_line(RlooJobConfig()), memory_line(RlooJobConfig(prompt_set="gone"), ws)):
+    for line in (memory_line("rloo", RlooJobConfig()), memory_line("rloo", RlooJobConfig(prompt_set="gone"), ws)):
         assert line.startswith("Memory: Estimated peak memory"), line

@@ -98,7 +98,7 @@ def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
             load(False)
     from rloo_studio.core.memory import preflight
 
-    est, _ = preflight(str(folder), batch=1, seq_len=64)  # reads config.json as plain JSON
+    est = preflight(str(folder), batch=1, seq_len=64)  # reads config.json as plain JSON
     assert est.total > 0
     assert not marker.exists()  # refused, and estimated, without running any of its code
     model, tok, _ = load_causal_lm(str(folder), "transformers", trust_remote_code=True)

@@ -85,7 +85,7 @@ def test_a_qwen3_0_6b_shaped_model_through_every_tab(app):
         fill(page, "reward-per-device-train-batch-size", 2)
         fill(page, "reward-max-length", 128)
         fill(page, "reward-eval-fraction", 0.02)  # 4 pairs: each held-out pass of the 0.6B shape takes seconds a pair
-        page.get_by_role("button", name="Check data").click()
+        page.get_by_role("button", name="Check settings").click()
         # the pre-flight of the form as filled (the one drawn at page load is the preset's)
         expect(page.locator("#reward-preflight")).to_contain_text(
             re.compile(r"max_length=128[\s\S]*\b4 held out[\s\S]*Estimated peak memory"), timeout=LONG)

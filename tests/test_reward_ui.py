@@ -43,7 +43,7 @@ def test_bad_input_shows_a_message_and_starts_nothing(app):
         fill(page, "reward-learning-rate", 0.001)
         missing = str(app.ws_dir / "no-such-model")  # inside the workspace: the app may look there
         fill(page, "reward-model", missing)
-        page.get_by_role("button", name="Check data").click()
+        page.get_by_role("button", name="Check settings").click()
         expect(page.locator("#reward-preflight")).to_contain_text(f"No model at {missing}")
         screenshot(page, "reward-bad-input")
     assert Workspace(app.ws_dir).runs("reward") == []

@@ -82,7 +82,7 @@ def test_reward_tab(app):
             no_error_word(page)
             fill(page, elem, good)
         # the next action replaces the refusal with its own answer
-        page.get_by_role("button", name="Check data").click()
+        page.get_by_role("button", name="Check settings").click()
         expect(page.locator("#reward-check")).to_contain_text("Settings are valid", timeout=T)
         expect(page.locator("#reward-check")).not_to_contain_text("target_modules")
         assert runs(app) == before  # nothing the pre-flight knew to be wrong became a run

@@ -142,13 +142,17 @@ def load_causal_lm(name_or_path: str, backend: str = "auto", load_in_4bit: bool 
     return model, tok, "transformers"
 
 
-def add_lora(model, lora: LoraSpec, backend_used: str, task_type: str = "CAUSAL_LM", seed: int = 0):
+def add_lora(model, lora: LoraSpec, backend_used: str, task_type: str = "CAUSAL_LM", seed: int = 0,
+             gradient_checkpointing: bool = False):
+    """The LoRA adapter on `model`. Under Unsloth, gradient checkpointing is its offloaded mode, set here (Unsloth
+    restores the mode given here whenever training starts); otherwise the trainer's config turns it on."""
     if backend_used == "unsloth" and task_type == "CAUSAL_LM":
         from unsloth import FastLanguageModel
 
         return FastLanguageModel.get_peft_model(
             model, r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-            target_modules=list(lora.target_modules), random_state=seed, use_gradient_checkpointing=False,
+            target_modules=list(lora.target_modules), random_state=seed,
+            use_gradient_checkpointing="unsloth" if gradient_checkpointing else False,
         )
     from peft import get_peft_model
 

@@ -8,6 +8,7 @@ ASSETS = REPO / "assets"
 DEMO_MODEL = ASSETS / "demo-model"
 DEMO_DATA = ASSETS / "demo-data"
 DEMO_SLIPPY_MODEL = ASSETS / "demo-slippy-model"  # the demo policy that slips in its steps (scripts/build_slippy.py)
+MODEL_SHAPES = ASSETS / "model-shapes"  # <org>/<name>/config.json of the models presets name: plans before a download
 DEFAULT_WORKSPACE = REPO / "workspace"  # git-ignored; seeded from assets on first start
 
 MAX_NAME = 200  # bytes in one file or folder name: file systems refuse past 255, and tags such as ".train" are added

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from rloo_studio.core import memory_fit
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import OPTIMIZERS, JobConfig, override
 from rloo_studio.core.model_options import LoraSpec
@@ -133,32 +134,44 @@ def trainer_args(cfg: PrmJobConfig, held_out: int) -> dict:
         weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, lr_scheduler_type="linear",
         logging_steps=cfg.logging_steps, logging_nan_inf_filter=False, save_strategy="steps", save_steps=cfg.save_steps,
         eval_strategy="steps" if held_out else "no", eval_steps=cfg.eval_steps, disable_tqdm=True,
-        remove_unused_columns=False, label_names=["labels"],
+        remove_unused_columns=False, label_names=["labels"], gradient_checkpointing=cfg.gradient_checkpointing,
     )
 
 
-def memory_line(cfg: PrmJobConfig, ws=None) -> str:
-    """The pre-flight's memory line (`ws` unused): responses of max_length tokens; a LoRA holds its adapters'
-    gradients and optimizer state, a full fine-tune every weight's, a frozen base only its fresh layers' (the fresh
-    layers are weights whatever learns). With finetune: frozen the base's states are kept in host memory too: the
-    job counts them before computing them (prm/cached.check_fits)."""
+def memory_inputs(cfg: PrmJobConfig, ws=None) -> dict:
+    """The memory estimate's inputs (core/memory.preflight; `ws` unused): responses of max_length tokens through a
+    two-label token classifier; a LoRA holds its adapters' gradients and optimizer state, a full fine-tune every
+    weight's, a frozen base only its fresh layers' (the fresh layers are weights whatever learns). With finetune:
+    frozen the base's states are kept in host memory too: the job counts them before computing them
+    (prm/cached.check_fits)."""
     from rloo_studio.core import memory
 
-    return memory.line(cfg.model, batch=cfg.per_device_train_batch_size, seq_len=cfg.max_length,
-                       load_in_4bit=cfg.load_in_4bit and cfg.finetune == "lora", lora_r=cfg.lora.r,
-                       targets=list(cfg.lora.target_modules), optimizer=memory.optimizer_kind(cfg.optim),
-                       gradient_checkpointing=False, chunked_ce=True,
-                       train={"frozen": "top"}.get(cfg.finetune, cfg.finetune), extra_layers=cfg.extra_layers)
+    return dict(model=cfg.model, batch=cfg.per_device_train_batch_size, seq_len=cfg.max_length,
+                load_in_4bit=cfg.load_in_4bit and cfg.finetune == "lora", lora_r=cfg.lora.r,
+                targets=list(cfg.lora.target_modules), optimizer=memory.optimizer_kind(cfg.optim),
+                gradient_checkpointing=cfg.gradient_checkpointing, head="classifier", num_labels=2,
+                train={"frozen": "top"}.get(cfg.finetune, cfg.finetune), extra_layers=cfg.extra_layers)
 
 
-_GPU = dict(finetune="lora", extra_layers=0, token_labels="steps", step_score="at_read", learning_rate=2e-5, max_steps=1000, max_length=2048, optim="adamw_8bit",
-            eval_steps=100, save_steps=200, logging_steps=10, eval_fraction=0.05, lora=LoraSpec(r=16, alpha=32))
+LEVERS = [memory_fit.checkpointing, memory_fit.four_bit, memory_fit.micro_batch(),
+          memory_fit.shorter("max_length", 256, "max length")]
+"""What Fit to this card changes, in this order (core/memory_fit.py); 4-bit applies to a LoRA fine-tune only, and a
+shorter max_length leaves the longer responses out, so it comes last."""
+
+
+# A LoRA on Qwen3 4B Thinking with gradient checkpointing: each GPU preset fits its card by the studio's own estimate
+# with headroom (at most 90% of the card; docs/BENCHMARKS.md, Planned GPU memory).
+_GPU = dict(finetune="lora", extra_layers=0, token_labels="steps", step_score="at_read", learning_rate=2e-5,
+            max_steps=1000, max_length=2048, optim="adamw_8bit", gradient_checkpointing=True, eval_steps=100,
+            save_steps=200, logging_steps=10, eval_fraction=0.05, lora=LoraSpec(r=16, alpha=32))
 PRESETS: dict[str, dict] = {
     "demo (CPU)": {},
     "16 GB GPU": dict(_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=True, per_device_train_batch_size=2,
                       gradient_accumulation_steps=16),
     "24 GB GPU": dict(_GPU, model="Qwen/Qwen3-4B-Thinking-2507", per_device_train_batch_size=4,
                       gradient_accumulation_steps=8),
+    "80 GB GPU": dict(_GPU, model="Qwen/Qwen3-4B-Thinking-2507", max_length=4096, per_device_train_batch_size=16,
+                      gradient_accumulation_steps=2),
 }
 
 

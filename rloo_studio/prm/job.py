@@ -16,7 +16,8 @@ import math
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
 from rloo_studio.core.errors import DataError  # noqa: E402
 from rloo_studio.prm import data  # noqa: E402
-from rloo_studio.prm.config import PrmJobConfig, memory_line, trainer_args  # noqa: E402
+from rloo_studio.prm.config import PrmJobConfig, trainer_args  # noqa: E402
+from rloo_studio.runs.plan import memory_line  # noqa: E402
 from rloo_studio.runs.runner import RunContext, resume_point  # noqa: E402
 
 
@@ -84,7 +85,7 @@ def train_prm(cfg: PrmJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
     """Train a process reward model on the workspace's step labels. `callbacks`: extra TrainerCallbacks."""
     cfg.validate()
     train_rows, held_rows = data.run_rows(ctx.ws, ctx.dir, cfg)
-    ctx.log(memory_line(cfg))
+    ctx.log(memory_line("prm", cfg, ctx.ws))
     ctx.log(f"loading {cfg.model}")
     model, tok = load_model(cfg, ctx)
     train, left = data.examples(tok, train_rows, cfg)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from rloo_studio.core import memory_fit
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import OPTIMIZERS, JobConfig, override
 from rloo_studio.core.model_options import LoraSpec
@@ -71,9 +72,6 @@ class RewardJobConfig(JobConfig):
     split_by_kind: bool = field(default=True, metadata={"help": (
         "Hold out the same share of each kind of pair (both reason / only chosen reasons / ...), so the "
         "held-out accuracy does not swing with how many hard pairs a seed happens to draw.")})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": (
-        "Recompute activations in the backward pass: less memory, about 30% slower. Turn on for long "
-        "sequences on a GPU.")})
     eval_steps: int = field(default=8, metadata={"help": (
         "Measure held-out accuracy and margin every this many steps.")})
 
@@ -127,18 +125,26 @@ PRESETS: dict[str, dict] = {
                       per_device_train_batch_size=2, gradient_accumulation_steps=8, eval_batch_size=4),
     "24 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=False,
                       per_device_train_batch_size=4, gradient_accumulation_steps=4, eval_batch_size=8),
+    "80 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=False, max_length=4096,
+                      per_device_train_batch_size=8, gradient_accumulation_steps=2, eval_batch_size=16),
 }
 
 
-def memory_line(cfg: RewardJobConfig, ws=None) -> str:
-    """The pre-flight's memory line: pairs of sequences (chosen and rejected) at max_length (`ws` unused: every
-    pair is cut or padded to it)."""
+def memory_inputs(cfg: RewardJobConfig, ws=None) -> dict:
+    """The memory estimate's inputs (core/memory.preflight): pairs of sequences (chosen and rejected) at max_length
+    through a one-label classifier (`ws` unused: every pair is cut or padded to it)."""
     from rloo_studio.core import memory
 
-    return memory.line(cfg.model, batch=2 * cfg.per_device_train_batch_size, seq_len=cfg.max_length,
-                       load_in_4bit=cfg.load_in_4bit, lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules),
-                       optimizer=memory.optimizer_kind(cfg.optim), gradient_checkpointing=cfg.gradient_checkpointing,
-                       chunked_ce=True)
+    return dict(model=cfg.model, batch=2 * cfg.per_device_train_batch_size, seq_len=cfg.max_length,
+                load_in_4bit=cfg.load_in_4bit, lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules),
+                optimizer=memory.optimizer_kind(cfg.optim), gradient_checkpointing=cfg.gradient_checkpointing,
+                head="classifier", num_labels=1)
+
+
+LEVERS = [memory_fit.checkpointing, memory_fit.four_bit, memory_fit.micro_batch(),
+          memory_fit.shorter("max_length", 256, "max length")]
+"""What Fit to this card changes, in this order (core/memory_fit.py); a shorter max_length drops the pairs longer
+than it (over_length says how), so it comes last."""
 
 
 def preset(name: str) -> RewardJobConfig:

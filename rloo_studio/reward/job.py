@@ -18,7 +18,8 @@ from rloo_studio.reward import blind
 from rloo_studio.core.thinking import pair_kind
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.reward_input import reward_ids
-from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig, memory_line, trl_args
+from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig, trl_args
+from rloo_studio.runs.plan import memory_line
 from rloo_studio.runs.runner import RunContext, resume_point
 
 
@@ -126,7 +127,7 @@ def preflight(ws, cfg: RewardJobConfig, tok=None, pairs: list[dict] | None = Non
         **labels, "pairs": n, "lengths": _percentiles(lens), "max_length": cfg.max_length,
         "over_length": round(len(over) * scale), "over_length_ids": over, "fit_max_length": max(fit, 64),
         "policy": cfg.over_length, "after": round(after * scale), "train": n - n_eval, "held_out": n_eval,
-        "memory": memory_line(cfg), "trust_remote_code": cfg.trust_remote_code,
+        "memory": memory_line("reward", cfg, ws), "trust_remote_code": cfg.trust_remote_code,
         "sampled": len(rows) if len(rows) < n else None,
     }
 

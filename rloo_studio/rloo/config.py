@@ -2,8 +2,10 @@
 reproduce.py), the reward names it accepts, and the presets. No model code here: rloo/job.py trains."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
+from rloo_studio.core import memory_fit
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import JobConfig, override
 from rloo_studio.core.model_options import BACKENDS, LoraSpec
@@ -96,6 +98,12 @@ class RlooJobConfig(JobConfig):
     process_reward_correct_only: bool = field(default=False, metadata={"help": (
         "Give process_reward only to answers that are right (needs an answer column; PAPO): it then ranks the "
         "right answers by their reasoning and never pays for a well-argued wrong one. Use it with correctness.")})
+    generation_batch_size: int = field(default=0, metadata={"help": (
+        "Completions generated at once. 0: all of a step's, per_device_train_batch_size x "
+        "gradient_accumulation_steps (TRL's default). Less holds a smaller KV cache while generating: a step's "
+        "completions are then generated in turns, each a multiple of per_device_train_batch_size and of "
+        "num_generations that divides them, all with the same weights (the same completions per step; "
+        "normalize_advantages and the reward model's normalization then work over each turn's).")})
     num_generations: int = field(default=4, metadata={"help": (
         "Completions sampled per prompt (k, 2-16): each is compared with the mean reward of the other k-1 "
         "(the leave-one-out baseline). More gives a steadier baseline and costs generation time.")})
@@ -168,6 +176,13 @@ class RlooJobConfig(JobConfig):
             raise ConfigError(f"temperature must be above 0 (RLOO needs varied samples), got {self.temperature}.")
         if self.gradient_accumulation_steps < 1:
             raise ConfigError("gradient_accumulation_steps must be at least 1.")
+        step = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        if self.generation_batch_size and (self.generation_batch_size < 0 or step % self.generation_batch_size
+                                           or self.generation_batch_size % self.per_device_train_batch_size):
+            raise ConfigError(
+                f"generation_batch_size ({self.generation_batch_size}) must be 0 (all of a step's {step} completions "
+                f"at once) or a multiple of per_device_train_batch_size ({self.per_device_train_batch_size}) that "
+                f"divides {step}; try {self.per_device_train_batch_size}.")
         if not self.rewards:
             raise ConfigError("choose at least one reward function")
 
@@ -221,7 +236,8 @@ def trl_args(cfg: RlooJobConfig) -> dict:
         normalize_advantages=cfg.normalize_advantages, mask_truncated_completions=cfg.mask_truncated_completions,
         reward_clip_range=list(cfg.reward_clip_range) if cfg.reward_clip_range else None,
         reward_weights=list(cfg.reward_weights), logging_steps=cfg.logging_steps, save_steps=cfg.save_steps,
-        save_strategy="steps", disable_tqdm=True,
+        save_strategy="steps", disable_tqdm=True, gradient_checkpointing=cfg.gradient_checkpointing,
+        **(dict(generation_batch_size=cfg.generation_batch_size) if cfg.generation_batch_size else {}),
         remove_unused_columns=False,  # the rewards read the prompt set's extra columns (answer, solution)
         chat_template_kwargs=template_kwargs(cfg.enable_thinking),  # TRL renders the prompts with it
         use_vllm=cfg.use_vllm,
@@ -263,10 +279,18 @@ PRESETS = {
     "demo-cpu-process-reward": lambda: _demo_cpu(model=str(DEMO_SLIPPY_MODEL), rewards=[PROCESS_REWARD],
                                                  reward_weights=[1.0], process_reward_run=LATEST, beta=0.05,
                                                  max_steps=160, save_steps=80),
+    # The GPU presets fit their cards by the studio's own estimate with headroom (at most 90% of the card; the
+    # figures in docs/BENCHMARKS.md, Planned GPU memory): gradient checkpointing on, and a step's 32 (80 GB: 64)
+    # completions generated in turns, so that the KV cache of thinking-length completions stays small.
     "gpu-16gb": lambda: _seed_recipe(load_in_4bit=True, max_completion_length=1536, per_device_train_batch_size=4,
-                                     gradient_accumulation_steps=8),
+                                     gradient_accumulation_steps=8, gradient_checkpointing=True,
+                                     generation_batch_size=16),
     "gpu-24gb": lambda: _seed_recipe(load_in_4bit=False, max_completion_length=2048, per_device_train_batch_size=8,
-                                     gradient_accumulation_steps=4),
+                                     gradient_accumulation_steps=4, gradient_checkpointing=True,
+                                     generation_batch_size=8),
+    "gpu-80gb": lambda: _seed_recipe(load_in_4bit=False, max_completion_length=8192, num_generations=8,
+                                     per_device_train_batch_size=8, gradient_accumulation_steps=8,
+                                     gradient_checkpointing=True, generation_batch_size=16),
 }
 
 
@@ -310,19 +334,57 @@ def longest_prompt(cfg: RlooJobConfig, ws, limit: int = 2000) -> int | None:
         return None
 
 
-def memory_line(cfg: RlooJobConfig, ws=None) -> str:
-    """The pre-flight's memory line: completions of the prompt set's longest prompt (a typical chat prompt of
-    TYPICAL_PROMPT tokens without a workspace) + max_completion_length."""
+def memory_inputs(cfg: RlooJobConfig, ws=None) -> dict:
+    """The memory estimate's inputs (core/memory.preflight): a micro-batch of completions of the prompt set's longest
+    prompt (a typical chat prompt of TYPICAL_PROMPT tokens without a workspace) + max_completion_length, generated
+    generation_batch_size at a time (a step's completions when 0), beside the reward models the rewards load."""
     from rloo_studio.core import memory
 
     prompt = longest_prompt(cfg, ws) if ws is not None else None
     seq = (prompt or TYPICAL_PROMPT) + cfg.max_completion_length
-    line = memory.line(cfg.model, batch=cfg.per_device_train_batch_size, seq_len=seq, load_in_4bit=cfg.load_in_4bit,
-                       lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules),
-                       optimizer=memory.optimizer_kind(cfg.optim), gradient_checkpointing=False, chunked_ce=False,
-                       generation_batch=cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps,
-                       generation_len=seq)
-    return line.replace("Memory:", f"Memory (prompts up to {prompt} tokens):", 1) if prompt else line
+    step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
+    return dict(model=cfg.model, batch=cfg.per_device_train_batch_size, seq_len=seq, load_in_4bit=cfg.load_in_4bit,
+                lora_r=cfg.lora.r, targets=list(cfg.lora.target_modules), optimizer=memory.optimizer_kind(cfg.optim),
+                gradient_checkpointing=cfg.gradient_checkpointing, head="causal_lm",
+                generation_batch=cfg.generation_batch_size or step, generation_len=seq,
+                reward_models=reward_bases(cfg, ws), note=f"prompts up to {prompt} tokens" if prompt else "")
+
+
+def reward_bases(cfg: RlooJobConfig, ws) -> tuple[str, ...]:
+    """The base models of the reward and process reward runs the rewards load (those a workspace can name)."""
+    if ws is None:
+        return ()
+    out = []
+    for reward, key, sort in ((REWARD_MODEL, "reward_model_run", "outcome"),
+                              (PROCESS_REWARD, "process_reward_run", "process")):
+        rid = getattr(cfg, key).strip()
+        if reward not in cfg.rewards or not rid:
+            continue
+        if rid == LATEST:
+            found = scorer_runs(ws, (sort,))
+            rid = found[0][1] if found else ""
+        base = (saved_config(ws, rid) or {}).get("model") if rid and ws.run(rid) else None
+        if base:
+            out.append(base)
+    return tuple(out)
+
+
+def _generation_turns(cfg: RlooJobConfig):
+    """Generate a step's completions in turns of half as many (a multiple of the micro-batch that divides them)."""
+    step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
+    now = cfg.generation_batch_size or step
+    smaller = [g for g in range(now - 1, 0, -1) if step % g == 0 and g % cfg.per_device_train_batch_size == 0]
+    if not smaller:
+        return None
+    g = next((g for g in smaller if g <= now // 2), smaller[-1])
+    return dataclasses.replace(cfg, generation_batch_size=g), f"generation batch {g} (the step's {step} in turns)"
+
+
+LEVERS = [memory_fit.checkpointing, _generation_turns, memory_fit.four_bit,
+          memory_fit.micro_batch(lambda cfg: cfg.num_generations),
+          memory_fit.shorter("max_completion_length", 256, "max completion length")]
+"""What Fit to this card changes, in this order (core/memory_fit.py): a micro-batch stays whole groups of
+num_generations; completions are never cut below 256 tokens."""
 
 
 def preset(name: str) -> RlooJobConfig:

@@ -12,8 +12,9 @@ from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before trl)
 from rloo_studio.core.errors import ConfigError  # noqa: E402
 from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo.compare import evaluate_into
-from rloo_studio.rloo.config import CUSTOM_PREFIX, PROCESS_REWARD, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, memory_line, trl_args
+from rloo_studio.rloo.config import CUSTOM_PREFIX, PROCESS_REWARD, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, trl_args
 from rloo_studio.rloo.samples import SamplesCallback, TokensCallback, WarningsCallback
+from rloo_studio.runs.plan import memory_line
 from rloo_studio.runs.runner import RunContext, resume_point
 from rloo_studio.core.rule_rewards import RULES
 from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
@@ -141,12 +142,12 @@ def train_rloo(cfg: RlooJobConfig, ctx: RunContext) -> str:
     if not prompts_file.exists():
         prompts_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-    ctx.log(memory_line(cfg, ctx.ws))
+    ctx.log(memory_line("rloo", cfg, ctx.ws))
     ctx.log(f"loading {cfg.model}")
     model, tok, backend = load_causal_lm(cfg.model, cfg.backend, cfg.load_in_4bit,
                                          max_seq_length=1024 + cfg.max_completion_length,
                                          trust_remote_code=cfg.trust_remote_code)
-    model = add_lora(model, cfg.lora, backend, seed=cfg.seed)
+    model = add_lora(model, cfg.lora, backend, seed=cfg.seed, gradient_checkpointing=cfg.gradient_checkpointing)
     ctx.log(f"backend {backend}; {len(rows)} prompts from {cfg.prompt_set}")
     funcs = build_rewards(cfg, ctx.ws, tok, device=next(model.parameters()).device)
     funcs[0] = recording(funcs[0], tok)

@@ -29,7 +29,8 @@ def load_policy(c, dtype):
                                                            load_in_4bit=c["load_in_4bit"], trust_remote_code=trust)
             model = FastLanguageModel.get_peft_model(model, r=lo["r"], lora_alpha=lo["alpha"],
                                                      lora_dropout=lo["dropout"], target_modules=lo["target_modules"],
-                                                     random_state=c["seed"], use_gradient_checkpointing=False)
+                                                     random_state=c["seed"],
+                                                     use_gradient_checkpointing="unsloth" if c.get("gradient_checkpointing") else False)
             return model, tok
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -37,7 +37,8 @@ class JobKind:
     presets: str | None = None  # "module:PRESETS" (a dict of preset names)
     preset: str | None = None  # "module:function", name -> config
     preflight: str | None = None  # "module:function", (ws, config) -> raises ConfigError / DataError in words
-    memory: str | None = None  # "module:function", (config, ws) -> the pre-flight's "Memory: ..." line
+    memory: str | None = None  # "module:function", (config, ws) -> the memory estimate's inputs (core.memory.preflight)
+    levers: str | None = None  # "module:LEVERS", what Fit to this card changes, in order (core.memory_fit)
     demo_data: str | None = None  # "module:function", ws -> what --demo adds for this kind beyond the demo's data
     key_metrics: tuple[tuple[str, str], ...] = ()  # (label, metric key): the figures that sum up a run
     resumable: bool = False  # saves checkpoints that Resume continues from
@@ -68,9 +69,25 @@ class JobKind:
         if self.preflight:
             load(self.preflight)(ws, cfg)
 
-    def memory_line(self, cfg, ws=None) -> str:
-        """The pre-flight's memory line; with the workspace, sized from the job's own data where the kind can."""
-        return load(self.memory)(cfg, ws) if self.memory else ""
+    def plan(self, cfg, ws=None, card_gib: float | None = None):
+        """The memory estimate (core.memory.Estimate) on this machine, or on a card of `card_gib` GiB; with the
+        workspace, sized from the job's own data where the kind can. None for a kind that trains nothing."""
+        if not self.memory:
+            return None
+        from rloo_studio.core import memory
+
+        kw = dict(load(self.memory)(cfg, ws))
+        note = kw.pop("note", "")
+        e = memory.preflight(card_gib=card_gib, **kw)
+        e.note = note
+        return e
+
+    def fit(self, cfg, ws=None, card_gib: float | None = None):
+        """(config, its estimate, what changed in words): the nearest config the estimate says fits
+        (core.memory_fit), or `cfg` itself when it fits or nothing the levers change would."""
+        from rloo_studio.core import memory_fit
+
+        return memory_fit.fit(cfg, lambda c: self.plan(c, ws, card_gib), load(self.levers) if self.levers else [])
 
     @property
     def scorer(self) -> str | None:
@@ -98,7 +115,8 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
             config="rloo_studio.reward.config:RewardJobConfig", cli="train-reward",
             cli_help="train a reward model on the labeled pairs, headless",
             presets="rloo_studio.reward.config:PRESETS", preset="rloo_studio.reward.config:preset",
-            preflight="rloo_studio.reward.launch_form:launch_check", memory="rloo_studio.reward.config:memory_line",
+            preflight="rloo_studio.reward.launch_form:launch_check", memory="rloo_studio.reward.config:memory_inputs",
+            levers="rloo_studio.reward.config:LEVERS",
             key_metrics=(("held-out accuracy", "eval_accuracy"), ("accuracy", "accuracy"), ("loss", "loss")),
             resumable=True, adapter="outcome", reproduce="rloo_studio.reward.reproduce_part",
             show="rloo_studio.reward.blind:run_figures", charts="rloo_studio.reward.charts:reward_charts",
@@ -108,7 +126,8 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
             config="rloo_studio.rloo.config:RlooJobConfig", cli="train-rloo",
             cli_help="train a policy with RLOO on a prompt set, headless",
             presets="rloo_studio.rloo.config:PRESETS", preset="rloo_studio.rloo.config:preset",
-            preflight="rloo_studio.rloo.launch_form:launch_check", memory="rloo_studio.rloo.config:memory_line",
+            preflight="rloo_studio.rloo.launch_form:launch_check", memory="rloo_studio.rloo.config:memory_inputs",
+            levers="rloo_studio.rloo.config:LEVERS",
             key_metrics=(("reward", "reward"), ("kl", "kl"), ("loss", "loss")),
             resumable=True, step_files=("metrics.jsonl", "samples.jsonl", "tokens.jsonl"), adapter="policy",
             reproduce="rloo_studio.rloo.reproduce_part",
@@ -119,7 +138,8 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
             config="rloo_studio.prm.config:PrmJobConfig", cli="train-prm",
             cli_help="train a process reward model (each <think> step right or wrong) on the step labels, headless",
             presets="rloo_studio.prm.config:PRESETS", preset="rloo_studio.prm.config:preset",
-            preflight="rloo_studio.prm.launch_form:launch_check", memory="rloo_studio.prm.config:memory_line",
+            preflight="rloo_studio.prm.launch_form:launch_check", memory="rloo_studio.prm.config:memory_inputs",
+            levers="rloo_studio.prm.config:LEVERS",
             key_metrics=(("first wrong step found", "eval_first_wrong_found"), ("step accuracy", "eval_step_accuracy"),
                          ("loss", "loss")),
             demo_data="rloo_studio.label.demo_data:seed_demo_steps",

@@ -12,6 +12,7 @@ from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import find_run, resumable, run_config
 from rloo_studio.runs.jobs import KINDS
+from rloo_studio.runs.plan import guard
 from rloo_studio.runs.runner import ACTIVE, JobRunner, pid_alive, mark_interrupted
 
 STOPPING = "it finishes the current step, then saves a checkpoint and the adapter"
@@ -33,8 +34,10 @@ def busy(ws: Workspace, runner: JobRunner | None = None) -> str | None:
 
 
 def new_run(ws: Workspace, kind: str, cfg: Any) -> Any:
-    """The config a new run of `kind` trains with, after the kind's pre-flight (raises in plain words)."""
+    """The config a new run of `kind` trains with, after the kind's pre-flight and, on a GPU, the memory guard
+    (runs/plan.py; raises in plain words)."""
     KINDS[kind].check(ws, cfg)
+    guard(ws, kind, cfg)
     return cfg
 
 

@@ -17,9 +17,9 @@ import gradio as gr
 import yaml
 
 from rloo_studio.core import form
-from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.core.errors import ConfigError, StudioError, explain
 from rloo_studio.core.model_options import TRUST_WARNING
-from rloo_studio.runs import catalog, lifecycle, record
+from rloo_studio.runs import catalog, lifecycle, plan, record
 from rloo_studio.runs.jobs import KINDS, JobKind, load
 from rloo_studio.runs.runner import ACTIVE
 from rloo_studio.studio import Studio
@@ -74,13 +74,57 @@ def on_preset(kind: str, fields: list, specials: dict, name):
     return as_widgets(fields, KINDS[kind].preset_config(name), specials)
 
 
-def on_check(studio: Studio, kind: str, *values) -> str:
-    """Check settings: the form as a config, the kind's pre-flight, the memory estimate; nothing is started."""
+def card_gib(value) -> float | None:
+    """The "Plan for a card of" box: None (this machine) when empty, else a size in GiB, or a ConfigError."""
+    if value in (None, "", 0):
+        return None
+    if not 1 <= float(value) <= 4096:
+        raise ConfigError(f"Plan for a card of {value} GiB: type a card's memory between 1 and 4096 GiB, or leave "
+                          "it empty to plan for this machine.")
+    return float(value)
+
+
+def plan_html(p: plan.Plan) -> str:
+    """Check settings' answer: the pre-flight's verdict, the memory line (red where it will not fit) and its parts."""
+    if p.problem is None:
+        head = answer("Settings are valid.", True)
+    elif p.card_gib is not None:  # planning for another card: what this machine lacks is told, not judged
+        head = note(f"On this machine: {p.problem}")
+    else:
+        head = answer(p.problem, False)
+    parts = " · ".join(f"{k} {v}" for k, v in p.parts())
+    return head + answer(p.line, p.fits is not False) + (note(parts) if parts else "")
+
+
+def on_check(studio: Studio, kind: str, card, *values) -> str:
+    """Check settings: the form as a config, the kind's pre-flight and the memory plan, for this machine or a card
+    of the size typed beside it; nothing is started."""
     try:
-        cfg = lifecycle.new_run(studio.ws, kind, config_of(kind, values))
+        cfg = config_of(kind, values)
+        return plan_html(plan.check(studio.ws, kind, cfg, card_gib(card))) + _trust(cfg)
     except Exception as exc:  # noqa: BLE001 — whatever was typed: one plain message, never a traceback
         return answer(explain(exc), False)
-    return answer(" ".join(x for x in ("Settings are valid.", KINDS[kind].memory_line(cfg, studio.ws)) if x), True) + _trust(cfg)
+
+
+def on_fit(studio: Studio, kind: str, fields: list, specials: dict, card, *values) -> list:
+    """Fit to this card: the form changed to the nearest settings the estimate says fit (core/memory_fit.py), and
+    what changed; the form as it was where nothing needs or can change."""
+    keep = [gr.skip()] * len(fields)
+    try:
+        cfg = config_of(kind, values)
+        size = card_gib(card)
+        fitted, e, changes = KINDS[kind].fit(cfg, studio.ws, size)
+    except Exception as exc:  # noqa: BLE001 — a bad field or a model that is not there: said, nothing changed
+        return [*keep, answer(explain(exc), False)]
+    if e.fits is None:
+        return [*keep, answer("There is no GPU here to fit: type the card's memory in GiB beside the button to plan "
+                              "for it.", False)]
+    if not changes or not e.fits:
+        said = f"It fits {e.where} as it is: nothing to change." if e.fits else plan.words(e, e, changes)
+        return [*keep, answer(said, bool(e.fits))]
+    return [*as_widgets(fields, fitted, specials),
+            answer(f"Fitted to {e.where} (estimated peak {e.total / 2**30:.1f} GiB): {'; '.join(changes)}. The "
+                   "form now holds it: Launch, or Check settings to see the parts.", True)]
 
 
 def on_launch(studio: Studio, kind: str, *values):
@@ -199,6 +243,8 @@ class JobSection:
     preset: gr.Dropdown | None = None
     check: gr.HTML | None = None  # what the buttons answer
     buttons: tuple = ()  # (Check settings, Launch, Stop, Resume)
+    card: gr.Number | None = None  # "Plan for a card of … GiB" (kinds with a memory estimate)
+    fit: gr.Button | None = None  # Fit to this card
     panel: RunPanel | None = None
     runs: gr.Dataframe | None = None
     config: gr.Code | None = None
@@ -268,6 +314,11 @@ class JobSection:
                             gr.Button(launch, variant="primary", elem_id=f"{name}-launch"),
                             gr.Button(stop, variant="stop", elem_id=f"{name}-stop", interactive=False),
                             gr.Button("Resume", elem_id=f"{name}-resume", interactive=False))
+        if self.kind.memory:  # a card to plan for (empty: this machine), and the settings that would fit it
+            with gr.Row(equal_height=True):
+                self.card = gr.Number(None, label="Plan for a card of … GiB (empty: this machine)", minimum=0,
+                                      maximum=4096, scale=3, elem_id=f"{name}-card")
+                self.fit = gr.Button("Fit to this card", elem_id=f"{name}-fit", scale=1, min_width=140)
         self.check = gr.HTML(elem_id=f"{name}-check", elem_classes=["job-check"])  # the timer never writes it
 
     def run_panel(self, empty: str) -> RunPanel:
@@ -297,7 +348,10 @@ def wire(section: JobSection, shown, own_answers: list | None = None) -> list:
     validate, launch, stop, resume = s.buttons
     ticks = {k: w for k, w in s.specials.items() if isinstance(w, Ticks)}
     s.preset.change(partial(on_preset, name, s.fields, ticks), s.preset, s.inputs)
-    validate.click(partial(on_check, studio, name), s.inputs, s.check)
+    card = [s.card] if s.card is not None else [gr.State(None)]
+    validate.click(partial(on_check, studio, name), card + s.inputs, s.check)
+    if s.fit is not None:
+        s.fit.click(partial(on_fit, studio, name, s.fields, ticks), card + s.inputs, [*s.inputs, s.check])
     launch.click(partial(on_launch, studio, name), s.inputs, [shown, s.check])
     stop.click(partial(on_stop, studio, name), shown, s.check)
     s.resumed = resume.click(partial(on_resume, studio, name), shown, [shown, s.check])
@@ -310,6 +364,8 @@ def wire(section: JobSection, shown, own_answers: list | None = None) -> list:
                (resume.click, [s.check])]
     if s.runs is not None:
         actions.append((s.runs.select, []))
+    if s.fit is not None:
+        actions.append((s.fit.click, [s.check]))
     if s.write:
         actions.append((s.write[0].click, [s.write[1]]))
     return actions

@@ -27,7 +27,7 @@ CSS = """
 
 # runs_list.RUN_HEADERS on a 1400 px page: each column at least as wide as its header; long text wraps
 RUN_WIDTHS = ["15%", "8%", "18%", "13%", "25%", "8%", "13%"]
-EMPTY = "No reward-model run yet. Check the data, then press <b>Train</b>."
+EMPTY = "No reward-model run yet. Check the settings, then press <b>Train</b>."
 
 # (accordion, rows of keys, open at start): the settings changed most stay in view (None: no accordion) beside the
 # live run; the rest is folded in sections that say what they hold
@@ -39,7 +39,7 @@ LAYOUT = [
     ("Training: batch, optimizer, centering, checkpointing", (("per_device_train_batch_size",
                                                                "gradient_accumulation_steps"),
                                                               ("optim", "center_rewards_coefficient"),
-                                                              ("gradient_checkpointing",)), False),
+                                                              ("gradient_checkpointing", "memory_guard")), False),
     ("Data: length, held-out split, step pairs", (("max_length", "over_length"), ("eval_fraction", "split_by_kind"),
                                                   ("step_pairs", "eval_batch_size", "seed")), False),
     ("Logging and checkpoints", (("logging_steps", "eval_steps", "save_steps"),), False),
@@ -89,7 +89,7 @@ def _size(path) -> tuple:
 
 def _panel(section: JobSection) -> None:
     """The buttons and the run panel (status, failure, the charts), in view beside the form."""
-    section.actions(check="Check data", launch="Train")
+    section.actions(launch="Train")
     section.run_panel(EMPTY)
     gr.HTML("<div class='legend'>Held-out pairs are measured at each evaluation; step 0 is the "
             "untrained model.</div>")
@@ -110,7 +110,7 @@ def build(studio: Studio):
         with gr.Column(scale=2, min_width=420):
             section.form(LAYOUT, "demo (CPU)", info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed "
                                                     "recipe.", min_width=140)
-            summary = _preflight()  # what Check data answers, beside the settings it reads
+            summary = _preflight()  # what Check settings answers, beside the settings it reads
         with gr.Column(scale=3):  # the live run, in view while it trains
             _panel(section)
     log = gr.Textbox(label="Log (last lines)", lines=8, max_lines=8, interactive=False, elem_id="reward-log",
@@ -120,7 +120,7 @@ def build(studio: Studio):
 
     actions = job_section.wire(section, watched)
     check = partial(on_preflight, studio)
-    section.buttons[0].click(check, section.inputs, summary)  # Check data: the pre-flight, refreshed
+    section.buttons[0].click(check, section.inputs, summary)  # Check settings: the data pre-flight too, refreshed
     for key in PREFLIGHT_FIELDS:
         section.widgets[key].change(check, section.inputs, summary, show_progress="hidden")
     job_section.clear_messages(section, actions, [])

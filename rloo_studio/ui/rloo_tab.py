@@ -54,6 +54,8 @@ LAYOUT = [
     ("Training: optimizer, temperature, batch, seed, advantages",
      (("optim", "temperature"), ("per_device_train_batch_size", "gradient_accumulation_steps"),
       ("seed", "normalize_advantages", "mask_truncated_completions")), False),
+    ("GPU memory: checkpointing, generation batch, the guard",
+     (("gradient_checkpointing", "generation_batch_size"), ("memory_guard",)), False),
     ("Checkpoints and before/after", (("save_steps", "logging_steps"), ("eval_prompts", "eval_seed"),
                                       ("eval_prompt_set",)), False),
     ("Generation with a vLLM server (GPU)", (("use_vllm",), ("vllm_server_base_url", "vllm_server_timeout")), False),
