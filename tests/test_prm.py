@@ -300,7 +300,7 @@ def test_rloo_rewarded_by_the_process_reward_model(tmp_path):
     steps = [m for m in read_metrics(ws.run_dir(rid)) if "rewards/process_reward/mean" in m]
     assert [m["step"] for m in steps] == [1, 2]
     assert all(0 <= m["rewards/process_reward/mean"] <= 1 for m in steps)
-    assert all({"process/steps", "process/doubted", "process/accuracy"} <= set(m) for m in steps)
+    assert all({"process/steps", "process/doubted", "process/accuracy", "process/unfinished"} <= set(m) for m in steps)
 
 
 def test_process_reward_hacking_is_named_in_the_warnings():

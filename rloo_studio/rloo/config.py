@@ -104,6 +104,10 @@ class RlooJobConfig(JobConfig):
         "completions are then generated in turns, each a multiple of per_device_train_batch_size and of "
         "num_generations that divides them, all with the same weights (the same completions per step; "
         "normalize_advantages and the reward model's normalization then work over each turn's).")})
+    process_reward_unfinished: bool = field(default=False, metadata={"help": (
+        "Pay process_reward to unfinished completions too: those whose reasoning never closed, or with no answer "
+        "after </think> (stopped mid-reasoning, or cut at max_completion_length). Off: they earn 0, since a reward "
+        "for right-so-far steps that never asks for an answer teaches the policy to stop early.")})
     num_generations: int = field(default=4, metadata={"help": (
         "Completions sampled per prompt (k, 2-16): each is compared with the mean reward of the other k-1 "
         "(the leave-one-out baseline). More gives a steadier baseline and costs generation time.")})

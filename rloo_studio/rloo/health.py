@@ -57,7 +57,7 @@ def warnings(records: list[dict], max_completion_length: int | None = None, samp
                 if c > 0.8 and grew:
                     out.append(f"The reward rises together with {what} (correlation {c:.2f}): possible reward "
                                "hacking. Read the completions below; raise beta or fix the reward if they got worse.")
-    out += process_warnings(recs, window)
+    out += process_warnings(recs, window) + unfinished_warnings(recs, window)
     if samples:  # a reward model beside rule rewards: does it separate what the rules separate? (blind.py)
         from rloo_studio.reward.blind import blind_warnings
 
@@ -90,4 +90,26 @@ def process_warnings(recs: list[dict], window: int = WINDOW) -> list[str]:
         out.append(f"The process reward rose by {rose:.2f} together with the number of steps ({steps[0]:.1f} -> "
                    f"{steps[1]:.1f} a completion): longer chains of easy steps can please a process reward model. "
                    "Try process_reward_aggregate=min or product, which do not reward more steps.")
+    return out
+
+
+def unfinished_warnings(recs: list[dict], window: int = WINDOW) -> list[str]:
+    """Stopping early as a process-reward hack, from what the process reward logs: unfinished completions (no closed
+    reasoning, or no answer after it) paid more than finished ones in the latest steps, or their share growing."""
+    recs = [r for r in recs if isinstance(r.get("process/unfinished"), (int, float))]
+    if not recs:
+        return []
+    out, last = [], recs[-window:]
+    paid_cut = _mean([r.get("process/unfinished_reward") for r in last])
+    paid_done = _mean([r.get("process/finished_reward") for r in last])
+    if paid_cut is not None and paid_done is not None and paid_cut > paid_done:
+        out.append(f"Unfinished completions (reasoning never closed, or no answer after it) earn more process reward "
+                   f"than finished ones ({paid_cut:.2f} against {paid_done:.2f} a completion): the policy can learn "
+                   "to stop early, before the steps it could slip on. Untick process_reward_unfinished.")
+    if len(recs) >= 2 * window:
+        before, now = (_mean([r["process/unfinished"] for r in part]) for part in (recs[:window], last))
+        if now > max(2 * before, before + 0.05):
+            out.append(f"Unfinished completions grew from {before:.0%} to {now:.0%} of the recent ones: the policy "
+                       "stops before it answers. Raise max_completion_length if they are cut at it; add the "
+                       "answer_present or correctness reward.")
     return out

@@ -86,7 +86,8 @@ def _process_reward(cfg: RlooJobConfig, ws, tok, device):
         model.to(device)
     scorer = of_run(ad, model, prm_tok, f"process reward run {cfg.process_reward_run}")
     return make_process_reward(scorer, tok, cfg.process_reward_aggregate, cfg.process_reward_correct_only,
-                               cfg.answer_format, cfg.enable_thinking, cfg.reward_model_batch_size)
+                               cfg.answer_format, cfg.enable_thinking, cfg.reward_model_batch_size,
+                               pay_unfinished=cfg.process_reward_unfinished)
 
 
 def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:

@@ -8,24 +8,35 @@ an outcome model again) or `mean`. A completion without reasoning steps earns 0:
 `correct_only` (PAPO) gives the process reward only to answers that are right, so that it ranks the right answers
 by their reasoning and never pays for a well-argued wrong answer.
 
+An unfinished completion (its reasoning never closed, or no answer after </think>: stopped mid-reasoning, or cut at
+max_completion_length) earns 0 unless `pay_unfinished`: a reward for right-so-far steps that never asks for an answer
+teaches a policy to stop early, before the steps it could slip on (seen on the demo: '<think>\n6+7+0=' scored 0.9999,
+the best of its group).
+
 Each call logs, beside the reward, what the warnings against reward hacking read (rloo/health.py): the share of
-right answers (when the prompt set has an answer column), the mean number of steps and the share of completions
-with a step the model doubts.
+right answers (when the prompt set has an answer column), the mean number of steps, the share of completions
+with a step the model doubts, the share of unfinished completions and what finished and unfinished ones were paid.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from rloo_studio.core.rule_rewards import make_correctness_reward, text_of
-from rloo_studio.core.thinking import full_response, template_info
+from rloo_studio.core.thinking import full_response, parse, template_info
 
 AGGREGATES = ("min", "product", "last", "mean")
 NAME = "process_reward"
 
 
+def finished(response: str) -> bool:
+    """A whole response (its <think> in front) closed its reasoning and wrote an answer after it."""
+    p = parse(response)
+    return p.closed and bool(p.answer.strip())
+
+
 def make_process_reward(scorer, policy_tok, aggregate: str = "min", correct_only: bool = False,
                         answer_format: str = "last_number", enable_thinking: bool = True,
-                        batch_size: int = 16) -> Callable:
+                        batch_size: int = 16, pay_unfinished: bool = False) -> Callable:
     """`scorer`: an inspect.process.ProcessScorer (its own model and tokenizer; the completion goes in as text,
     so the policy and the process reward model need not share a tokenizer)."""
     from rloo_studio.inspect.process import score_steps
@@ -40,17 +51,29 @@ def make_process_reward(scorer, policy_tok, aggregate: str = "min", correct_only
         # the whole response as the policy wrote it: a <think> its chat template opened is put back in front
         items = [(p, full_response(tpl, text_of(c))) for p, c in zip(prompts, completions)]
         scored = score_steps(scorer, items, batch_size=batch_size)
-        values = [s[aggregate] if s[aggregate] is not None else 0.0 for s in scored]
+        done = [finished(r) for _, r in items]
+        values = [s[aggregate] if s[aggregate] is not None and (d or pay_unfinished) else 0.0
+                  for s, d in zip(scored, done)]
         right = correctness(prompts=prompts, completions=completions, answer=answer) if answer is not None else None
         if correct_only and right is not None:
             values = [v * r for v, r in zip(values, right)]
         if log_metric is not None:
-            n = max(len(scored), 1)
-            log_metric("process/steps", sum(len(s["steps"]) for s in scored) / n)
-            log_metric("process/doubted", sum(s["first_doubt"] is not None for s in scored) / n)
-            if right is not None:
-                log_metric("process/accuracy", sum(right) / n)
+            _log(log_metric, scored, values, done, right)
         return values
 
     process_reward.__name__ = NAME
     return process_reward
+
+
+def _log(log_metric, scored: list[dict], values: list[float], done: list[bool], right: list | None) -> None:
+    """What rloo/health.py's warnings read, beside TRL's own rewards/process_reward/mean."""
+    n = max(len(scored), 1)
+    log_metric("process/steps", sum(len(s["steps"]) for s in scored) / n)
+    log_metric("process/doubted", sum(s["first_doubt"] is not None for s in scored) / n)
+    log_metric("process/unfinished", sum(not d for d in done) / n)
+    for name, keep in (("finished", True), ("unfinished", False)):
+        paid = [v for v, d in zip(values, done) if d is keep]
+        if paid:  # TRL averages a metric over the calls that logged it
+            log_metric(f"process/{name}_reward", sum(paid) / len(paid))
+    if right is not None:
+        log_metric("process/accuracy", sum(right) / n)
