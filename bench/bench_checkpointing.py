@@ -6,7 +6,8 @@ process-reward step with checkpointing off and on, and the studio's estimate of 
 A random-weight model of Qwen3-0.6B's real shape (28 layers, hidden 1024, vocabulary 151,936; the real Qwen3
 tokenizer, tests/qwen3_fixture.py) trains one step of each job in a process of its own (the job as the tabs start
 it: JobRunner); a thread samples the process's resident memory every 50 ms from before the job starts (torch and the
-studio imported, the workspace open) to its end. RLOO: 2 completions of 256 tokens (random weights never stop
+studio imported, the workspace open) to its end; the peak that counts is the one after the job's model has loaded
+(a CPU loads bfloat16 weights into float32, a transient that a GPU does not have). RLOO: 2 completions of 256 tokens (random weights never stop
 early), so the activations weigh; process reward: a LoRA over 2 responses of about 380 tokens, max_length set to the
 longest so that the estimate and the batch agree. The variants alternate, round after round; the figures are each
 variant's median. Prints a line per run and a summary: peak off / peak on, and each estimate's error against the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,6 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 VARIANTS = [("rloo", False), ("rloo", True), ("prm", False), ("prm", True)]
+LOADED = {"rloo": "prompts from", "prm": "training responses"}  # the job's log line once its model is loaded
+# glibc keeps freed memory and its arenas grow with each thread's fragments: resident memory would show the allocator's
+# high-water mark, not the live tensors (a process-reward step with checkpointing: +2.7 GiB, against +0.23 GiB with
+# this). Blocks from 64 KiB up are mapped and unmapped one by one, so resident memory follows what is live.
+ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
 
 
 def model_folder(path: Path) -> Path:
@@ -91,22 +98,27 @@ def one(kind: str, gc: bool, model: str, work: Path) -> dict:
     longest = json.loads((work / "longest.json").read_text())["tokens"]
     cfg = config(kind, gc, model, longest)
     est = KINDS[kind].plan(cfg, ws)
-    proc, peak, on = psutil.Process(), [0], [True]
+    proc, on = psutil.Process(), [True]
+    peak = {"load": 0, "train": 0}  # before and after the job's log says the model is loaded (its LoRA on)
+    r, base, t0 = JobRunner(ws), proc.memory_info().rss, time.time()
+    rid = r.submit(kind, cfg, train_rloo if kind == "rloo" else train_prm)
+    log = ws.run_dir(rid) / "log.txt"
 
     def watch():
+        phase = "load"
         while on[0]:
-            peak[0] = max(peak[0], proc.memory_info().rss)
+            if phase == "load" and log.exists() and LOADED[kind] in log.read_text():
+                phase = "train"
+            peak[phase] = max(peak[phase], proc.memory_info().rss)
             time.sleep(0.05)
 
-    base = proc.memory_info().rss
     threading.Thread(target=watch, daemon=True).start()
-    r, t0 = JobRunner(ws), time.time()
-    rid = r.submit(kind, cfg, train_rloo if kind == "rloo" else train_prm)
     status = r.wait(rid, 3600)
     on[0] = False
     return {"kind": kind, "gradient_checkpointing": gc, "status": status, "wall_s": round(time.time() - t0, 1),
             "estimate_gib": round(est.total / 2**30, 3), "activations_gib": round(est.parts["activations"] / 2**30, 3),
-            "peak_gib": round(peak[0] / 2**30, 3), "rise_gib": round((peak[0] - base) / 2**30, 3)}
+            "load_rise_gib": round((peak["load"] - base) / 2**30, 3),
+            "peak_gib": round(peak["train"] / 2**30, 3), "rise_gib": round((peak["train"] - base) / 2**30, 3)}
 
 
 def prepare(work: Path, model: Path) -> None:
@@ -146,8 +158,9 @@ def main() -> None:
     for _ in range(a.rounds):
         for kind, gc in VARIANTS:  # alternating: the host's drift spreads over every variant
             out = subprocess.run([sys.executable, __file__, "--model", str(model), "--one", kind,
-                                  "on" if gc else "off", str(work)], capture_output=True, text=True)
-            line = next((x for x in out.stdout.splitlines() if x.startswith("{")), None)
+                                  "on" if gc else "off", str(work)], capture_output=True, text=True,
+                                 env={**os.environ, **ENV})
+            line = next((x for x in reversed(out.stdout.splitlines()) if x.startswith('{"kind"')), None)
             if line is None:
                 sys.exit(f"{kind} gc={gc} failed:\n{out.stderr[-3000:]}")
             rows.append(json.loads(line))

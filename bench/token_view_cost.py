@@ -22,6 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rloo_studio.core import bootstrap  # noqa: F401,E402  (unsloth before trl)
+
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.rloo import samples, tokens  # noqa: E402
 from rloo_studio.rloo.config import preset  # noqa: E402
 from rloo_studio.rloo.job import train_rloo  # noqa: E402
@@ -60,7 +62,7 @@ def _instrument() -> None:
 
 def one_run(runner: JobRunner, on: bool, steps: int) -> list[float]:
     ENDS.clear()
-    cfg = preset("demo-cpu")
+    cfg = KINDS["rloo"].preset_config("demo-cpu")
     cfg.max_steps, cfg.eval_prompts, cfg.save_steps = steps, 0, 10_000
     cfg.token_view_max_tokens = 8192 if on else 0
     rid = runner.submit("rloo", cfg, train_rloo)

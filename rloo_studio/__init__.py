@@ -3,7 +3,7 @@ and train a policy with RLOO, in one local app or from Python.
 
     import rloo_studio as rs
     app = rs.launch(workspace="ws", demo=True)              # the app, in a notebook cell or served from a script
-    run = rs.train_reward("ws", preset="demo (CPU)")        # the same jobs from Python (rloo_studio/python_api.py)
+    run = rs.train_reward("ws", preset="demo-cpu")        # the same jobs from Python (rloo_studio/python_api.py)
     run.wait(); run.metrics(); run.plot()
 
 Importing the package loads no torch: each name below loads its module when first used.

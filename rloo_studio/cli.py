@@ -61,9 +61,8 @@ def _given_settings(a) -> list[str]:
 
 def _job_config(a, job: JobKind):
     """A new run's config: the kind's defaults, then --preset, then --config, then --set."""
-    if a.preset and a.preset not in job.preset_names():
-        raise StudioError(f"unknown preset {a.preset!r}; choose one of {', '.join(job.preset_names())}")
-    return build(job.config_class(), a.config, a.set, base=job.preset_config(a.preset) if a.preset else None)
+    base = job.preset_config(a.preset, a.workspace) if a.preset else None  # the studio's, or the workspace's own
+    return build(job.config_class(), a.config, a.set, base=base)
 
 
 def _check(a, kind: str) -> int:
@@ -172,7 +171,8 @@ def cmd_export_model(a) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m rloo_studio", description="RLOO Studio: label, reward, inspect, RLOO.")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for add in (_add_serve, _add_training, _add_data, _add_export_model, cli_views.add_score, cli_views.add_runs):
+    for add in (_add_serve, _add_training, _add_data, _add_export_model, cli_views.add_score, cli_views.add_runs,
+                cli_views.add_presets):
         add(sub)
     return ap
 

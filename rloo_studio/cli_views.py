@@ -210,6 +210,46 @@ def add_runs(sub) -> None:
 
 
 
+def cmd_presets(a) -> int:
+    """presets list [KIND] | show KIND NAME | cp KIND NAME FILE: the studio's preset files and the workspace's own."""
+    from rloo_studio.core import presets
+
+    root = a.workspace
+    if a.action == "list":
+        kinds = [a.args[0]] if a.args else [k.name for k in jobs.KINDS.values() if k.presets(root)]
+        for kind in kinds:
+            _kind_named(kind)
+            for p in presets.listing(kind, root):
+                print(f"{kind:<9} {p.label:<28} {p.description}")
+        return 0
+    if len(a.args) != (2 if a.action == "show" else 3):
+        raise StudioError(f"presets {a.action} takes KIND NAME" + (" FILE" if a.action == "cp" else ""))
+    kind, name = _kind_named(a.args[0]).name, a.args[1]
+    if a.action == "show":
+        p = presets.find(kind, name, root)
+        print(f"# {p.path}\n" + p.path.read_text().rstrip())
+        return 0
+    to, home = presets.copy(kind, name, a.args[2], root), presets.user_dir(root, kind)
+    print(f"copied to {to}: " + (f"listed as {to.stem} (yours) among this workspace's {kind} presets; edit it there"
+                                 if to.parent == home else f"put it in {home} to list it among the {kind} presets"))
+    return 0
+
+
+def _kind_named(name: str):
+    if name not in jobs.KINDS or not jobs.KINDS[name].cli:
+        raise StudioError(f"unknown job kind {name!r}; choose one of {', '.join(k.name for k in jobs.trainable())}")
+    return jobs.KINDS[name]
+
+
+def add_presets(sub) -> None:
+    p = sub.add_parser("presets", help="list the presets of each job kind, show one's file, copy one to change it")
+    p.add_argument("action", choices=["list", "show", "cp"])
+    p.add_argument("args", nargs="*", metavar="KIND NAME [FILE]",
+                   help="show KIND NAME; cp KIND NAME FILE (a FILE.yaml, a folder, or a new preset's name, which goes "
+                        "into the workspace's presets/KIND/)")
+    _workspace_arg(p)
+    p.set_defaults(fn=cmd_presets)
+
 
 def plan_text(plan, no_workspace: str | None = None, given: list[str] | None = None) -> str:
     """What `train-<kind> --check` prints: the settings' verdict, the pre-flight, the memory line and its parts."""

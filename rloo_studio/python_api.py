@@ -3,7 +3,7 @@
     import rloo_studio as rs
     ws = rs.open_workspace("ws", demo=True)            # no torch is loaded for what touches no model
     rs.import_file(ws, "pairs.jsonl"); rs.export(ws, "out.jsonl")
-    run = rs.train_reward(ws, preset="demo (CPU)", max_steps=20)   # or config="file.yaml", or any setting by name
+    run = rs.train_reward(ws, preset="demo-cpu", max_steps=20)   # or config="file.yaml", or any setting by name
     run.wait()                                          # a progress bar: the step, the loss, the time left
     run.metrics()                                       # a pandas DataFrame of every logged record
     run.plot()                                          # the tab's charts, drawn inline
@@ -110,13 +110,12 @@ def label_pair(workspace, annotator: str, pair_id: int, choice: str, comment: st
 
 # -- jobs ----------------------------------------------------------------------------------------------------------
 
-def config(kind: str, preset: str | None = None, config_file: str | Path | None = None, **settings) -> Any:
-    """A new run's config: the kind's defaults, then the preset, then the YAML file, then each setting by name
-    (nested ones as dicts: lora={"r": 8})."""
+def config(kind: str, preset: str | None = None, config_file: str | Path | None = None, workspace=None,
+           **settings) -> Any:
+    """A new run's config: the kind's defaults, then the preset (the studio's, or the workspace's own), then the YAML
+    file, then each setting by name (nested ones as dicts: lora={"r": 8})."""
     job = _kind(kind)
-    if preset and preset not in job.preset_names():
-        raise StudioError(f"unknown preset {preset!r}; choose one of {', '.join(job.preset_names())}")
-    base = job.preset_config(preset) if preset else None
+    base = job.preset_config(preset, workspace) if preset else None
     cfg = build(job.config_class(), config_file, [], base=base)
     return from_dict(job.config_class(), settings, base=cfg) if settings else cfg
 
@@ -126,7 +125,7 @@ def train(kind: str, workspace, preset: str | None = None, config_file: str | Pa
     """Start a new run of `kind` (train_reward, train_rloo, train_prm, label_steps are this for one kind); returns
     its handle at once. The kind's pre-flight refuses, in words, a run that could only fail."""
     ws = _ws(workspace)
-    cfg = config(kind, preset, config_file, **settings)
+    cfg = config(kind, preset, config_file, ws, **settings)
     return Run(ws, lifecycle.start(ws, runner_for(ws), kind, cfg))
 
 

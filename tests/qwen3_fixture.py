@@ -110,8 +110,9 @@ def _backend_json() -> str:
     return tk.to_str()
 
 
-def build_tokenizer(template: str = "qwen3-thinking"):
-    """Qwen3's tokenizer with one of Unsloth's Qwen3 chat templates."""
+def build_tokenizer(template: str = "qwen3-thinking", template_text: str | None = None):
+    """Qwen3's tokenizer with one of Unsloth's Qwen3 chat templates, or with `template_text` (a Jinja chat
+    template given as text: where Unsloth is not installed, e.g. assets/demo-model/chat_template.jinja)."""
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
 
@@ -119,7 +120,7 @@ def build_tokenizer(template: str = "qwen3-thinking"):
         tokenizer_object=Tokenizer.from_str(_backend_json()), eos_token="<|im_end|>", pad_token="<|endoftext|>",
         model_max_length=131072, clean_up_tokenization_spaces=False, split_special_tokens=False,
     )
-    tok.chat_template = chat_template(template)
+    tok.chat_template = template_text if template_text is not None else chat_template(template)
     return tok
 
 

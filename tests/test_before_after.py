@@ -5,7 +5,9 @@ import json
 import pytest
 
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.rloo.config import LATEST, preset
+
+from rloo_studio.runs.jobs import KINDS
+from rloo_studio.rloo.config import LATEST
 from rloo_studio.rloo.evaluate import learned, reward_trend, split_figures
 from rloo_studio.rloo.rewards import shaped
 
@@ -93,19 +95,19 @@ def test_the_std_floor_keeps_noise_small_and_leaves_real_differences_alone():
 def test_the_reward_model_preset_takes_the_newest_reward_run_at_launch(workspace):
     from rloo_studio.runs import lifecycle
 
-    cfg = preset("demo-cpu-reward-model")
+    cfg = KINDS["rloo"].preset_config("demo-cpu-reward-model")
     assert (cfg.rewards, cfg.reward_weights, cfg.reward_model_run, cfg.beta, cfg.max_steps) == (
         ["reward_model"], [1.0], LATEST, 0.1, 40)
     with pytest.raises(ConfigError, match="no reward run with a saved adapter yet"):
-        lifecycle.new_run(workspace, "rloo", preset("demo-cpu-reward-model"))
+        lifecycle.new_run(workspace, "rloo", KINDS["rloo"].preset_config("demo-cpu-reward-model"))
     for rid in ("reward-older", "reward-newer"):
         d = workspace.run_dir(rid) / "adapter"
         d.mkdir(parents=True)
         (d / "adapter_config.json").write_text("{}")
         workspace.upsert_run(rid, kind="reward", name=rid, status="completed")
     workspace.upsert_run("reward-no-adapter", kind="reward", name="x", status="failed")  # newest, no adapter
-    assert lifecycle.new_run(workspace, "rloo", preset("demo-cpu-reward-model")).reward_model_run == "reward-newer"
-    named = preset("demo-cpu-reward-model")
+    assert lifecycle.new_run(workspace, "rloo", KINDS["rloo"].preset_config("demo-cpu-reward-model")).reward_model_run == "reward-newer"
+    named = KINDS["rloo"].preset_config("demo-cpu-reward-model")
     named.reward_model_run = "reward-older"  # a run named by id stays that run
     assert lifecycle.new_run(workspace, "rloo", named).reward_model_run == "reward-older"
 

@@ -9,6 +9,7 @@ from rloo_studio.core.config import build, field_docs, settings_help, to_yaml, t
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.rloo.config import RlooJobConfig
+from rloo_studio.runs.jobs import KINDS
 
 
 def test_yaml_round_trip_and_sets(tmp_path):
@@ -65,10 +66,8 @@ def test_nested_override_keeps_the_parent_defaults():
 
 
 def test_single_value_for_a_list_and_presets_as_base():
-    from rloo_studio.rloo.config import preset
-
     assert build(RlooJobConfig, None, ["rewards=correctness", "reward_weights=1.0"]).reward_weights == [1.0]
-    base = preset("demo-cpu")
+    base = KINDS["rloo"].preset_config("demo-cpu")
     out = build(RlooJobConfig, None, ["max_steps=3"], base=base)
     assert out.max_steps == 3 and out.num_generations == base.num_generations and out.beta == base.beta
 

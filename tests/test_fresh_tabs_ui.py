@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 
 from browser import fill, open_page, running_app, screenshot
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.rloo.config import preset
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import prepare_run, write_status
 
 # One entry per animation frame from now on: [ms, part visible?, part's text, charts: [x-axis range, points' x],
@@ -89,7 +89,7 @@ class OtherProcessRun:
 
     def __init__(self, ws: Workspace, total: int = 50):
         self.ws, self.total = ws, total
-        self.ctx = prepare_run(ws, "rloo", preset("demo-cpu"), pid=os.getpid())
+        self.ctx = prepare_run(ws, "rloo", KINDS["rloo"].preset_config("demo-cpu"), pid=os.getpid())
         self.rid, self.step, self.started = self.ctx.run_id, 0, time.time()
         ws.upsert_run(self.rid, status="running", started=self.started)
 

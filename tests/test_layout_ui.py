@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from browser import open_page, running_app, screenshot, unfold
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.rloo.config import preset
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import prepare_run, write_status
 
 # Words of visible labels, headers and explanatory texts that some clipping box (overflow other than visible) hides.
@@ -98,7 +98,7 @@ def _reward_run(ws: Workspace) -> str:
 
 def _rloo_run(ws: Workspace) -> str:
     """An RLOO run rewarded by correctness and a reward model (the widest completions table)."""
-    ctx = prepare_run(ws, "rloo", preset("demo-cpu"))
+    ctx = prepare_run(ws, "rloo", KINDS["rloo"].preset_config("demo-cpu"))
     with open(ctx.dir / "samples.jsonl", "w") as f:
         for step in (1, 2):
             ctx.metric({"step": step, "loss": 0.0, "reward": 0.5 * step, "kl": 0.01 * step})

@@ -9,7 +9,7 @@ from rloo_studio.runs.jobs import KINDS, JobKind
 from rloo_studio.runs.runner import JobRunner, read_jsonl
 
 TOY = JobKind("toy", "toy", train="toy_kind:train_toy", config="toy_kind:ToyConfig", cli="train-toy",
-              cli_help="count steps, headless", presets="toy_kind:PRESETS", preset="toy_kind:preset",
+              cli_help="count steps, headless",
               key_metrics=(("loss", "loss"),), resumable=True, step_files=("metrics.jsonl", "toy.jsonl"),
               tab="toy_kind", tab_title="Toy", tab_after="Inspect")
 
@@ -18,6 +18,14 @@ TOY = JobKind("toy", "toy", train="toy_kind:train_toy", config="toy_kind:ToyConf
 def toy(monkeypatch):
     monkeypatch.setitem(KINDS, "toy", TOY)
     return TOY
+
+
+def write_presets(ws_root) -> None:
+    """The toy kind's presets, as a user keeps their own: YAML files in the workspace (core/presets.py)."""
+    folder = ws_root / "presets" / "toy"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "small.yaml").write_text("description: two steps\nconfig:\n  steps: 2\n")
+    (folder / "default.yaml").write_text("description: the defaults\nconfig: {}\n")
 
 
 def rows_by_step(path) -> dict[int, int]:
@@ -31,6 +39,7 @@ def test_the_cli_trains_and_resumes_a_kind_it_was_never_told_of(toy, tmp_path, c
     from rloo_studio.cli import build_parser, main
 
     ws = str(tmp_path / "ws")
+    write_presets(tmp_path / "ws")
     help_text = build_parser().format_help()
     assert "train-toy" in help_text and "count steps, headless" in help_text
     with pytest.raises(SystemExit):
@@ -80,6 +89,7 @@ def test_the_app_gives_the_kind_its_tab_section_and_run_panel(toy, empty_workspa
     titles = [t for t, _ in app.tabs()]
     assert titles.index("Toy") == titles.index("RLOO") + 1  # after Inspect, behind the kind registered before it
     assert ".live-toy" in run_panel.css()
+    write_presets(empty_workspace.root)
     studio = Studio(empty_workspace.root)
     demo = app.build_ui(studio)
     ids = {getattr(b, "elem_id", None) for b in demo.blocks.values()}

@@ -11,11 +11,13 @@ from safetensors.torch import load_file
 from transformers import TrainerCallback
 
 from rloo_studio.reward import uncertainty, launch_form, runs_list
+
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.core.config import build, from_dict
 from rloo_studio.core.paths import DEMO_DATA
 from rloo_studio.core.thinking import pair_kind
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.reward.config import PRESETS, RewardJobConfig, preset
+from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.reward.job import format_preflight, held_out_rows, preflight, token_length, train_reward, truncate_thinking
 from rloo_studio.runs.runner import JobRunner, read_metrics, read_status
 from rloo_studio.core.models import load_reward_adapter, load_seq_cls
@@ -50,7 +52,7 @@ def test_demo_preset_learns_the_format_and_reports_each_kind(workspace):
     """The demo preset on the bundled pairs, held-out split stratified by kind: every format pair ranked right,
     the overall figure well above chance, the logged accuracy equal to the saved adapter's, and the figure per
     kind recorded. (The slip pairs stay near chance: docs/REWARD.md.)"""
-    cfg = preset("demo (CPU)")
+    cfg = KINDS["reward"].preset_config("demo-cpu")
     t0 = time.time()
     r, rid, state = _run(workspace, cfg)
     assert state == "completed", r.status(rid)
@@ -177,8 +179,8 @@ def test_failing_runs_end_failed_with_a_message_and_the_next_run_succeeds(worksp
 
 
 def test_presets_form_yaml_and_cli_are_views_of_one_config(tmp_path):
-    for name in PRESETS:
-        cfg = preset(name)
+    for name in KINDS["reward"].preset_names():
+        cfg = KINDS["reward"].preset_config(name)
         cfg.validate()
         assert launch_form.config_from_form(launch_form.form_values(cfg)) == cfg
         yml = tmp_path / "c.yaml"
@@ -186,7 +188,7 @@ def test_presets_form_yaml_and_cli_are_views_of_one_config(tmp_path):
         assert build(RewardJobConfig, yml) == cfg
         sets = [s.split(" ", 1)[1].strip("'") for s in launch_form.cli_command(cfg, "/w").split(" \\\n  ") if s.startswith("--set")]
         assert build(RewardJobConfig, None, sets) == cfg
-    gpu = preset("16 GB GPU")
+    gpu = KINDS["reward"].preset_config("gpu-16gb")
     assert (gpu.lora.r, gpu.lora.alpha, gpu.learning_rate, gpu.max_length, gpu.optim) == (16, 16, 1e-5, 1024, "adamw_8bit")
 
 

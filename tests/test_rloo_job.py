@@ -10,7 +10,7 @@ import pytest
 
 from rloo_studio.core.config import build, field_docs
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.rloo.config import PRESETS, RlooJobConfig, preset, run_config
+from rloo_studio.rloo.config import RlooJobConfig, run_config
 from rloo_studio.rloo.job import preflight, train_rloo
 from rloo_studio.rloo.compare import compare, read_eval
 from rloo_studio.rloo.completions import read_samples
@@ -56,17 +56,17 @@ def test_preflight_messages_need_the_workspace(workspace):
 
 
 def test_presets_are_valid_and_follow_the_recipes():
-    for name in PRESETS:
-        preset(name).validate()
-    demo = preset("demo-cpu")
+    for name in KINDS["rloo"].preset_names():
+        KINDS["rloo"].preset_config(name).validate()
+    demo = KINDS["rloo"].preset_config("demo-cpu")
     assert demo.eval_prompts > 0 and "correctness" in demo.rewards and demo.model == RlooJobConfig().model
     for name in ("gpu-16gb", "gpu-24gb"):
-        g = preset(name)
+        g = KINDS["rloo"].preset_config(name)
         assert (g.learning_rate, g.beta, g.num_generations, g.optim) == (1e-5, 0.05, 4, "adamw_8bit")
         assert "Thinking" in g.model and g.max_completion_length >= 1024
-    assert preset("gpu-16gb").load_in_4bit and not preset("gpu-24gb").load_in_4bit
+    assert KINDS["rloo"].preset_config("gpu-16gb").load_in_4bit and not KINDS["rloo"].preset_config("gpu-24gb").load_in_4bit
     with pytest.raises(ConfigError, match="unknown preset"):
-        preset("tpu")
+        KINDS["rloo"].preset_config("tpu")
 
 
 def _fake_reward_run(ws, rid="reward-fake"):
@@ -195,8 +195,8 @@ def test_warnings_truncation_zero_variance_and_reward_hacking():
 def test_form_round_trip_and_plain_errors():
     from rloo_studio.rloo import launch_form
 
-    for name in PRESETS:
-        assert launch_form.config_from_form(launch_form.form_values(preset(name))) == preset(name)
+    for name in KINDS["rloo"].preset_names():
+        assert launch_form.config_from_form(launch_form.form_values(KINDS["rloo"].preset_config(name))) == KINDS["rloo"].preset_config(name)
     vals = launch_form.form_values(RlooJobConfig())
     keys = [f.key for f in launch_form.form_fields()]
     vals[keys.index("per_device_train_batch_size")] = 6

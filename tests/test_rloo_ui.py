@@ -7,6 +7,7 @@ from playwright.sync_api import expect
 
 from browser import fill, in_view, open_page, reveal, screenshot
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.jobs import KINDS
 
 LONG = 900_000  # ms: a shared 2-core machine can be slow; the test waits for behaviour, not for time
 
@@ -135,13 +136,13 @@ def test_launch_panel_writes_the_form_and_an_accelerate_config(app):
     import yaml
 
     from rloo_studio.core.config import build
-    from rloo_studio.rloo.config import RlooJobConfig, preset
+    from rloo_studio.rloo.config import RlooJobConfig
 
     with open_page(app.url) as page:
         page.get_by_role("tab", name="RLOO").click()
         page.locator("#rloo-preset input").click()
         page.get_by_role("option", name="gpu-16gb").click()
-        expect(page.locator("#rloo-model input")).to_have_value(preset("gpu-16gb").model, timeout=LONG)
+        expect(page.locator("#rloo-model input")).to_have_value(KINDS["rloo"].preset_config("gpu-16gb").model, timeout=LONG)
         page.locator("#rloo-validate").click()  # the preset's two rewards reach the tick-boxes as a list
         expect(page.locator("#rloo-check")).to_contain_text("is not in the local Hugging Face cache", timeout=LONG)
         page.get_by_text("Run on several GPUs or machines (accelerate)").click()
@@ -154,7 +155,7 @@ def test_launch_panel_writes_the_form_and_an_accelerate_config(app):
         expect(out).to_contain_text("train-rloo")
         screenshot(page, "rloo-launch-panel")
     (folder,) = (app.ws_dir / "launch").glob("rloo-*")
-    assert build(RlooJobConfig, folder / "config.yaml") == preset("gpu-16gb")
+    assert build(RlooJobConfig, folder / "config.yaml") == KINDS["rloo"].preset_config("gpu-16gb")
     (acc,) = folder.glob("accelerate-*.yaml")
     c = yaml.safe_load(acc.read_text())
     assert (c["distributed_type"], c["deepspeed_config"]["zero_stage"], c["num_processes"]) == ("DEEPSPEED", 3, 8)

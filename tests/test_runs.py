@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.runs import catalog as R
+
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import JobRunner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,10 +100,10 @@ def test_launch_from_the_form_writes_a_config_the_cli_reads(tmp_path):
 
     from rloo_studio.core.config import build
     from rloo_studio.reward.config import RewardJobConfig
-    from rloo_studio.rloo.config import RlooJobConfig, preset
+    from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.runs.accelerate_launch import launch_from_form
 
-    for kind, cfg in (("rloo", preset("gpu-24gb")), ("reward", RewardJobConfig(max_steps=7))):
+    for kind, cfg in (("rloo", KINDS["rloo"].preset_config("gpu-24gb")), ("reward", RewardJobConfig(max_steps=7))):
         run_config, path, cmd = launch_from_form(kind, tmp_path / "ws", cfg, "FSDP", 4)
         assert run_config.parent == path.parent and run_config.parent.parent == tmp_path / "ws" / "launch"
         assert build(type(cfg), run_config) == cfg  # the command trains exactly what the form held

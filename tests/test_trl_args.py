@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.reward import config as reward_config
 from rloo_studio.rloo import config as rloo_config
 from rloo_studio.runs.reproduce_script import TEMPLATE, record_trainer_args, write_script
@@ -57,7 +58,7 @@ def same(args, kw) -> bool:
 def rloo_configs():
     yield rloo_config.RlooJobConfig()
     yield rloo_config.RlooJobConfig(reward_clip_range=[-1.0, 2.0], enable_thinking=False, beta=0.0)
-    yield from (rloo_config.preset(p) for p in rloo_config.PRESETS)
+    yield from (KINDS["rloo"].preset_config(p) for p in KINDS["rloo"].preset_names())
 
 
 def test_rloo_trl_args_are_plain_data_that_trl_takes(tmp_path):
@@ -75,7 +76,7 @@ def test_rloo_trl_args_are_plain_data_that_trl_takes(tmp_path):
 def test_reward_trl_args_are_plain_data_that_trl_takes(tmp_path, held_out):
     from trl import RewardConfig
 
-    for cfg in [reward_config.RewardJobConfig(), *(reward_config.preset(p) for p in reward_config.PRESETS)]:
+    for cfg in [reward_config.RewardJobConfig(), *(KINDS["reward"].preset_config(p) for p in KINDS["reward"].preset_names())]:
         kw = reward_config.trl_args(cfg, held_out=held_out, max_length=2048 if held_out == 10 else None)
         assert json.loads(json.dumps(kw)) == kw
         args = RewardConfig(**kw, output_dir=str(tmp_path), use_cpu=True, report_to=[])

@@ -3,12 +3,13 @@ callbacks call: a plain message for every bad value, no path built from a typed 
 import pytest
 
 from rloo_studio.inspect import scoring
+
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.reward import launch_form as reward_launch_form, runs_list as reward_runs_list
 from rloo_studio.rloo import launch_form as rloo_launch_form
 from rloo_studio.runs import catalog as runs
 from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.reward.config import RewardJobConfig
-from rloo_studio.rloo.config import preset
 from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.models import resolve
 
@@ -70,7 +71,7 @@ def test_ticking_a_reward_gives_it_a_weight_and_unticking_removes_it():
     assert tick(["a", "b"], [], "1, 2") == ""
     # the weights the tab then sends are valid: one per reward
     fields = rloo_launch_form.form_fields()
-    vals = rloo_launch_form.form_values(preset("demo-cpu"))
+    vals = rloo_launch_form.form_values(KINDS["rloo"].preset_config("demo-cpu"))
     keys = [f.key for f in fields]
     vals[keys.index("rewards")] = ["correctness", "think_format"]
     vals[keys.index("reward_weights")] = tick(["correctness"], ["correctness", "think_format"], "1.0")
@@ -147,7 +148,7 @@ def test_launch_counts_are_whole_numbers():
 ])
 def test_rloo_launch_check_catches_what_the_job_would_fail_on(workspace, key, value, message):
     keys = [f.key for f in rloo_launch_form.form_fields()]
-    vals = rloo_launch_form.form_values(preset("demo-cpu"))
+    vals = rloo_launch_form.form_values(KINDS["rloo"].preset_config("demo-cpu"))
     rloo_launch_form.launch_check(workspace, rloo_launch_form.config_from_form(vals))  # the preset itself passes
     vals[keys.index(key)] = value
     with pytest.raises(StudioError, match=message):

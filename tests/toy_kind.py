@@ -22,13 +22,6 @@ class ToyConfig:
     save_steps: int = field(default=2, metadata={"help": "A checkpoint every this many steps."})
 
 
-PRESETS = {"small": {"steps": 2}, "default": {}}
-
-
-def preset(name: str) -> ToyConfig:
-    return ToyConfig(**PRESETS[name])
-
-
 def train_toy(cfg: ToyConfig, ctx: RunContext) -> str:
     last = resume_point(ctx)
     start = int(last.rsplit("-", 1)[1]) if last else 0

@@ -95,6 +95,10 @@ def _coerce(value: Any, tp: Any, key: str):
             except ConfigError as e:
                 errors.append(str(e))
         raise ConfigError(errors[0] if errors else f"{key}: bad value {value!r}")
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping of settings (KEY: VALUE), got {value!r}")
+        return dict(value)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected a mapping of {', '.join(_fields(tp))}, got {value!r}")
@@ -155,6 +159,8 @@ def from_dict(cls: type[T], data: dict, prefix: str = "", base: T | None = None)
         if dataclasses.is_dataclass(current) and isinstance(v, dict):
             # A nested group merges into the parent's default (its default_factory), not the group's own.
             values[k] = from_dict(type(current), {**dataclasses.asdict(current), **v}, prefix=prefix + k + ".")
+        elif isinstance(current, dict) and isinstance(v, dict):  # trl: a preset's, then the file's, then --set's
+            values[k] = {**current, **v}
         else:
             values[k] = _coerce(v, hints[k], prefix + k)
     out = dataclasses.replace(base, **values)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import typing
 
+import yaml
+
 from rloo_studio.core.config import field_docs, from_dict
 from rloo_studio.core.errors import ConfigError
 
@@ -15,7 +17,7 @@ from rloo_studio.core.errors import ConfigError
 @dataclasses.dataclass(frozen=True)
 class FormField:
     key: str  # dotted for nested settings: lora.r
-    kind: str  # bool | int | float | str | list | optional_list | optional_float | choice
+    kind: str  # bool | int | float | str | list | optional_list | optional_float | choice | mapping (YAML text)
     default: typing.Any
     help: str
     choices: tuple = ()
@@ -29,6 +31,8 @@ def _kind(tp, choices: tuple) -> str:
         return tp.__name__
     if typing.get_origin(tp) in (list, tuple):
         return "list"
+    if typing.get_origin(tp) is dict or tp is dict:
+        return "mapping"
     if type(None) in args and float in args:
         return "optional_float"
     if type(None) in args and any(typing.get_origin(a) in (list, tuple) for a in args):
@@ -62,6 +66,8 @@ def values(cfg, choices: dict | None = None) -> list:
             v = getattr(v, part)
         if f.kind in ("list", "optional_list"):
             v = "" if v is None else ", ".join(map(str, v))
+        elif f.kind == "mapping":
+            v = yaml.safe_dump(v, sort_keys=False).strip() if v else ""
         out.append("" if v is None else v)
     return out
 
@@ -78,6 +84,8 @@ def parse(cls, widget_values: list, choices: dict | None = None):
                 v = None
         elif f.kind == "optional_float" and blank:
             v = None
+        elif f.kind == "mapping":
+            v = _mapping(f.key, v, blank)
         elif f.kind == "int":
             if blank or (isinstance(v, float) and not v.is_integer()):
                 raise ConfigError(f"{f.key}: expected a whole number, got {v!r}")
@@ -90,3 +98,20 @@ def parse(cls, widget_values: list, choices: dict | None = None):
             node = node.setdefault(p, {})
         node[leaf] = v
     return from_dict(cls, data)
+
+
+def _mapping(key: str, text, blank: bool) -> dict:
+    """A YAML box's text as a mapping ({} when empty), or a ConfigError naming the field and the line."""
+    if blank:
+        return {}
+    if isinstance(text, dict):
+        return text
+    try:
+        value = yaml.safe_load(str(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{key}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected one setting a line (KEY: VALUE), got {str(text)[:60]!r}")
+    return value

@@ -60,6 +60,11 @@ class JobConfig:
         "activations: far less memory for long sequences, about 30% more time a step, the same training. With "
         "the Unsloth backend its offloaded mode (the kept states wait in host memory); else transformers' "
         "non-reentrant checkpointing.")})
+    trl: dict[str, Any] = field(default_factory=dict, metadata={"help": (
+        "Other settings of the trainer's own config, passed to it as they are: TRL's RLOOConfig (RLOO) or "
+        "RewardConfig (reward model), transformers' TrainingArguments (process reward model); e.g. warmup_ratio: "
+        "0.1, lr_scheduler_type: cosine, max_grad_norm: 0.5, top_p: 0.95 (--set trl.warmup_ratio=0.1). Checked "
+        "against that class before a run starts; a setting the studio has of its own is set there instead.")})
     memory_guard: bool = field(default=True, metadata={"help": (
         "On a GPU, refuse to launch a run whose memory estimate does not fit the free memory (the check says what "
         "would fit, and Fit to this card or --fit applies it). Untick it when you know better: it is an estimate.")})

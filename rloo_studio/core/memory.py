@@ -28,6 +28,9 @@ NF4_BYTES = 0.5 + 0.5 / 64 + 4 / (64 * 256)  # 4-bit weights + fp8 block scales 
 # the hidden states' gradient in float32. Unsloth's replacement (unsloth/models/_fused_rl_logprobs.py) builds no
 # tokens x vocabulary tensor either.
 FUSED_TOKENS, FUSED_VOCAB = 4096, 32768
+# On a CPU that path is Unsloth's CPU op: a forward and backward of the log-probs of 582 tokens on the Qwen3-0.6B
+# shape (vocabulary 151,936) rose by 1.03 GiB with checkpointing, of which the layers' part is 0.13 (2026-12-07,
+# this 2-core machine): float32 logits and their gradient, tokens x vocabulary x 8 bytes (0.66 GiB), as a whole.
 HEADS = ("causal_lm", "classifier")
 
 
@@ -153,16 +156,18 @@ def estimate(shape: ModelShape, *, batch: int, seq_len: int, load_in_4bit: bool 
     else:
         e.parts["fresh layers' grads + optimizer"] = fresh * (4 + state)
     tokens = batch * seq_len
-    # Activations: with checkpointing one hidden state per layer plus one layer recomputed in full
-    # (~34 h bytes per token in 16-bit, flash/SDPA attention so no s^2 term); without, every layer's.
-    per_layer_full = 34 * shape.hidden * tokens + 4 * tokens * shape.intermediate * dtype_bytes
+    # Activations: with checkpointing one hidden state per layer plus one layer recomputed in full; without, every
+    # layer's (layer_bytes).
+    per_layer_full = layer_bytes(shape, dtype_bytes) * tokens
     if gradient_checkpointing:
         e.parts["activations"] = shape.layers * tokens * shape.hidden * dtype_bytes + per_layer_full
     else:
         e.parts["activations"] = shape.layers * per_layer_full
-    if head == "causal_lm":  # one logits tile at a time, and the float32 gradient of the hidden states
+    if head == "causal_lm" and cuda:  # one logits tile at a time, and the float32 gradient of the hidden states
         e.parts["LM head (fused log-probs)"] = (min(tokens, FUSED_TOKENS) * min(shape.vocab, FUSED_VOCAB)
                                                 * dtype_bytes + tokens * shape.hidden * 4)
+    elif head == "causal_lm":  # the CPU's op holds float32 logits and their gradient (measured: above)
+        e.parts["LM head (log-probs)"] = tokens * shape.vocab * 4 * 2
     else:  # float32 logits of num_labels per token and their gradient
         e.parts["classifier head"] = tokens * num_labels * 4 * 2
     if full_reference:
@@ -175,6 +180,17 @@ def estimate(shape: ModelShape, *, batch: int, seq_len: int, load_in_4bit: bool 
     if cuda:
         e.parts["CUDA context"] = CUDA_CONTEXT
     return e
+
+
+def layer_bytes(s: ModelShape, dtype_bytes: int) -> int:
+    """What one Qwen3 / Llama decoder layer keeps for its backward pass, per token, as transformers' modeling code
+    computes it with SDPA attention (no s^2 term): its two RMSNorms (a float32 copy and the normed output), the
+    attention's q / k / v projections, their q/k norms and rotary outputs, k and v repeated to every query head
+    (grouped-query attention), the attention's output and o_proj's input (7 q-sized and 4 kv-sized tensors), and
+    the SwiGLU MLP's gate, up, activation and product. On the Qwen3-0.6B shape in float32 (139 KB a token and
+    layer) it is 0.75-0.85 of what the CPU measured (bench/bench_checkpointing.py)."""
+    q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    return 2 * s.hidden * (4 + dtype_bytes) + (7 * q + 4 * kv) * dtype_bytes + 4 * s.intermediate * dtype_bytes
 
 
 def device_free() -> float | None:

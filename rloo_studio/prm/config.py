@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from rloo_studio.core import memory_fit
+from rloo_studio.core import memory_fit, trainer_settings
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import OPTIMIZERS, JobConfig, override
 from rloo_studio.core.model_options import LoraSpec
@@ -123,10 +123,18 @@ class PrmJobConfig(JobConfig):
             raise ConfigError("token_labels teacher needs a teacher model.")
 
 
+DERIVED = {"per_device_eval_batch_size": "per_device_train_batch_size", "label_names": "token_labels"}
+"""TrainingArguments keys the studio derives from a setting of its own (trl.KEY refused: core/trainer_settings.py)."""
+
+
 def trainer_args(cfg: PrmJobConfig, held_out: int) -> dict:
-    """TrainingArguments' keyword arguments from the job's config (`held_out` responses): the one mapping, used
-    by the job and recorded in the run folder for reproduce.py. Left to the caller: output_dir, use_cpu / bf16
-    (the device), report_to and eval_on_start (not on resume)."""
+    """TrainingArguments' keyword arguments from the job's config (`held_out` responses), its trl settings last: the
+    one mapping, used by the job and recorded in the run folder for reproduce.py. Left to the caller: output_dir,
+    use_cpu / bf16 (the device), report_to and eval_on_start (not on resume)."""
+    return _studio_args(cfg, held_out) | trainer_settings.passed(cfg.trl)
+
+
+def _studio_args(cfg: PrmJobConfig, held_out: int) -> dict:
     return dict(
         learning_rate=cfg.learning_rate, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.per_device_train_batch_size,
         per_device_eval_batch_size=max(8, cfg.per_device_train_batch_size),
@@ -157,25 +165,3 @@ LEVERS = [memory_fit.checkpointing, memory_fit.four_bit, memory_fit.micro_batch(
           memory_fit.shorter("max_length", 256, "max length")]
 """What Fit to this card changes, in this order (core/memory_fit.py); 4-bit applies to a LoRA fine-tune only, and a
 shorter max_length leaves the longer responses out, so it comes last."""
-
-
-# A LoRA on Qwen3 4B Thinking with gradient checkpointing: each GPU preset fits its card by the studio's own estimate
-# with headroom (at most 90% of the card; docs/BENCHMARKS.md, Planned GPU memory).
-_GPU = dict(finetune="lora", extra_layers=0, token_labels="steps", step_score="at_read", learning_rate=2e-5,
-            max_steps=1000, max_length=2048, optim="adamw_8bit", gradient_checkpointing=True, eval_steps=100,
-            save_steps=200, logging_steps=10, eval_fraction=0.05, lora=LoraSpec(r=16, alpha=32))
-PRESETS: dict[str, dict] = {
-    "demo (CPU)": {},
-    "16 GB GPU": dict(_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=True, per_device_train_batch_size=2,
-                      gradient_accumulation_steps=16),
-    "24 GB GPU": dict(_GPU, model="Qwen/Qwen3-4B-Thinking-2507", per_device_train_batch_size=4,
-                      gradient_accumulation_steps=8),
-    "80 GB GPU": dict(_GPU, model="Qwen/Qwen3-4B-Thinking-2507", max_length=4096, per_device_train_batch_size=16,
-                      gradient_accumulation_steps=2),
-}
-
-
-def preset(name: str) -> PrmJobConfig:
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return dataclasses.replace(PrmJobConfig(), **PRESETS[name])

@@ -17,6 +17,12 @@ def launch_check(ws, cfg: PrmJobConfig) -> None:
 
     cfg.validate()
     check_seeds(cfg)
+    from transformers import TrainingArguments
+
+    from rloo_studio.core import trainer_settings
+    from rloo_studio.prm.config import DERIVED, trainer_args
+
+    trainer_settings.check_config(cfg, TrainingArguments, trainer_args(cfg, held_out=1), DERIVED)
     path = resolve(cfg.model)
     check_remote_code(path, cfg.trust_remote_code)
     tok = load_tokenizer(path, cfg.trust_remote_code)

@@ -68,21 +68,6 @@ class RolloutConfig:
             raise ConfigError(f"seed must be a whole number from 0 to {MAX_SEED}, got {self.seed}.")
 
 
-PRESETS: dict[str, dict] = {
-    "demo (CPU)": {},
-    # the demo's slipping policy, its steps' endings written by the demo model (which rarely slips): clean labels
-    "demo slipping policy (CPU)": dict(policy=str(DEMO_SLIPPY_MODEL), completer=str(DEMO_MODEL)),
-    "GPU": dict(policy="Qwen/Qwen3-4B-Thinking-2507", prompt_set="labeled-pairs", prompts=500, samples=4,
-                continuations=8, max_new_tokens=2048, batch_prompts=8, answer_format="boxed"),
-}
-
-
-def preset(name: str) -> RolloutConfig:
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return dataclasses.replace(RolloutConfig(), **PRESETS[name])
-
-
 def launch_check(ws, cfg: RolloutConfig) -> list[dict]:
     """The prompts the job would label, or a StudioError in words (no answer column, a model not there)."""
     from rloo_studio.core.model_options import check_remote_code

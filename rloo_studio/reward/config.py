@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from rloo_studio.core import memory_fit
+from rloo_studio.core import memory_fit, trainer_settings
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import OPTIMIZERS, JobConfig, override
 from rloo_studio.core.model_options import LoraSpec
@@ -97,10 +97,19 @@ class RewardJobConfig(JobConfig):
             raise ConfigError("eval_steps must be at least 1.")
 
 
+DERIVED = {"per_device_eval_batch_size": "eval_batch_size"}
+"""RewardConfig keys the studio derives from a setting of its own (trl.KEY refused: core/trainer_settings.py)."""
+
+
 def trl_args(cfg: RewardJobConfig, held_out: int, max_length: int | None = None) -> dict:
     """RewardConfig's keyword arguments from the job's config and its split (`held_out` pairs; `max_length` when
-    over_length=fit raised it): the one mapping, used by the job and recorded in the run folder for reproduce.py.
-    Left to the caller: output_dir, use_cpu / bf16 (the device), report_to and eval_on_start (not on resume)."""
+    over_length=fit raised it), its trl settings last: the one mapping, used by the job and recorded in the run folder
+    for reproduce.py. Left to the caller: output_dir, use_cpu / bf16 (the device), report_to and eval_on_start (not on
+    resume)."""
+    return _studio_args(cfg, held_out, max_length) | trainer_settings.passed(cfg.trl)
+
+
+def _studio_args(cfg: RewardJobConfig, held_out: int, max_length: int | None) -> dict:
     return dict(
         learning_rate=cfg.learning_rate, num_train_epochs=cfg.num_train_epochs, max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
@@ -112,22 +121,6 @@ def trl_args(cfg: RewardJobConfig, held_out: int, max_length: int | None = None)
         logging_steps=cfg.logging_steps, save_strategy="steps", save_steps=cfg.save_steps,
         eval_strategy="steps" if held_out else "no", eval_steps=cfg.eval_steps, disable_tqdm=True,
     )
-
-
-_QWEN3_GPU = dict(  # the seed recipe: r=16, alpha=16, lr 1e-5, max_length 1024 for thinking data, 8-bit AdamW
-    lora=LoraSpec(r=16, alpha=16), learning_rate=1e-5, num_train_epochs=1.0, max_length=1024,
-    optim="adamw_8bit", gradient_checkpointing=True, eval_steps=50, save_steps=100, logging_steps=5,
-    center_rewards_coefficient=0.01, eval_fraction=0.1,
-)
-PRESETS: dict[str, dict] = {
-    "demo (CPU)": {},
-    "16 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=True,
-                      per_device_train_batch_size=2, gradient_accumulation_steps=8, eval_batch_size=4),
-    "24 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=False,
-                      per_device_train_batch_size=4, gradient_accumulation_steps=4, eval_batch_size=8),
-    "80 GB GPU": dict(_QWEN3_GPU, model="Qwen/Qwen3-4B-Thinking-2507", load_in_4bit=False, max_length=4096,
-                      per_device_train_batch_size=8, gradient_accumulation_steps=2, eval_batch_size=16),
-}
 
 
 def memory_inputs(cfg: RewardJobConfig, ws=None) -> dict:
@@ -145,9 +138,3 @@ LEVERS = [memory_fit.checkpointing, memory_fit.four_bit, memory_fit.micro_batch(
           memory_fit.shorter("max_length", 256, "max length")]
 """What Fit to this card changes, in this order (core/memory_fit.py); a shorter max_length drops the pairs longer
 than it (over_length says how), so it comes last."""
-
-
-def preset(name: str) -> RewardJobConfig:
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return dataclasses.replace(RewardJobConfig(), **PRESETS[name])

@@ -34,6 +34,12 @@ def launch_check(ws: Workspace, cfg: RewardJobConfig) -> dict:
     for a run that could only fail, before a run folder exists; returns the pre-flight otherwise.
     Loads the tokenizer, never the model."""
     check_seeds(cfg)
+    from trl import RewardConfig
+
+    from rloo_studio.core import trainer_settings
+    from rloo_studio.reward.config import DERIVED, trl_args
+
+    trainer_settings.check_config(cfg, RewardConfig, trl_args(cfg, held_out=1), DERIVED)
     pf = preflight(ws, cfg, sample=PREFLIGHT_SAMPLE)
     if pf["pairs"] < MIN_PAIRS:
         raise DataError(f"Only {pf['pairs']} labeled pairs with a preference; label at least {MIN_PAIRS} "

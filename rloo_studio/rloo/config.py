@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from rloo_studio.core import memory_fit
+from rloo_studio.core import memory_fit, trainer_settings
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import JobConfig, override
 from rloo_studio.core.model_options import BACKENDS, LoraSpec
@@ -228,10 +228,19 @@ class RlooJobConfig(JobConfig):
             raise ConfigError("eval_prompts must be 0 (skip) or more")
 
 
+DERIVED = {"chat_template_kwargs": "enable_thinking", "vllm_mode": "use_vllm",
+           "steps_per_generation": "generation_batch_size"}
+"""RLOOConfig keys the studio derives from a setting of its own (trl.KEY refused: core/trainer_settings.py)."""
+
+
 def trl_args(cfg: RlooJobConfig) -> dict:
-    """RLOOConfig's keyword arguments that follow from the job's config: the one mapping, used by the job and
-    recorded in the run folder for reproduce.py. Plain JSON values, so the recorded copy is the same dict.
-    Left to the caller: output_dir, use_cpu / bf16 (the device) and report_to."""
+    """RLOOConfig's keyword arguments that follow from the job's config, its trl settings last: the one mapping, used
+    by the job and recorded in the run folder for reproduce.py. Plain JSON values, so the recorded copy is the same
+    dict. Left to the caller: output_dir, use_cpu / bf16 (the device) and report_to."""
+    return _studio_args(cfg) | trainer_settings.passed(cfg.trl)
+
+
+def _studio_args(cfg: RlooJobConfig) -> dict:
     return dict(
         learning_rate=cfg.learning_rate, optim=cfg.optim, beta=cfg.beta, num_generations=cfg.num_generations,
         max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
@@ -248,54 +257,6 @@ def trl_args(cfg: RlooJobConfig) -> dict:
         **(dict(vllm_mode="server", vllm_server_base_url=cfg.vllm_server_base_url.rstrip("/"),
                 vllm_server_timeout=cfg.vllm_server_timeout) if cfg.use_vllm else {}),
     )
-
-
-# -- presets -----------------------------------------------------------------------------------
-QWEN3_THINKING = "Qwen/Qwen3-4B-Thinking-2507"
-
-
-def _seed_recipe(**kw) -> RlooJobConfig:
-    """Qwen3 Thinking on a GPU: lr 1e-5, beta 0.05, k=4, adamw_8bit; thinking needs long completions."""
-    base = dict(model=QWEN3_THINKING, backend="auto", learning_rate=1e-5, beta=0.05, num_generations=4,
-                optim="adamw_8bit", temperature=1.0, rewards=["think_format", "answer_present"],
-                reward_weights=[1.0, 0.5], prompt_set=LABELED_PAIRS, max_steps=500, save_steps=50,
-                eval_prompts=0)
-    return RlooJobConfig(**{**base, **kw})
-
-
-def _demo_cpu(**kw) -> RlooJobConfig:
-    """The bundled demo model on a CPU: k = 8, 32 completions per step, lr 5e-4, 40 steps, before/after on 200."""
-    base = dict(lora=LoraSpec(r=16, alpha=32), rewards=["correctness"], reward_weights=[1.0], num_generations=8,
-                beta=0.02, learning_rate=5e-4, max_completion_length=64, per_device_train_batch_size=32,
-                max_steps=40, save_steps=20, eval_prompts=200)
-    return RlooJobConfig(**{**base, **kw})
-
-
-PRESETS = {
-    # Measured on a 2-core CPU (docs/RLOO.md): each raises held-out accuracy of the demo model in minutes.
-    "demo-cpu": _demo_cpu,
-    # The whole loop: rewarded only by the newest reward model trained in the studio. beta 0.1 holds the
-    # arithmetic while the policy learns to reason (at 0.02 accuracy among reasoning answers fell 87% -> 69%).
-    "demo-cpu-reward-model": lambda: _demo_cpu(rewards=[REWARD_MODEL], reward_weights=[1.0], reward_model_run=LATEST,
-                                               beta=0.1),
-    # The demo's slipping policy (it reasons on every answer and slips in about half), rewarded only by the newest
-    # process reward model: what an outcome model cannot teach it (docs/PRM.md).
-    "demo-cpu-process-reward": lambda: _demo_cpu(model=str(DEMO_SLIPPY_MODEL), rewards=[PROCESS_REWARD],
-                                                 reward_weights=[1.0], process_reward_run=LATEST, beta=0.05,
-                                                 max_steps=160, save_steps=80),
-    # The GPU presets fit their cards by the studio's own estimate with headroom (at most 90% of the card; the
-    # figures in docs/BENCHMARKS.md, Planned GPU memory): gradient checkpointing on, and a step's 32 (80 GB: 64)
-    # completions generated in turns, so that the KV cache of thinking-length completions stays small.
-    "gpu-16gb": lambda: _seed_recipe(load_in_4bit=True, max_completion_length=1536, per_device_train_batch_size=4,
-                                     gradient_accumulation_steps=8, gradient_checkpointing=True,
-                                     generation_batch_size=16),
-    "gpu-24gb": lambda: _seed_recipe(load_in_4bit=False, max_completion_length=2048, per_device_train_batch_size=8,
-                                     gradient_accumulation_steps=4, gradient_checkpointing=True,
-                                     generation_batch_size=8),
-    "gpu-80gb": lambda: _seed_recipe(load_in_4bit=False, max_completion_length=8192, num_generations=8,
-                                     per_device_train_batch_size=8, gradient_accumulation_steps=8,
-                                     gradient_checkpointing=True, generation_batch_size=16),
-}
 
 
 def resolve_latest(ws, cfg: RlooJobConfig) -> RlooJobConfig:
@@ -389,12 +350,6 @@ LEVERS = [memory_fit.checkpointing, _generation_turns, memory_fit.four_bit,
           memory_fit.shorter("max_completion_length", 256, "max completion length")]
 """What Fit to this card changes, in this order (core/memory_fit.py): a micro-batch stays whole groups of
 num_generations; completions are never cut below 256 tokens."""
-
-
-def preset(name: str) -> RlooJobConfig:
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return PRESETS[name]()
 
 
 def run_config(ws, run_id: str) -> RlooJobConfig:

@@ -41,7 +41,13 @@ def launch_check(ws, cfg: RlooJobConfig) -> None:
     preflight(cfg, ws)
     check_seeds(cfg, "seed", "eval_seed")  # the LoRA shape: JobConfig.validate
     vllm_server.check(cfg)
+    from trl import RLOOConfig
     from transformers.training_args import OptimizerNames
+
+    from rloo_studio.core import trainer_settings
+    from rloo_studio.rloo.config import DERIVED, trl_args
+
+    trainer_settings.check_config(cfg, RLOOConfig, trl_args(cfg), DERIVED)
 
     if cfg.optim not in {o.value for o in OptimizerNames}:
         raise ConfigError(f"optim {str(cfg.optim)[:60]!r} is not an optimizer transformers knows; "

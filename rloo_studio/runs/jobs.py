@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rloo_studio.core.errors import ConfigError, StudioError
+
 SCORERS = ("outcome", "process")
 """What a run's adapter can score with: an outcome reward model (one score per response, read at each
 prefix) or a process reward model (each reasoning step's probability of being right)."""
@@ -34,8 +36,6 @@ class JobKind:
     config: str  # "module:Class", the typed config (form, YAML, CLI and reproduce.py views of it)
     cli: str | None = None  # the headless command that trains it (None: the app starts it only)
     cli_help: str = ""  # the command's one-line help
-    presets: str | None = None  # "module:PRESETS" (a dict of preset names)
-    preset: str | None = None  # "module:function", name -> config
     preflight: str | None = None  # "module:function", (ws, config) -> raises ConfigError / DataError in words
     memory: str | None = None  # "module:function", (config, ws) -> the memory estimate's inputs (core.memory.preflight)
     levers: str | None = None  # "module:LEVERS", what Fit to this card changes, in order (core.memory_fit)
@@ -59,11 +59,27 @@ class JobKind:
     def train_fn(self):
         return load(self.train)
 
-    def preset_names(self) -> list[str]:
-        return list(load(self.presets)) if self.presets else []
+    def presets(self, ws=None) -> list:
+        """The kind's presets (core.presets.Preset): the studio's files, then the workspace's own (`ws`: a Workspace
+        or its folder)."""
+        from rloo_studio.core import presets
 
-    def preset_config(self, name: str):
-        return load(self.preset)(name)
+        return presets.listing(self.name, getattr(ws, "root", ws))
+
+    def preset_names(self, ws=None) -> list[str]:
+        return [p.name for p in self.presets(ws)]
+
+    def preset_config(self, name: str, ws=None):
+        """The config a preset gives (its settings over the kind's defaults), validated; a ConfigError in words for
+        a name that is no preset or a file with a setting the kind does not have."""
+        from rloo_studio.core import presets
+        from rloo_studio.core.config import from_dict
+
+        p = presets.find(self.name, name, getattr(ws, "root", ws))
+        try:
+            return from_dict(self.config_class(), p.config)
+        except StudioError as exc:
+            raise ConfigError(f"preset {p.name} ({p.path}): {exc}") from None
 
     def check(self, ws, cfg) -> None:
         if self.preflight:
@@ -114,7 +130,6 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
     JobKind("reward", "reward-model", train="rloo_studio.reward.job:train_reward",
             config="rloo_studio.reward.config:RewardJobConfig", cli="train-reward",
             cli_help="train a reward model on the labeled pairs, headless",
-            presets="rloo_studio.reward.config:PRESETS", preset="rloo_studio.reward.config:preset",
             preflight="rloo_studio.reward.launch_form:launch_check", memory="rloo_studio.reward.config:memory_inputs",
             levers="rloo_studio.reward.config:LEVERS",
             key_metrics=(("held-out accuracy", "eval_accuracy"), ("accuracy", "accuracy"), ("loss", "loss")),
@@ -125,7 +140,6 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
     JobKind("rloo", "RLOO", train="rloo_studio.rloo.job:train_rloo",
             config="rloo_studio.rloo.config:RlooJobConfig", cli="train-rloo",
             cli_help="train a policy with RLOO on a prompt set, headless",
-            presets="rloo_studio.rloo.config:PRESETS", preset="rloo_studio.rloo.config:preset",
             preflight="rloo_studio.rloo.launch_form:launch_check", memory="rloo_studio.rloo.config:memory_inputs",
             levers="rloo_studio.rloo.config:LEVERS",
             key_metrics=(("reward", "reward"), ("kl", "kl"), ("loss", "loss")),
@@ -137,7 +151,6 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
     JobKind("prm", "process-reward", train="rloo_studio.prm.job:train_prm",
             config="rloo_studio.prm.config:PrmJobConfig", cli="train-prm",
             cli_help="train a process reward model (each <think> step right or wrong) on the step labels, headless",
-            presets="rloo_studio.prm.config:PRESETS", preset="rloo_studio.prm.config:preset",
             preflight="rloo_studio.prm.launch_form:launch_check", memory="rloo_studio.prm.config:memory_inputs",
             levers="rloo_studio.prm.config:LEVERS",
             key_metrics=(("first wrong step found", "eval_first_wrong_found"), ("step accuracy", "eval_step_accuracy"),
@@ -151,7 +164,6 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
             config="rloo_studio.prm.rollouts:RolloutConfig", cli="label-steps",
             cli_help="label <think> steps from rollouts (a step is right when continuations from it reach the "
                      "answer), headless",
-            presets="rloo_studio.prm.rollouts:PRESETS", preset="rloo_studio.prm.rollouts:preset",
             preflight="rloo_studio.prm.rollouts:launch_check",
             key_metrics=(("responses", "responses"), ("steps", "steps"), ("steps right", "right_share")),
             resumable=True),

@@ -120,4 +120,6 @@ def widget(f: FormField, value, prefix: str, special=None, workspace_root=None, 
         return gr.Dropdown(list(f.choices), value=value, **kw)
     if f.kind in ("int", "float", "optional_float"):
         return gr.Number(value=value, precision=0 if f.kind == "int" else None, **kw)
+    if f.kind == "mapping":  # YAML, one setting a line
+        return gr.Textbox(value=value, lines=3, max_lines=12, placeholder="warmup_ratio: 0.1", **kw)
     return gr.Textbox(value=value, max_lines=1, **kw)

@@ -70,8 +70,22 @@ def _trust(cfg) -> str:
 
 # -- handlers: the same for every kind (wired with functools.partial) ---------------------------------------------
 
-def on_preset(kind: str, fields: list, specials: dict, name):
-    return as_widgets(fields, KINDS[kind].preset_config(name), specials)
+def on_preset(studio: Studio, kind: str, fields: list, specials: dict, name):
+    try:
+        return as_widgets(fields, KINDS[kind].preset_config(name, studio.ws), specials)
+    except StudioError as exc:  # a preset file of the user's that went wrong: said, the form kept
+        gr.Warning(str(exc))
+        return [gr.skip()] * len(fields)
+
+
+def preset_choices(studio: Studio, kind: str) -> list[tuple[str, str]]:
+    """(label, name) of the kind's presets, the workspace's own marked as the user's."""
+    return [(p.label, p.name) for p in KINDS[kind].presets(studio.ws)]
+
+
+def on_preset_list(studio: Studio, kind: str):
+    """The preset list read again when it is opened: a preset file put in the workspace since shows at once."""
+    return gr.update(choices=preset_choices(studio, kind))
 
 
 def card_gib(value) -> float | None:
@@ -263,10 +277,11 @@ class JobSection:
     def form(self, layout: list, preset: str, info: str = "", **row_kw) -> None:
         """The preset dropdown, then the form (`accordions`) starting from that preset's config."""
         self.preset_dropdown(preset, info)
-        self.accordions(layout, self.kind.preset_config(preset), **row_kw)
+        self.accordions(layout, self.kind.preset_config(preset, self.studio.ws), **row_kw)
 
     def preset_dropdown(self, preset: str, info: str = "", **kw) -> None:
-        self.preset = gr.Dropdown(self.kind.preset_names(), value=preset, label="Preset", info=info or None,
+        self.preset = gr.Dropdown(preset_choices(self.studio, self.kind.name), value=preset, label="Preset",
+                                  info=info or None,
                                   elem_id=f"{self.kind.name}-preset", **kw)
 
     def accordions(self, layout: list, values, wide: tuple = ("model",), inside: dict | None = None,
@@ -347,7 +362,8 @@ def wire(section: JobSection, shown, own_answers: list | None = None) -> list:
     s, studio, name = section, section.studio, section.kind.name
     validate, launch, stop, resume = s.buttons
     ticks = {k: w for k, w in s.specials.items() if isinstance(w, Ticks)}
-    s.preset.change(partial(on_preset, name, s.fields, ticks), s.preset, s.inputs)
+    s.preset.change(partial(on_preset, studio, name, s.fields, ticks), s.preset, s.inputs)
+    s.preset.focus(partial(on_preset_list, studio, name), None, s.preset, show_progress="hidden")
     card = [s.card] if s.card is not None else [gr.State(None)]
     validate.click(partial(on_check, studio, name), card + s.inputs, s.check)
     if s.fit is not None:

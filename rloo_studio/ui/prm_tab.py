@@ -119,12 +119,12 @@ def build(studio: Studio):
         loaded = gr.Markdown(elem_id="prm-load-demo-msg")
     # Folded when there are step labels to train on already (at the app's start, or once the demo's are loaded)
     with gr.Accordion("1. Step labels from rollouts", open=not steps.any_labels(studio.ws)) as rollouts_box:
-        _, follow_rollouts = _section(studio, ROLLOUTS, ROLLOUT_LAYOUT, "demo (CPU)",
+        _, follow_rollouts = _section(studio, ROLLOUTS, ROLLOUT_LAYOUT, "demo-cpu",
                                       "No rollouts run yet: label the steps of the policy's responses here.",
                                       "Label steps", "Rollouts runs: config and command")
     load.click(partial(on_load_demo, studio), None, [loaded, labels, rollouts_box])
     gr.Markdown("### 2. Process reward model")
-    _, follow_prm = _section(studio, KIND, PRM_LAYOUT, "demo (CPU)",
+    _, follow_prm = _section(studio, KIND, PRM_LAYOUT, "demo-cpu",
                              "No process reward model yet. Check the settings, then press <b>Train</b>.",
                              "Train", "Process-reward runs: config and command")
 

@@ -108,7 +108,7 @@ def build(studio: Studio):
     watched = gr.State(None)  # run id clicked in the runs list (None: follow the newest run)
     with gr.Row():
         with gr.Column(scale=2, min_width=420):
-            section.form(LAYOUT, "demo (CPU)", info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed "
+            section.form(LAYOUT, "demo-cpu", info="Fills the form; GPU presets follow the Qwen3 (Thinking) seed "
                                                     "recipe.", min_width=140)
             summary = _preflight()  # what Check settings answers, beside the settings it reads
         with gr.Column(scale=3):  # the live run, in view while it trains

@@ -25,6 +25,7 @@ from rloo_studio.rloo.charts import CHART_TITLES, PLOTS, rloo_charts
 from rloo_studio.rloo.config import LATEST
 from rloo_studio.runs import run_warnings, tail
 from rloo_studio.runs.catalog import find_run, scorer_runs
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.studio import Studio
 from rloo_studio.ui import job_section, rloo_model_input, rloo_render, rloo_send, run_panel, token_view
 from rloo_studio.ui.fields import Pick, Range, Ticks
@@ -276,7 +277,7 @@ def _form(section: JobSection) -> gr.File:
     upload."""
     section.preset_dropdown("demo-cpu", PRESET_INFO)
     files = []
-    section.accordions(LAYOUT, rloo_config.preset("demo-cpu"), min_width=140,
+    section.accordions(LAYOUT, KINDS[KIND].preset_config("demo-cpu", section.studio.ws), min_width=140,
                        inside={PROMPTS: lambda: files.append(_upload())})
     return files[0]
 
@@ -299,12 +300,12 @@ def build(studio: Studio):
         section.runs_list("RLOO runs")
     section.launch_files()
     widgets, check = section.widgets, section.check
-    ticked = gr.State(list(rloo_config.preset("demo-cpu").rewards))  # to keep the weights aligned with the ticks
+    ticked = gr.State(list(KINDS[KIND].preset_config("demo-cpu", studio.ws).rewards))  # to keep the weights aligned with the ticks
 
     actions = job_section.wire(section, run_dd)
     run_dd.focus(partial(run_choices, studio, False), None, run_dd)
     overlay_dd.focus(partial(run_choices, studio, True), None, overlay_dd)
-    section.preset.change(lambda name: rloo_config.preset(name).rewards, section.preset, ticked)
+    section.preset.change(lambda name: KINDS[KIND].preset_config(name, studio.ws).rewards, section.preset, ticked)
     widgets["model"].change(on_model, widgets["model"], check, show_progress="hidden")  # GPU preset, not cached
     widgets["rewards"].input(on_rewards, [widgets["rewards"], widgets["reward_weights"], ticked],
                              [widgets["reward_weights"], ticked])
