@@ -8,13 +8,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast setup chromium demo-model bench gpu-extras vllm-env vllm-server
+.PHONY: run test test-fast lint setup chromium demo-model bench gpu-extras vllm-env vllm-server
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt requirements-test.txt
+# The package itself, editable, with its test extra (pyproject.toml; the pins live in requirements*.txt).
+$(STAMP): pyproject.toml requirements.txt requirements-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-test.txt \
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[test]" \
 		> $(VENV)/pip.log 2>&1 || { grep -v "^WARNING: Location" $(VENV)/pip.log; exit 1; }
 	$(PY) -m pip check
 	touch $(STAMP)
@@ -30,8 +31,12 @@ run: $(STAMP)
 # Two pytest-xdist workers (tests/conftest.py keeps a module's tests, and the modules that share one running app,
 # on one worker), each process one compute thread: two threads a process oversubscribed the two cores, and three
 # workers were slower than two (docs/BENCHMARKS.md, The test suite).
-test: $(STAMP) chromium
+test: $(STAMP) chromium lint
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder tests
+
+# ruff, configured in pyproject.toml: style, pyflakes, import order (seconds).
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 # The core tests only: no browser, no training (markers set in tests/conftest.py).
 test-fast: $(STAMP)
@@ -39,7 +44,7 @@ test-fast: $(STAMP)
 
 # Optional: DeepSpeed for the DeepSpeed ZeRO strategies of `accelerate launch` (GPU machines only).
 gpu-extras: $(STAMP)
-	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation -r requirements-gpu.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation -e ".[deepspeed]"
 	$(PY) -m pip check
 
 # Rebuild the bundled demo model and data from scratch (about 5 minutes on 2 cores).

@@ -16,7 +16,7 @@ device command (about 8 minutes: --budget, 465 s by default, bounds it; RLOO gpu
 Also:
     python bench/gpu_check.py --dry-run                 # any machine: the planned runs and their estimates, no build
     python bench/gpu_check.py --tiny                    # CPU: the same path on a tiny Qwen3 (a test runs it)
-    python bench/gpu_check.py --only rloo:80 --max-new 4096   # a rerun: kind, kind:preset or kind:CARD; completions capped
+    python bench/gpu_check.py --only rloo:80 --max-new 4096   # a rerun (kind, kind:preset, kind:CARD), completions cut
     python bench/gpu_check.py --vllm URL | --jobs       # + bench/vllm_timing.py against a server | bench_jobs_memory.py
 
 Each run keeps what shapes the preset's memory (model, 4-bit, micro-batch, lengths, generation batch, checkpointing,
@@ -46,6 +46,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+STARTED = time.time()  # a child's --timeout counts from here: its imports are part of its time
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the studio, and tests/qwen3_fixture.py (the real Qwen3 tokenizer)
 for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
@@ -155,12 +156,13 @@ def tokenizer():
     import importlib.util
 
     import qwen3_fixture
+
     from rloo_studio.core.paths import DEMO_MODEL
 
     if importlib.util.find_spec("unsloth"):
         return qwen3_fixture.build_tokenizer("qwen3-thinking"), "Unsloth's qwen3-thinking"
     text = (DEMO_MODEL / "chat_template.jinja").read_text()
-    return qwen3_fixture.build_tokenizer(template_text=text), "the demo model's (assets/demo-model)"
+    return qwen3_fixture.build_tokenizer(template_text=text), "the demo model's (rloo_studio/assets/demo-model)"
 
 
 def build_model(name: str, folder: Path, tok, tiny: bool, device: str) -> None:
@@ -267,7 +269,8 @@ class Meter:
 
     def peaks(self) -> dict:
         if not self.cuda:
-            return {"peak_allocated_gib": (self.top - self.base) / GiB, "peak_reserved_gib": (self.top - self.base) / GiB}
+            rise = (self.top - self.base) / GiB
+            return {"peak_allocated_gib": rise, "peak_reserved_gib": rise}
         import torch
 
         free, total = torch.cuda.mem_get_info()
@@ -314,6 +317,17 @@ def no_op_tensorboard() -> bool:
     return True
 
 
+def json_lines(path: Path) -> list[dict]:
+    """The records of a JSON-lines file being written (a line cut short is left out)."""
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
 def run_outcome(kind: str, ws_dir: Path, cuda: bool) -> dict:
     """What the run folder says: status and message, steps done, the backend its log names, RLOO's completion length."""
     from rloo_studio.core import bootstrap
@@ -323,8 +337,7 @@ def run_outcome(kind: str, ws_dir: Path, cuda: bool) -> dict:
         return {"status": "not started", "steps": 0}
     d = runs[-1].parent
     st, text = json.loads((d / "status.json").read_text()), (d / "log.txt").read_text(errors="replace")
-    metrics = d / "metrics.jsonl"
-    trained = [r for r in map(json.loads, metrics.read_text().splitlines() if metrics.exists() else []) if "loss" in r]
+    trained = [r for r in json_lines(d / "metrics.jsonl") if "loss" in r]
     status, message = st.get("status", "running"), st.get("message", "")
     if status == "failed" and "out of memory" in message.lower():
         status = "out of memory"
@@ -340,6 +353,7 @@ def child(a) -> int:
     """Cap CUDA memory at the card's size, run the studio's CLI in this process, print one result line (at --timeout
     too, with the peak so far, before leaving)."""
     from rloo_studio.core import bootstrap  # noqa: F401  (Unsloth, where installed, before transformers)
+    # isort: split
     import torch
 
     run = Planned(a.one[0], a.one[1], int(a.one[2]))
@@ -362,7 +376,8 @@ def child(a) -> int:
     meter, started, tail = Meter(cuda), time.time(), Tail(sys.stderr)
 
     def report(timed_out: bool = False) -> None:
-        out = {**row, **meter.peaks(), **run_outcome(run.kind, Path(a.workspace), cuda), "wall_s": time.time() - started}
+        out = {**row, **meter.peaks(), **run_outcome(run.kind, Path(a.workspace), cuda),
+               "wall_s": time.time() - started}
         out["ratio"] = out["estimate_without_context_gib"] / out["peak_reserved_gib"] if out["peak_reserved_gib"] > 0 \
             else None
         if timed_out:
@@ -371,12 +386,21 @@ def child(a) -> int:
             out["message"] = " | ".join(tail.lines)[-300:]
         print(MARK + json.dumps(out), flush=True)
 
-    timer = threading.Timer(a.timeout, lambda: (report(True), os._exit(3)))
+    def time_out() -> None:
+        try:
+            report(True)
+        finally:
+            os._exit(3)
+
+    timer = threading.Timer(max(1.0, a.timeout - (time.time() - STARTED)), time_out)
     timer.daemon = True
     timer.start()
     sys.stderr = tail
-    cli([KINDS[run.kind].cli, "--workspace", a.workspace, "--preset", run.preset,
-         *[x for s in shape + short for x in ("--set", s)]])
+    try:
+        cli([KINDS[run.kind].cli, "--workspace", a.workspace, "--preset", run.preset,
+             *[x for s in shape + short for x in ("--set", s)]])
+    except Exception as exc:  # noqa: BLE001 — the CLI failed before its run started: said in the row
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
     sys.stderr = tail.stream
     timer.cancel()
     report()
@@ -392,6 +416,9 @@ def build_child(a) -> int:
     import torch
 
     cuda = torch.cuda.is_available() and not a.tiny
+    if not cuda and not a.tiny:
+        print("no CUDA device here: --tiny runs the check on a CPU", file=sys.stderr)
+        return 2
     info = {"device": torch.cuda.get_device_name(0) if cuda else f"CPU ({os.cpu_count()} cores)",
             "date": time.strftime("%Y-%m-%d %H:%M"), "missing": {}, "bnb_error": None, "build_s": {}}
     for pkg in ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "unsloth"):
@@ -419,7 +446,7 @@ def build_child(a) -> int:
     return 0
 
 
-# -- the parent ---------------------------------------------------------------------------------------------------------
+# -- the parent --------------------------------------------------------------------------------------------------------
 
 def result_of(out: str) -> dict | None:
     rows = [x[len(MARK):] for x in out.splitlines() if x.startswith(MARK)]
@@ -436,13 +463,16 @@ def prepare(runs: list[Planned], work: Path, a) -> dict:
                          + (["--tiny"] if a.tiny else []), stdout=subprocess.PIPE, text=True, check=False)
     info = result_of(out.stdout)
     if info is None:
-        sys.exit("building the model failed (its output is above)")
+        Path(a.out).write_text(f"# GPU check: building the model failed (exit {out.returncode})\n\n```\n"
+                               f"{out.stdout[-3000:]}\n```\n(its stderr is in the console output)\n")
+        sys.exit(f"building the model failed (exit {out.returncode}); see {a.out}")
     info["build_wall_s"], info["data"], t0 = round(time.time() - t0, 1), {}, time.time()
     toks = {m: AutoTokenizer.from_pretrained(model_folder(work, m)) for m in models} if not info["missing"] else {}
     for r in runs if toks else []:
         model = r.preset_config().model
         shape, short = settings(r, str(model_folder(work, model)), a.tiny, a.max_new)
-        info["data"][r.name] = seed_workspace(r, run_config(r, shape + short), work / "ws" / r.slug, toks[model], a.tiny)
+        info["data"][r.name] = seed_workspace(r, run_config(r, shape + short), work / "ws" / r.slug, toks[model],
+                                              a.tiny)
     info["data_s"] = round(time.time() - t0, 1)
     return info
 
@@ -506,12 +536,16 @@ COLUMNS = ("kind", "preset", "card GiB", "estimate GiB", "w/o context", "peak al
 
 
 def header(info: dict, a) -> str:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip() or "?"
+    except OSError:  # no git where it runs
+        commit = "?"
     versions = ", ".join(f"{k} {info[k] or '(none)'}" for k in
                          ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "unsloth"))
     built = "; ".join(f"{m} ({'tiny' if a.tiny else 'real'} shape) in {s} s" for m, s in info["build_s"].items())
     return "\n".join([
-        f"# GPU check, {info['date']}", "", f"- device: {info['device']}; git commit {commit.stdout.strip() or '?'}",
+        f"# GPU check, {info['date']}", "", f"- device: {info['device']}; git commit {commit}",
         f"- {versions}", f"- random-weight model {built}; chat template {info['template']}; "
         f"build process {info['build_wall_s']} s, workspaces {info['data_s']} s",
         f"- each preset in its own process capped at its card's size; budget {a.budget:.0f} s"
@@ -525,6 +559,7 @@ def table_line(run: Planned, row: dict) -> str:
     notes = [row.get("vs_preset", "same") != "same" and f"estimate vs preset: {row['vs_preset']}",
              row.get("completion_tokens") and f"completions {row['completion_tokens']:.0f} tokens",
              row.get("outside_allocator_gib") and f"outside the allocator {row['outside_allocator_gib']:.2f} GiB",
+             row.get("cap_gib", run.card_gib) < run.card_gib and f"capped at the whole card, {row['cap_gib']:.1f} GiB",
              "load_in_4bit=false" in row.get("settings", []) and "16-bit on the CPU",
              row.get("tensorboard_stub") and "no-op TensorBoard writer",
              row["status"] != "completed" and row.get("message", "")[:200]]
@@ -580,7 +615,8 @@ def dry_run(a) -> int:
         print(f"{run.name} on {run.card_gib} GiB: estimate {e['estimate_gib']:.2f} GiB "
               f"({e['estimate_without_context_gib']:.2f} without the CUDA context; fits: {e['fits_card']}), the "
               f"preset's {e['preset_estimate_gib']:.2f} GiB, difference: {e['vs_preset']}\n"
-              f"    --set {' '.join(shape + short)}\n    " + ", ".join(f"{k} {v:.2f}" for k, v in e["estimate_parts"].items()))
+              f"    --set {' '.join(shape + short)}\n    "
+              + ", ".join(f"{k} {v:.2f}" for k, v in e["estimate_parts"].items()))
     return 0
 
 

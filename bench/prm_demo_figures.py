@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/prm_demo_figures.py --workspace WS [--run latest] [--samples 2] [--seed 0]
 
-Samples the bundled slipping policy (assets/demo-slippy-model) on the 500 held-out demo prompts (temperature 1),
+Samples the bundled slipping policy (rloo_studio/assets/demo-slippy-model) on the 500 held-out demo prompts (temperature 1),
 labels each response's steps exactly (core/demo_task.step_labels: a step is right when it and every step before it
 equal the demo's own), scores them with the workspace's process reward run, and prints inspect/process.step_figures
 (step accuracy, right steps called right, the first wrong step found, ProcessBench's F1) and the slip pairs ranked

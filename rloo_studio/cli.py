@@ -169,7 +169,7 @@ def cmd_export_model(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m rloo_studio", description="RLOO Studio: label, reward, inspect, RLOO.")
+    ap = argparse.ArgumentParser(prog="rloo-studio", description="RLOO Studio: label, reward, inspect, RLOO (also: python -m rloo_studio).")
     sub = ap.add_subparsers(dest="cmd", required=True)
     for add in (_add_serve, _add_training, _add_data, _add_export_model, cli_views.add_score, cli_views.add_runs,
                 cli_views.add_presets):
@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_serve(sub) -> None:
-    p = sub.add_parser("serve", help="start the web app")
+    p = sub.add_parser("serve", aliases=["app"], help="start the web app (rloo-studio app)")
     _workspace_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s, this machine only)")
     p.add_argument("--port", type=int, default=7860)

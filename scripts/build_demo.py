@@ -18,11 +18,11 @@ The bundled model was built with --from-stage1 on the stage-1 model bundled befo
    trained on the demo pairs learns "reason first", so RLOO rewarded by it alone can teach that much.
 4. Samples its own responses to build demo preference pairs, labeled by the known answer (a synthetic
    annotator, demo_task.ANSWER_KEY: never a person), and unlabeled candidates.
-Writes assets/demo-model/ (with build_report.json: what the build measured) and assets/demo-data/.
+Writes rloo_studio/assets/demo-model/ (with build_report.json: what the build measured) and rloo_studio/assets/demo-data/.
 
     .venv/bin/python scripts/build_demo.py --pairs-only
 
-rebuilds only assets/demo-data/pairs.jsonl and candidates.jsonl from the bundled model.
+rebuilds only rloo_studio/assets/demo-data/pairs.jsonl and candidates.jsonl from the bundled model.
 """
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ def demo_data(args, model, tok, sets: dict, data_dir: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=ROOT / "assets")
+    ap.add_argument("--out", type=Path, default=ROOT / "rloo_studio" / "assets")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--from-stage1", type=Path, metavar="DIR",
                     help="skip stage 1: fine-tune this stage-1 model folder (its tokenizer is kept)")

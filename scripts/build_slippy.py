@@ -7,13 +7,13 @@ The demo model reasons about half the time and is right when it does: its room i
 model needs a policy whose steps go wrong. This one has the demo model's architecture and tokenizer, is trained from
 scratch on <think> targets only (it reasons on every answer) and is stopped early, at the first validation
 measurement with accuracy >= --target, reasoning >= 95% and format >= 93%: an under-trained model whose arithmetic
-slips on a good share of its answers (natural, on-policy slips). Writes assets/demo-slippy-model/ (with
+slips on a good share of its answers (natural, on-policy slips). Writes rloo_studio/assets/demo-slippy-model/ (with
 build_report.json).
 
 Then the demo's step labels, as the step-labels-from-rollouts job makes them (prm/rollouts.py, Math-Shepherd): the
 slipping policy answers --label-prompts prompts of demo-train --samples times, and from the end of each <think> step
 the bundled demo model (which rarely slips, so a right step's endings reach the answer) writes 4 endings; a step is
-good when any of them reaches the answer. Writes assets/demo-data/step_labels.jsonl: one response per line with its
+good when any of them reaches the answer. Writes rloo_studio/assets/demo-data/step_labels.jsonl: one response per line with its
 verdicts (+1 / -1, stopping at the first bad step) and each step's share of endings that reached the answer, which
 `--demo` workspaces hold under the annotator "rollouts (automatic)".
 """

@@ -112,7 +112,7 @@ def _backend_json() -> str:
 
 def build_tokenizer(template: str = "qwen3-thinking", template_text: str | None = None):
     """Qwen3's tokenizer with one of Unsloth's Qwen3 chat templates, or with `template_text` (a Jinja chat
-    template given as text: where Unsloth is not installed, e.g. assets/demo-model/chat_template.jinja)."""
+    template given as text: where Unsloth is not installed, e.g. rloo_studio/assets/demo-model/chat_template.jinja)."""
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
 

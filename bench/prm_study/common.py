@@ -23,11 +23,11 @@ from rloo_studio.core import demo_task as demo  # noqa: E402
 from rloo_studio.core.thinking import parse  # noqa: E402
 from rloo_studio.core.answers import last_number  # noqa: E402
 
-DEMO_MODEL = MAIN / "assets" / "demo-model"
+DEMO_MODEL = MAIN / "rloo_studio" / "assets" / "demo-model"
 
 
 def problem_sets(seed: int = 0) -> dict:
-    """build_demo.make_problems(0): heldout (== assets/demo-data/prompts_heldout.jsonl), rl_train (== prompts_train),
+    """build_demo.make_problems(0): heldout (== rloo_studio/assets/demo-data/prompts_heldout.jsonl), rl_train (== prompts_train),
     train (20,000), validation (200)."""
     import build_demo
 

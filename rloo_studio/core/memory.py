@@ -6,7 +6,7 @@ one hidden state per layer and one layer recomputed), the head's working memory,
 generation KV cache, and a fixed allowance for the CUDA context. With LoRA the RLOO reference model is the base
 with adapters switched off: no second copy of the weights.
 
-The shapes of the models the presets and docs name ship with the studio (assets/model-shapes/), so a run can be
+The shapes of the models the presets and docs name ship with the studio (rloo_studio/assets/model-shapes/), so a run can be
 planned for any card before its model is downloaded (`train-<kind> --check --gpu-memory GIB`).
 """
 from __future__ import annotations
@@ -205,7 +205,7 @@ def device_free() -> float | None:
 
 
 def shipped_shape(name: str) -> Path | None:
-    """The config.json the studio ships for a hub id (assets/model-shapes/<org>/<name>/), or None."""
+    """The config.json the studio ships for a hub id (rloo_studio/assets/model-shapes/<org>/<name>/), or None."""
     parts = str(name).strip().split("/")
     if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
         return None

@@ -3,13 +3,15 @@ from pathlib import Path
 
 from rloo_studio.core.errors import DataError
 
-REPO = Path(__file__).resolve().parents[2]  # rloo_studio/core/paths.py -> the repository
-ASSETS = REPO / "assets"
+PACKAGE = Path(__file__).resolve().parents[1]  # rloo_studio/, installed or in the repository
+REPO = PACKAGE.parent  # the repository, in a source checkout (git commit of a run: runs/record.py)
+ASSETS = PACKAGE / "assets"  # package data: found the same way after `pip install .` and `pip install -e .`
 DEMO_MODEL = ASSETS / "demo-model"
 DEMO_DATA = ASSETS / "demo-data"
 DEMO_SLIPPY_MODEL = ASSETS / "demo-slippy-model"  # the demo policy that slips in its steps (scripts/build_slippy.py)
 MODEL_SHAPES = ASSETS / "model-shapes"  # <org>/<name>/config.json of the models presets name: plans before a download
-DEFAULT_WORKSPACE = REPO / "workspace"  # git-ignored; seeded from assets on first start
+DEFAULT_WORKSPACE = Path("workspace").resolve()  # ./workspace where the studio starts (in the repository:
+# git-ignored); seeded from the assets on first start
 
 MAX_NAME = 200  # bytes in one file or folder name: file systems refuse past 255, and tags such as ".train" are added
 MAX_PATH = 1024
@@ -32,7 +34,7 @@ def typed_path(text, what: str = "path") -> Path:
 
 
 # Set by the app (not the CLI, whose user owns the machine): the folders a page may read or write on the server's
-# disk (the workspace, assets/, --allow-path, the Hugging Face cache). None: no restriction.
+# disk (the workspace, the studio's assets, --allow-path, the Hugging Face cache). None: no restriction.
 ALLOWED_ROOTS: list[Path] | None = None
 
 

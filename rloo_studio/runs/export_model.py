@@ -101,7 +101,7 @@ def resolve_out(ws: Workspace, typed: str | Path) -> Path:
 
 def app_out(ws: Workspace, typed: str | Path) -> Path:
     """The export folder typed in the app (resolve_out), new or empty, and inside the folders the app may use
-    (the workspace, assets/, the Hugging Face cache, --allow-path: core.paths.ALLOWED_ROOTS): a page never writes
+    (the workspace, the studio's assets, the Hugging Face cache, --allow-path: core.paths.ALLOWED_ROOTS): a page never writes
     elsewhere on the server's disk."""
     p = resolve_out(ws, typed)
     roots = outside_allowed(p)

@@ -122,7 +122,7 @@ def import_file(studio: Studio, file: dict | None = None, path: str = "", keep_d
     Parameters:
         file: a file sent from the script's machine: handle_file("pairs.jsonl") (gradio_client).
         path: or a file or folder on the app's machine, inside the folders the app may read (its workspace,
-            assets/, the Hugging Face cache, --allow-path).
+            the studio's assets, the Hugging Face cache, --allow-path).
         keep_duplicates: also import rows already in the workspace, as new pairs.
     Returns:
         {kind, name, rows, pairs, prompts, skipped, labeled, summary}: kind is 'preference', 'candidates' or
@@ -211,7 +211,7 @@ def _uploaded(studio: Studio, file) -> str:
 
 def _readable(path: str) -> Path:
     """A typed path on the app's machine, refused outside the folders the app may read (core.paths.ALLOWED_ROOTS,
-    set by `serve`: the workspace, assets/, the Hugging Face cache, --allow-path)."""
+    set by `serve`: the workspace, the studio's assets, the Hugging Face cache, --allow-path)."""
     p = Path(path.strip()).expanduser()
     outside = outside_allowed(p)
     if not p.is_absolute() or outside:

@@ -35,6 +35,7 @@ PRM_LAYOUT = [  # rows of at most three: the form is the narrower column, beside
     ("The teacher's token labels", (("token_labels",), ("teacher",), ("corrupt", "copies")), False),
     ("Schedule, logging and checkpoints", (("warmup_steps", "weight_decay", "seed"),
                                            ("logging_steps", "eval_steps", "save_steps")), False),
+    ("Other trainer settings (transformers TrainingArguments, YAML, passed as they are)", (("trl",),), False),
 ]
 ROLLOUT_LAYOUT = [
     (None, (("policy",), ("policy_run",), ("prompt_set", "prompts"), ("samples", "continuations")), True),

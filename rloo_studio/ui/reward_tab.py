@@ -43,6 +43,7 @@ LAYOUT = [
     ("Data: length, held-out split, step pairs", (("max_length", "over_length"), ("eval_fraction", "split_by_kind"),
                                                   ("step_pairs", "eval_batch_size", "seed")), False),
     ("Logging and checkpoints", (("logging_steps", "eval_steps", "save_steps"),), False),
+    ("Other TRL settings (YAML, passed to the trainer as they are)", (("trl",),), False),
 ]
 PREFLIGHT_FIELDS = ("model", "max_length", "over_length", "eval_fraction", "trust_remote_code", "enable_thinking")
 

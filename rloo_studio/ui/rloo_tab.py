@@ -61,6 +61,7 @@ LAYOUT = [
     ("Checkpoints and before/after", (("save_steps", "logging_steps"), ("eval_prompts", "eval_seed"),
                                       ("eval_prompt_set",)), False),
     ("Generation with a vLLM server (GPU)", (("use_vllm",), ("vllm_server_base_url", "vllm_server_timeout")), False),
+    ("Other TRL settings (YAML, passed to the trainer as they are)", (("trl",),), False),
 ]
 IN_VIEW, IN_VIEW_HEIGHT = 4, 280  # charts beside the form, two to a row: loss, reward, KL, reward spread
 
