@@ -13,12 +13,14 @@ Then measures 500 held-out prompts (temperature 1, seed 1234) and writes OUT/rep
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
-
-from common import *  # noqa: F401,F403
-from common import LAB, DEMO_MODEL, Timer, problem_sets, sample_responses, summarize, write_jsonl
+import time
 
 import build_demo
+import torch
+from common import DEMO_MODEL, LAB, Timer, problem_sets, sample_responses, summarize, write_jsonl
 from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
 

@@ -20,8 +20,8 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 from rloo_studio.core import demo_task as demo  # noqa: E402
-from rloo_studio.core.thinking import parse  # noqa: E402
 from rloo_studio.core.answers import last_number  # noqa: E402
+from rloo_studio.core.thinking import parse  # noqa: E402
 
 DEMO_MODEL = MAIN / "rloo_studio" / "assets" / "demo-model"
 

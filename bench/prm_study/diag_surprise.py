@@ -1,7 +1,9 @@
 """Diagnostic: does the bundled demo LM 'know' the right step tokens? A step is flagged wrong if any of its tokens
 (teacher-forced) is not the LM's argmax. Agreement with the exact labels on data/pol_heldout.jsonl."""
-from common import *
-from prm import encode, batchify
+import torch
+from common import DEMO_MODEL, LAB, chat, load_causal, read_jsonl
+from prm import batchify
+
 m, tok = load_causal(DEMO_MODEL)
 rows = [r for r in read_jsonl(LAB / "data/pol_heldout.jsonl") if r["steps"]]
 agree = n = fw = fwn = 0

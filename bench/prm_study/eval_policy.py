@@ -1,8 +1,10 @@
 """Held-out accuracy of a policy (+ optional LoRA adapter): 500 held-out prompts, one sample, T=1, seed 1234.
     python eval_policy.py --policy slippy_s0 [--adapter DIR] [--out FILE.jsonl]"""
 import argparse
-from common import *
-from common import LAB, sample_responses, summarize, problem_sets, write_jsonl, load_causal
+import json
+
+from common import LAB, load_causal, problem_sets, sample_responses, summarize, write_jsonl
+
 ap = argparse.ArgumentParser(); ap.add_argument("--policy", default="slippy_s0"); ap.add_argument("--adapter", default="")
 ap.add_argument("--out", default=""); ap.add_argument("--seed", type=int, default=1234); a = ap.parse_args()
 m, tok = load_causal(LAB / a.policy)

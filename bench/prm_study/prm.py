@@ -12,15 +12,21 @@ label at a read position per step, -100 elsewhere. Train + evaluate on held-out 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import random
+import time
+from pathlib import Path
 
-from common import *  # noqa: F401,F403
-from common import LAB, DEMO_MODEL, Timer, chat, exact_labels, kind, operands, problem_sets, read_jsonl
+import torch
+from common import DEMO_MODEL, LAB, Timer, chat, demo, exact_labels, kind, operands, problem_sets, read_jsonl
 
-from rloo_studio.core import bootstrap  # noqa: F401,E402  (unsloth before transformers/peft)
-from transformers import AutoTokenizer, Qwen3ForTokenClassification  # noqa: E402
+# isort: split
+from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers/peft)
 
+# isort: split
+from transformers import AutoTokenizer, Qwen3ForTokenClassification
 
 # ---------------------------------------------------------------- data
 

@@ -17,13 +17,16 @@ The model: Qwen3ForTokenClassification, the demo LM's layers + --extra-layers fr
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import random
+import time
 
-from prm import *  # noqa: F401,F403
-from prm import metrics, score_rows, step_loss, batchify
+import torch
+from common import DEMO_MODEL, LAB, Timer, chat, demo, exact_labels, load_causal, problem_sets, read_jsonl
+from prm import batchify, metrics, score_rows, step_loss
 from prm_fast import build
-
 
 DIGITS = None
 

@@ -10,11 +10,26 @@ Reads at --read (sep: the token after each step). Evaluates on held-out policy r
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import random
+import time
 
-from prm import *  # noqa: F401,F403
-from prm import encode, batchify, metrics, score_rows, step_loss, synth, score_answers, answer_pairs
+import torch
+from common import DEMO_MODEL, LAB, Timer, demo, load_causal, operands, problem_sets, read_jsonl
+from prm import (
+    AutoTokenizer,
+    Qwen3ForTokenClassification,
+    answer_pairs,
+    batchify,
+    encode,
+    metrics,
+    score_answers,
+    score_rows,
+    step_loss,
+    synth,
+)
 from transformers import Qwen3Config
 
 

@@ -10,16 +10,20 @@ Held-out before/after: 500 held-out prompts, one sample each at T=1, seed 1234 (
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import time
 
-from common import *  # noqa: F401,F403
-from common import LAB, Timer, sample_responses, summarize, problem_sets, write_jsonl
+import torch
+from common import LAB, Timer, problem_sets, sample_responses, summarize, write_jsonl
 
 from rloo_studio.core import bootstrap  # noqa: F401,E402  (unsloth before transformers / trl / peft)
 
 
 def prm_reward(prm_dir: str, reduce: str = "min", read: str = "", with_answer: bool = False):
+    from prm import score_answers, score_rows
     from transformers import AutoTokenizer, Qwen3ForTokenClassification
-    from prm import score_rows, score_answers
+
     from rloo_studio.core.thinking import parse
 
     prm = Qwen3ForTokenClassification.from_pretrained(str(LAB / prm_dir)).eval()
@@ -76,8 +80,9 @@ def main():
     t = Timer()
     from datasets import Dataset
     from trl import RLOOConfig, RLOOTrainer
-    from rloo_studio.core.models import add_lora, load_causal_lm
+
     from rloo_studio.core.model_options import LoraSpec
+    from rloo_studio.core.models import add_lora, load_causal_lm
     from rloo_studio.core.thinking import template_kwargs
 
     out = LAB / args.out

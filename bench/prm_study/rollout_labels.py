@@ -11,9 +11,23 @@ Prints agreement with the exact labels and the time per response.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import time
 
-from common import *  # noqa: F401,F403
-from common import LAB, Timer, read_jsonl, chat, generate, load_causal, problem_sets, sample_responses, summarize, write_jsonl
+from common import (
+    LAB,
+    Timer,
+    chat,
+    demo,
+    generate,
+    load_causal,
+    problem_sets,
+    read_jsonl,
+    sample_responses,
+    summarize,
+    write_jsonl,
+)
 
 
 def agreement(rows: list[dict], key: str = "roll_hard", thr: float = 0.5) -> dict:
