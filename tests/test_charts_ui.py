@@ -1,7 +1,7 @@
 """Every training chart in Chromium at 1400x1000, as a reader sees it: a short reward job (checked mid-run
 and after), two short RLOO jobs (mid-run, after, and the earlier one overlaid on every chart), the Runs tab
-overlay of the two RLOO runs on two metrics. For each expected series: a legend label that reads its whole
-name, lies inside its chart, and belongs to a trace that is drawn (a visible stroke, or a whole marker for a
+overlay of the two RLOO runs on two curves (a chart each). For each expected series: a legend label that reads
+its whole name, lies inside its chart, and belongs to a trace that is drawn (a visible stroke, or a whole marker for a
 single point) and not hidden under an equal line drawn over it; no mode bar over a chart's title. Tables:
 more than five completions in view, grouped rows ordered by reward or advantage on request, no header
 clipped or broken mid-word (Reward, Inspect dataset, Records, RLOO, Runs, the Label tab's annotators panel).
@@ -19,7 +19,7 @@ from browser import ARTIFACTS, fill, open_page, running_app
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.reward.charts import reward_charts
 from rloo_studio.rloo.charts import PLOTS, rloo_charts
-from rloo_studio.runs import chart_data
+from rloo_studio.runs import chart_data, overlays
 from rloo_studio.runs.runner import read_metrics
 
 LONG = 900_000
@@ -237,24 +237,6 @@ def view(page, name: str, anchor: str):
     page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
-def choose_option(page, box, value, tries=10):
-    """Pick `value` in a Gradio dropdown as a person would: type it, click its option; again if the
-    dropdown was redrawn meanwhile (its choices follow the picked runs)."""
-    for _ in range(tries):
-        box.click()
-        box.fill(value)
-        option = page.get_by_role("option", name=value, exact=True)
-        try:
-            option.first.click(timeout=5000)
-        except Exception:  # noqa: BLE001 — the list was redrawn under the pointer: type again
-            page.keyboard.press("Escape")
-            continue
-        page.keyboard.press("Escape")
-        if box.input_value() == value:
-            return
-    raise AssertionError(f"could not choose {value!r}; the box shows {box.input_value()!r}")
-
-
 def wait_until(cond, timeout_s, what):
     end = time.time() + timeout_s
     while time.time() < end:
@@ -346,6 +328,23 @@ def launch_rloo(page, ws, steps: int):
     wait_until(lambda: {r["id"] for r in ws.runs("rloo")} - before, 120, "the launched RLOO run")
     expect(page.locator("#rloo-check")).to_contain_text("Started run rloo-", timeout=LONG)
     return next(r["id"] for r in ws.runs("rloo") if r["id"] not in before)
+
+
+def add_curve(page, name: str):
+    """Add a curve to the Runs tab's overlay as a person does: type the end of its name into the Curves box key by
+    key (the box filters its list on each key), click it."""
+    box = page.locator("#runs-metric input")
+    for _ in range(5):
+        box.click()
+        box.press_sequentially(name.split(" › ")[-1], delay=20)
+        try:
+            page.get_by_role("option", name=name, exact=True).click(timeout=5_000)
+            break
+        except Exception:  # noqa: BLE001 — the list was redrawn under the pointer: type again
+            box.fill("")
+            page.keyboard.press("Escape")
+    page.keyboard.press("Escape")
+    expect(page.locator("#runs-metric")).to_contain_text(name, timeout=60_000)
 
 
 def legend_texts(page, elem_id) -> list[str]:
@@ -464,16 +463,17 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
             page.get_by_role("option", name=rid).click()
             expect(page.locator("#runs-pick")).to_contain_text(rid, timeout=60000)
         page.keyboard.press("Escape")
-        metric = page.locator("#runs-metric input")
-        expect(metric).to_have_value("loss", timeout=60000)  # the metric list came with the picked runs
-        for key in ("reward", "kl"):
-            choose_option(page, metric, key)
-            wait_until(lambda: len(legend_texts(page, "runs-overlay")) == 2
-                       and chart_state(page, "runs-overlay", 0)["title"][0] == chart_data.title(key), 120,
+        names = {c.key: c.name for c in overlays.curves(overlays.load(ws, [first, second]))}  # as the picker says
+        # the reward curve came with the picked runs (an RLOO run's headline curve); KL is added as a person adds it
+        expect(page.locator("#runs-metric")).to_contain_text(names["reward"], timeout=60000)
+        add_curve(page, names["kl"])
+        for elem_id, key in (("runs-overlay", "reward"), ("runs-overlay-2", "kl")):
+            wait_until(lambda: len(legend_texts(page, elem_id)) == 2
+                       and chart_state(page, elem_id, 0)["title"][0] == names[key], 120,
                        f"both runs in the {key} overlay")
-            check_chart(page, "runs-overlay", [first, second])
+            check_chart(page, elem_id, [first, second])
             for rid in (first, second):  # a run has the colour it has on the RLOO tab
-                drawn = drawn_color(page, "runs-overlay", rid)
+                drawn = drawn_color(page, elem_id, rid)
                 assert drawn and drawn <= rloo_tab_colors[rid], (rid, drawn, rloo_tab_colors)
             if key == "reward":
                 view(page, "charts-runs-overlay", "#runs-table")

@@ -1,29 +1,50 @@
-"""Runs tab: every run (reward, RLOO, generate, export) with status and key figures; overlay curves; delete;
-launch files; export an RLOO run's policy for serving (a job: runs.export_model.export_job)."""
+"""Runs tab: every run (reward, RLOO, generate, export) with status, its result (runs.headline) and the runs it is
+linked to (runs.links); a click on a row picks its run; the picked runs' curves, one chart per kind and metric
+(runs.overlays); delete; launch files; export an RLOO run's policy for serving (a job: runs.export_model.export_job)."""
 from __future__ import annotations
 
 import html
 from functools import partial
 
 import gradio as gr
+import pandas as pd
 
-from rloo_studio.rloo.tokens import FILE as TOKENS_FILE
-from rloo_studio.runs import catalog, chart_data, jobs, run_warnings
-from rloo_studio.runs.runner import step_files
 from rloo_studio.core.errors import StudioError
+from rloo_studio.rloo.tokens import FILE as TOKENS_FILE
+from rloo_studio.runs import catalog, headline, jobs, links, overlays, run_warnings
 from rloo_studio.runs.accelerate_launch import launch_files, launch_text
 from rloo_studio.runs.export_model import ExportConfig, app_out, default_out, export_job, run_adapter
+from rloo_studio.runs.runner import step_files
 from rloo_studio.studio import Studio
 from rloo_studio.ui import charts, launch_panel, messages, render, run_panel, token_view
 
-HEADERS = ["run", "kind", "status", "started", "duration (s)", "key figures", "message"]
-WIDTHS = ["17%", "7%", "9%", "11%", "10%", "25%", "21%"]  # every column on a 1400 px page; long text wraps
+HEADERS = ["run", "kind", "status", "started", "duration (s)", "result", "linked runs", "message"]
+WIDTHS = ["17%", "7%", "8%", "9%", "10%", "17%", "15%", "17%"]  # every column on a 1400 px page; long text wraps
 EVERY_S = 2.0  # the table's refresh while a run is active (run_panel.IDLE_S otherwise)
+CHART_H = 360
+# A click on a row picks its run. Gradio still outlines the clicked cell of a read-only table, lifts it over its row
+# and gives it row / column handles, which read as a cell editor: all of that is switched off here, and the picked
+# runs' rows are shaded instead (`_table`, PICKED).
+CSS = """
+#runs-table .body-cell {cursor: pointer}
+#runs-table .body-cell.cell-selected {box-shadow: none !important}
+#runs-table .body-cell.cell-solo .cell-wrap > span {position: static !important; box-shadow: none !important;
+    min-height: 0 !important; background: transparent !important; padding: 0 !important; cursor: pointer}
+#runs-table .selection-button {display: none !important}
+"""
+PICKED = "background-color: #dbeafe"  # a picked run's row (blue-100: the text keeps its contrast)
 
 
-def _table(ws) -> list[list]:
-    return [[s["id"], s["kind"], s["status"], s["started"], s["duration_s"], s["figures"], _message(s)]
+def _table(ws, picked=()):
+    """The runs table, the rows of the picked runs shaded (a pandas Styler: Gradio draws its cell styles)."""
+    linked = links.run_links(ws)
+    known = set(linked)
+    rows = [[s["id"], jobs.title(s["kind"]), s["status"], s["started"], s["duration_s"], headline.headline(ws, s),
+             links.links_text(linked.get(s["id"], links.RunLinks()), known), _message(s)]
             for s in catalog.summaries(ws)]
+    picked = set(picked or ())
+    return pd.DataFrame(rows, columns=HEADERS).style.apply(
+        lambda row: [PICKED if row["run"] in picked else ""] * len(row), axis=1)
 
 
 def _message(summary: dict) -> str:
@@ -42,20 +63,28 @@ def _known(ws, selected) -> list[str]:
 
 def refresh(ws, selected):
     ids = [r["id"] for r in ws.runs()]
-    return _table(ws), gr.update(choices=ids, value=[s for s in (selected or []) if s in ids])
+    kept = [s for s in (selected or []) if s in ids]
+    return _table(ws, kept), gr.update(choices=ids, value=kept)
 
 
-def follow(ws, listed):
+def shade(ws, selected):
+    """The table with the picked runs' rows shaded, after a pick."""
+    return _table(ws, _known(ws, selected))
+
+
+def follow(ws, listed, selected=()):
     """The timer's refresh: the table, the run list's choices only when runs came or went, and the timer's
     next period (run_panel.pace).
 
     It never sets the picked runs: a tick that read the picks just before the user added one would
-    otherwise write the older picks back over the user's choice."""
+    otherwise write the older picks back over the user's choice. It reads them to shade their rows (a
+    shading one tick old is put right by the pick's own redraw, `shade`)."""
     ids = [r["id"] for r in ws.runs()]
     pace = run_panel.pace(ws, None, EVERY_S)
+    table = _table(ws, _known(ws, selected))
     if ids == listed:
-        return _table(ws), gr.skip(), listed, pace
-    return _table(ws), gr.update(choices=ids), ids, pace
+        return table, gr.skip(), listed, pace
+    return table, gr.update(choices=ids), ids, pace
 
 
 def _details(ws, rid: str) -> str:
@@ -69,19 +98,38 @@ def _details(ws, rid: str) -> str:
 
 
 def choose(ws, selected, current):
-    selected = _known(ws, selected)
-    keys = catalog.numeric_keys(ws, selected)
-    value = current if current in keys else ("loss" if "loss" in keys else (keys[0] if keys else None))
-    return gr.update(choices=keys, value=value), "".join(_details(ws, r) for r in selected)
+    """The curves the picked runs can show (their kinds' own charts, in their words) and the picks kept or made,
+    and the picked runs' details."""
+    runs = overlays.load(ws, _known(ws, selected))
+    available = overlays.curves(runs)
+    current = current if isinstance(current, list) else [current] if current else []
+    picks = overlays.picks(available, current)
+    details = "".join(_details(ws, rid) for rid, _, _ in runs)
+    bare = overlays.without_curves(runs)
+    if bare:
+        details += f"<div>Nothing to chart yet for {html.escape(', '.join(bare))}.</div>"
+    return gr.update(choices=[(c.name, c.value) for c in available], value=picks), details
 
 
-def draw(ws, selected, metric, weight=0.0, log=False):
-    """The overlay chart: the metric's line for each selected run, named by the run, in the run's colour."""
-    runs = [(rid, catalog.read_metrics(ws.run_dir(rid))) for rid in _known(ws, selected)] if metric else []
-    chart = chart_data.overlay_chart(runs, metric or "", float(weight or 0), bool(log))
-    if not metric:
-        chart.title, chart.note = "Overlay", "pick runs and a metric"
-    return charts.figure(chart, height=360)
+def pick_row(ws, selected, evt: gr.SelectData):
+    """A click on a row of the runs table: its run joins the runs to compare, or leaves them if it was picked."""
+    rid = (evt.row_value or [None])[0]
+    picked = _known(ws, selected)
+    if rid is None or ws.run(str(rid)) is None:
+        return gr.skip()
+    return gr.update(value=[r for r in picked if r != rid] if rid in picked else [*picked, rid])
+
+
+def draw(ws, selected, chosen, weight=0.0, log=False):
+    """(what to do next, in words, or ''; then each chart place): one chart per picked curve, a line per picked run
+    of its kind; the unused places hidden, and all of them while there is nothing to draw (no empty axes)."""
+    runs = overlays.load(ws, _known(ws, selected))
+    drawn = overlays.charts(runs, chosen if isinstance(chosen, list) else [chosen] if chosen else [],
+                            float(weight or 0), bool(log))
+    shown = [gr.update(value=charts.figure(c, height=CHART_H), visible=True) for c in drawn]
+    hint = "" if drawn else ("Pick the curves to draw." if runs else
+                             "Click rows of the table (or pick runs above) to draw their curves.")
+    return [hint, *shown, *[gr.update(visible=False)] * (overlays.MAX_CHARTS - len(shown))]
 
 
 def remove(ws, selected, sure):
@@ -167,7 +215,8 @@ def export_section(studio: Studio, pick):
                     "4-bit base is merged into the full-precision base. Unticked: the adapter alone.")
         with gr.Row(equal_height=True):
             out = gr.Textbox(label="Folder (a new or empty one)", scale=3, max_lines=1, elem_id="runs-export-out",
-                             placeholder=f"empty: {studio.ws.exports_dir}/<run>-merged; a bare name goes under exports/")
+                             placeholder=f"empty: {studio.ws.exports_dir}/<run>-merged; "
+                                         "a bare name goes under exports/")
             merged = gr.Checkbox(True, label="Merged (base + adapter)", scale=1, elem_id="runs-export-merged")
             go = gr.Button("Export model", variant="primary", scale=1, elem_id="runs-export-go")
         msg = gr.Markdown(elem_id="runs-export-msg")
@@ -184,17 +233,31 @@ def first_rloo(ws, selected) -> str:
     return next((r for r in _known(ws, selected) if TOKENS_FILE in step_files(kinds[r])), "")
 
 
+def _overlay_section(ids: list[str]):
+    """The run and curve pickers, smoothing, log scale, a line that says what to pick, and MAX_CHARTS chart places."""
+    with gr.Row(equal_height=True):
+        pick = gr.Dropdown(ids, multiselect=True, label="Runs to compare", scale=2, elem_id="runs-pick",
+                           info="click a row of the table to add its run, click it again to take it out")
+        metric = gr.Dropdown([], multiselect=True, max_choices=overlays.MAX_CHARTS, scale=3, elem_id="runs-metric",
+                             label="Curves (one chart each, a kind's runs together)")
+        with gr.Column(scale=1, min_width=240):
+            smooth = gr.Slider(0, 0.95, value=0.0, step=0.05, label="Smoothing", elem_id="runs-smoothing")
+            log_scale = gr.Checkbox(label="Log scale", value=False, elem_id="runs-log")
+    hint = gr.Markdown("Click rows of the table (or pick runs above) to draw their curves.",
+                       elem_id="runs-overlay-note")
+    plots = []
+    for i in range(overlays.MAX_CHARTS):  # the page's width each: a title names the kind, the chart and the line
+        plots.append(charts.plot("Overlay of the selected runs", "runs-overlay" + (f"-{i + 1}" if i else ""),
+                                 height=CHART_H))
+        plots[-1].visible = False  # shown when as many curves are picked
+    return pick, metric, smooth, log_scale, [hint, *plots]
+
+
 def build(studio: Studio):
     ws = studio.ws
     table = gr.Dataframe(headers=HEADERS, value=_table(ws), interactive=False, wrap=True, column_widths=WIDTHS,
                          elem_id="runs-table", elem_classes=run_panel.live("runs", note=True))  # shown once current
-    with gr.Row():
-        pick = gr.Dropdown([r["id"] for r in ws.runs()], multiselect=True, label="Runs to compare", scale=3,
-                           elem_id="runs-pick")
-        metric = gr.Dropdown([], label="Metric", scale=1, elem_id="runs-metric")
-        smooth = gr.Slider(0, 0.95, value=0.0, step=0.05, label="Smoothing", scale=1, elem_id="runs-smoothing")
-        log_scale = gr.Checkbox(label="Log scale", value=False, scale=1, elem_id="runs-log")
-    plot = charts.plot("Overlay of the selected runs", "runs-overlay", height=360)
+    pick, metric, smooth, log_scale, overlay = _overlay_section([r["id"] for r in ws.runs()])
     details = gr.HTML(elem_id="runs-details")
     with gr.Row():
         confirm = gr.Checkbox(label="Yes, delete the selected run(s) and their files", value=False)
@@ -210,26 +273,35 @@ def build(studio: Studio):
     b_launch.click(partial(export_launch, ws), [pick, strategy, gpus, machines], launch_out)
     listed = gr.State([r["id"] for r in ws.runs()])
     timer = gr.Timer(EVERY_S)
-    timer.tick(partial(follow, ws), listed, [table, pick, listed, timer], show_progress="hidden")
+    timer.tick(partial(follow, ws), [listed, pick], [table, pick, listed, timer], show_progress="hidden")
     draw_in = [pick, metric, smooth, log_scale]
-    # The user's picks (input, not change): the timer's refresh of the run list must not re-run them
-    # every 2 s, which kept a loading cover over the Metric box.
+    # The user's picks (input and the table's select, not change): the timer's refresh of the run list must not
+    # re-run them every 2 s, which kept a loading cover over the Curves box.
     quiet = dict(show_progress="hidden")
-    pick.input(partial(choose, ws), [pick, metric], [metric, details], **quiet).then(
-        partial(draw, ws), draw_in, plot, **quiet)
-    pick.input(partial(first_rloo, ws), pick, token_run, **quiet)
+    picked = dict(fn=partial(choose, ws), inputs=[pick, metric], outputs=[metric, details], **quiet)
+    drawn = dict(fn=partial(draw, ws), inputs=draw_in, outputs=overlay, **quiet)
+    token = dict(fn=partial(first_rloo, ws), inputs=pick, outputs=token_run, **quiet)
+    shaded = dict(fn=partial(shade, ws), inputs=pick, outputs=table, **quiet)
+    pick.input(**picked).then(**drawn)
+    pick.input(**token)
+    pick.input(**shaded)
+
+    def on_row(selected, evt: gr.SelectData):  # Gradio finds the event's data by this annotation, not through a partial
+        return pick_row(ws, selected, evt)
+
+    table.select(on_row, pick, pick, **quiet).then(**shaded).then(**picked).then(**drawn).then(**token)
     for w in (metric, smooth, log_scale):  # changed by the user, or by choose(): never by the timer
-        w.change(partial(draw, ws), draw_in, plot, **quiet)
+        w.change(**drawn)
     delete.click(partial(remove, ws), [pick, confirm], msg).then(partial(refresh, ws), pick, [table, pick]).then(
-        lambda: False, None, confirm).then(partial(choose, ws), [pick, metric], [metric, details]).then(
-        partial(draw, ws), draw_in, plot).then(partial(first_rloo, ws), pick, token_run)
-    messages.clear_on([(pick.input, []), (delete.click, [msg]), (b_launch.click, [launch_out]),
+        lambda: False, None, confirm).then(**{**picked, "show_progress": "full"}).then(
+        **{**drawn, "show_progress": "full"}).then(**{**token, "show_progress": "full"})
+    messages.clear_on([(pick.input, []), (table.select, []), (delete.click, [msg]), (b_launch.click, [launch_out]),
                        (b_export.click, [export_msg])], [msg, launch_out])
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         # first, the table as it is now, then shown (not the rows of when the page was built or the tab last left)
-        tab.select(partial(follow, ws), listed, [table, pick, listed, timer], show_progress="hidden").then(
+        tab.select(partial(follow, ws), [listed, pick], [table, pick, listed, timer], show_progress="hidden").then(
             None, js=run_panel.shown_js("runs"))
-        tab.select(partial(draw, ws), draw_in, plot)  # a chart drawn while the tab was hidden gets its size
+        tab.select(**{**drawn, "show_progress": "full"})  # a chart drawn while the tab was hidden gets its size
 
     return hooks
