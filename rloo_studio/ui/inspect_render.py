@@ -23,7 +23,8 @@ CSS = """
 .rs-steps .rs-other {color:var(--body-text-color-subdued)}
 .rs-legend {display:flex; align-items:center; gap:.5em; font-size:.85em; margin:.3em 0}
 .rs-legend .bar {width:180px; height:12px; border-radius:3px;
-  background:linear-gradient(90deg, rgb(220,60,60), rgb(245,245,245), rgb(40,170,80))}
+  background:linear-gradient(90deg, rgb(230,110,110), rgb(245,245,245), rgb(40,170,80))}
+.rs-chart-title {font-weight:600; margin:.6em 0 .2em}
 .rs-plot svg, .rs-hist svg {width:100%; height:auto; max-width:900px}
 .rs-explain {font-size:.85em; color:var(--body-text-color-subdued); margin:.2em 0 .4em}
 .rs-steps .rs-answer {border-radius:3px; padding:1px 2px; color:#111; outline:1px dashed #7c3aed}
@@ -31,15 +32,22 @@ CSS = """
 """
 
 
+RED, GREEN = (230, 110, 110), (40, 170, 80)  # the ends of every shade (`shade`)
+OUTCOME_STEPS = "Outcome model: how its score moved at each step"
+OUTCOME_TOKENS = "Outcome model: score at each token"
+OUTCOME_MARGINS = "Outcome model: margin on each labeled pair"
+
 MEANING = ("<b>total</b>: the score of the whole response, read at its end (what training compares) · "
            "<b>answer alone</b>: the answer scored with the thinking removed · <b>after thinking</b>: the score "
            "read right after &lt;/think&gt;, before the answer. total − after thinking is what the answer adds.")
 
 # ---------------------------------------------------------------- formatting (pure)
 
-def _color(delta: float, scale: float) -> str:
+def shade(delta: float, scale: float) -> str:
+    """Green for a rise, red for a fall, near-white for none. The ends are light enough that near-black text
+    (#111) on any shade keeps a contrast of at least 4.5 (6.1 on the reddest, 5.9 on the greenest)."""
     t = max(-1.0, min(1.0, delta / scale)) if scale > 0 else 0.0
-    end = (40, 170, 80) if t > 0 else (220, 60, 60)
+    end = GREEN if t > 0 else RED
     rgb = [round(245 + (e - 245) * abs(t)) for e in end]
     return f"rgb({rgb[0]},{rgb[1]},{rgb[2]})"
 
@@ -54,11 +62,13 @@ def untrained_banner(scorer: scoring.Scorer) -> str:
         "nothing yet. Train a reward model in the Reward model tab, then choose it here.</div>")
 
 
-def summary_html(s: scoring.Scored, scorer: scoring.Scorer) -> str:
-    warn = untrained_banner(scorer)
+def summary_html(s: scoring.Scored, scorer: scoring.Scorer, banner: bool = True) -> str:
+    """The outcome model's totals and what they mean (banner=False: the untrained-head banner is shown above)."""
+    warn = untrained_banner(scorer) if banner else ""
     shape = "thinking closed" if s.closed else "thinking unclosed (truncated)" if s.truncated else "no </think>"
     return (
-        f"{warn}<div class='rs-summary'><span>total <span class='num' data-testid='total'>{_num(s.total)}</span></span>"
+        f"{warn}<div class='rs-summary'><span>outcome model: total "
+        f"<span class='num' data-testid='total'>{_num(s.total)}</span></span>"
         f"<span>answer alone <span class='num'>{_num(s.answer)}</span></span>"
         f"<span>after thinking <span class='num'>{_num(s.thinking)}</span></span>"
         f"<span>{len(s.steps)} steps · {shape} · {html.escape(scorer.label)}</span></div>"
@@ -66,7 +76,7 @@ def summary_html(s: scoring.Scored, scorer: scoring.Scorer) -> str:
     )
 
 
-def steps_html(s: scoring.Scored) -> str:
+def steps_html(s: scoring.Scored, title: str = OUTCOME_STEPS) -> str:
     """The response with each step colored by its delta; exact numbers on hover."""
     ans_delta = s.total - s.thinking if (s.thinking is not None and s.closed) else None
     scale = max([abs(st.delta) for st in s.steps] + ([abs(ans_delta)] if ans_delta is not None else []), default=0.0)
@@ -74,7 +84,7 @@ def steps_html(s: scoring.Scored) -> str:
     for k, st in enumerate(s.steps, 1):
         parts.append(f"<span class='rs-other'>{html.escape(s.response[pos:st.start])}</span>")
         tip = f"step {k}: score {st.score:+.6f}, delta {st.delta:+.6f}"
-        parts.append(f"<span class='rs-step' data-step='{k}' style='background:{_color(st.delta, scale)}' "
+        parts.append(f"<span class='rs-step' data-step='{k}' style='background:{shade(st.delta, scale)}' "
                      f"title='{tip}'>{html.escape(st.text)}</span>")
         pos = st.end
     rest = s.response[pos:]
@@ -82,7 +92,7 @@ def steps_html(s: scoring.Scored) -> str:
     if cut >= 0 and rest[cut:].strip():  # the answer: coloured by what it adds to the score after thinking
         tip = f"answer: adds {ans_delta:+.6f} (total {s.total:+.6f} − after thinking {s.thinking:+.6f})"
         parts.append(f"<span class='rs-other'>{html.escape(rest[:cut])}</span><span class='rs-answer' "
-                     f"style='background:{_color(ans_delta, scale)}' title='{tip}'>{html.escape(rest[cut:])}</span>")
+                     f"style='background:{shade(ans_delta, scale)}' title='{tip}'>{html.escape(rest[cut:])}</span>")
     else:
         parts.append(f"<span class='rs-other'>{html.escape(rest)}</span>")
     legend = (f"<div class='rs-legend'><span>outcome model, step delta (the score if the answer ended here, minus "
@@ -90,10 +100,12 @@ def steps_html(s: scoring.Scored) -> str:
               f"<span>{scale:+.4f}</span><span>(hover a step or the answer for exact numbers)</span></div>")
     if not s.steps:
         legend = "<div class='rs-legend'>No &lt;think&gt; steps in this response: only the totals apply.</div>"
-    return f"{legend}<div class='rs-steps'>{''.join(parts)}</div>"
+    head = f"<div class='rs-chart-title'>{html.escape(title)}</div>" if title else ""
+    return f"{head}{legend}<div class='rs-steps'>{''.join(parts)}</div>"
 
 
-def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240, span: tuple[float, float] | None = None) -> str:
+def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240, span: tuple[float, float] | None = None,
+             title: str = OUTCOME_TOKENS) -> str:
     """Score over response token positions; dashed lines at step boundaries; the token's text on hover.
     span: (low, high) of the y axis, shared by charts that are compared side by side."""
     ys = s.token_scores
@@ -133,10 +145,10 @@ def plot_svg(s: scoring.Scored, w: int = 820, h: int = 240, span: tuple[float, f
                f"<text x='{w - right}' y='{h - 18}' text-anchor='end'>{len(ys) - 1}</text>"
                f"<text x='{(left + w - right) / 2}' y='{h - 4}' text-anchor='middle'>response token position "
                f"(dashed: end of step k; last point: EOS = total)</text></svg>")
-    return f"<div class='rs-plot'>{''.join(out)}</div>"
+    return f"<div class='rs-plot'><div class='rs-chart-title'>{html.escape(title)}</div>{''.join(out)}</div>"
 
 
-def hist_svg(view: DatasetView, w: int = 820, h: int = 200) -> str:
+def hist_svg(view: DatasetView, w: int = 820, h: int = 200, title: str = OUTCOME_MARGINS) -> str:
     bins = view.histogram
     if not bins:
         return ""
@@ -156,7 +168,7 @@ def hist_svg(view: DatasetView, w: int = 820, h: int = 200) -> str:
                f"<text x='{(left + w - right) / 2}' y='{h - 4}' text-anchor='middle'>"
                "margin = score(chosen) − score(rejected)"
                f" (red: the model disagrees with the label)</text></svg>")
-    return f"<div class='rs-hist'>{''.join(out)}</div>"
+    return f"<div class='rs-hist'><div class='rs-chart-title'>{html.escape(title)}</div>{''.join(out)}</div>"
 
 
 def dataset_html(v: DatasetView, scorer: scoring.Scorer) -> str:
@@ -187,7 +199,8 @@ def groups_html(groups: list[dict]) -> str:
 
 def side_html(s, title, span=None):
     """One side of a pair: its total, its steps and its token plot (on a shared y range)."""
-    return f"<h4>{title}: {s.total:+.4f}</h4>{steps_html(s)}{plot_svg(s, 420, 200, span)}"
+    return (f"<h4>{title}: outcome model total {s.total:+.4f}</h4>{steps_html(s)}"
+            f"{plot_svg(s, 420, 200, span)}")
 
 
 def shared_span(*scored) -> tuple[float, float]:

@@ -1,4 +1,5 @@
-"""Inspect tab: score a response with a reward model, step by step; pairs; the whole labeled set.
+"""Inspect tab: score a response with a reward model, step by step, beside a process reward model's verdict on each
+step; pairs; the whole labeled set.
 
 Thin: every callback reads widgets, calls rloo_studio.inspect.scoring, and formats the result as HTML
 (heat maps and plots are inline SVG/HTML, so they render without a plotting library).
@@ -17,6 +18,7 @@ from rloo_studio.runs import catalog
 from rloo_studio.runs.lifecycle import describe_time
 from rloo_studio.inspect import scoring
 from rloo_studio.inspect.dataset import Progress, Stopped, dataset_view, run_cache
+from rloo_studio.inspect.lenses import compare
 from rloo_studio.inspect import model_input
 from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.label.store import flag_for_relabel
@@ -36,12 +38,16 @@ SPLIT_KEY = "inspect_split"  # workspace setting: the step split last chosen
 EXAMPLE_PROMPT = "Add 820 and 634."
 EXAMPLE_RESPONSE = "<think>\n4+0+0=4\n\n2+3+0=5\n\n8+6+0=14\n</think>\n\nThe answer is 1454."
 DIS_HEADERS = ["pair", "margin", "chosen score", "rejected score", "prompt"]
+SCORE_HINT = ("<div class='rs-explain'>Score a response to see it through two lenses, step by step: the outcome "
+              "model's score if the answer ended after each step, and the process model's probability that each step "
+              "is right.</div>")
 
 @dataclass(frozen=True)
 class InspectInputs:
     """What the Inspect tab's events read (ui.inputs.bind): each binds the widgets it needs, the other fields
     keep these defaults."""
     reward_model: str | None = None  # a trained reward run's id, or BASE (the base model, untrained head)
+    process_model: str = ""  # a process reward run's id, or inspect_process.NONE
     base_model: str = ""  # for the untrained head, and the policy's view
     trust_remote_code: bool = False
     split: str = "blank"  # where the reasoning is cut into steps (thinking.SPLIT_MODES)
@@ -107,15 +113,19 @@ def scorer_for(ws, form: InspectInputs):
 
 
 def do_score(ws, form: InspectInputs):
-    """Single: (summary, steps heat map, token plot) of form.response."""
+    """Single: (both lenses on each step, the verdict where they disagree and the outcome totals; the outcome model's
+    heat map; the process model's block; the outcome model's token chart) of form.response."""
     try:
         prompt = scoring.check_text(form.prompt, "prompt", required=False)
         response = scoring.check_text(form.response, "response")
         scorer = scorer_for(ws, form)
         scored = scoring.score_response(scorer, prompt, response, form.split)
     except Exception as exc:  # noqa: BLE001 — shown on the page, nothing saved
-        return _error(exc), "", ""
-    return summary_html(scored, scorer), steps_html(scored), plot_svg(scored)
+        return _error(exc), "", "", ""
+    judged, label, failed = inspect_process.judge(ws, form.process_model, prompt, response, form.split)
+    lenses = inspect_process.lenses_html(compare(scored, judged), len(inspect_process.choices(ws)) > 1)
+    return (untrained_banner(scorer) + lenses + summary_html(scored, scorer, banner=False), steps_html(scored),
+            failed or inspect_process.block_html(judged, label), plot_svg(scored))
 
 
 def do_pair(ws, form: InspectInputs):
@@ -266,18 +276,24 @@ def _chooser(ws):
         base = fields.model_dropdown(str(DEMO_MODEL), "Base model (for the untrained head, and the policy's view)",
                                      "inspect-base", ws.root, scale=3)
         trust = gr.Checkbox(False, label="trust_remote_code", info=TRUST_SHORT, scale=1, elem_id="inspect-trust")
-        prm = gr.Dropdown(inspect_process.choices(ws), value=inspect_process.NONE, scale=2, elem_id="inspect-prm",
+        prm = gr.Dropdown(inspect_process.choices(ws), value=inspect_process.newest(ws), scale=2, elem_id="inspect-prm",
                           label="Process reward model (each step right or wrong)")
     return model, refresh_btn, split, base, trust, prm
 
 
 def _single():
+    # the text beside what the two lenses make of it: the verdict and each step's numbers fit the first screen
     with gr.Row():
-        prompt = gr.Textbox(EXAMPLE_PROMPT, label="Prompt", lines=2, elem_id="inspect-prompt")
-        response = gr.Textbox(EXAMPLE_RESPONSE, label="Response", lines=8, elem_id="inspect-response")
-    score_btn = gr.Button("Score", variant="primary", elem_id="inspect-score")
-    outs = [gr.HTML(elem_id="inspect-summary"), gr.HTML(elem_id="inspect-steps"), gr.HTML(elem_id="inspect-process"),
-            gr.HTML(elem_id="inspect-plot")]
+        with gr.Column(scale=5, min_width=380):
+            prompt = gr.Textbox(EXAMPLE_PROMPT, label="Prompt", lines=2, elem_id="inspect-prompt")
+            response = gr.Textbox(EXAMPLE_RESPONSE, label="Response", lines=8, elem_id="inspect-response")
+            score_btn = gr.Button("Score", variant="primary", elem_id="inspect-score")
+        with gr.Column(scale=6, min_width=420):
+            summary = gr.HTML(SCORE_HINT, elem_id="inspect-summary")
+    # the outcome model's own views, then the process model's: each under its lens's title
+    steps, plot = gr.HTML(elem_id="inspect-steps"), gr.HTML(elem_id="inspect-plot")
+    lens = gr.HTML(elem_id="inspect-process")
+    outs = [summary, steps, lens, plot]
     with gr.Accordion("What the model sees: the exact text, chat template and special tokens included", open=True):
         view = gr.HTML(elem_id="inspect-model-view")
     return prompt, response, score_btn, outs, view
@@ -314,7 +330,7 @@ def _dataset():
         picked_pair = gr.Number(None, label="Selected pair (click a row)", precision=0, interactive=False,
                                 scale=1, elem_id="inspect-picked")
         open_btn = gr.Button("Open in pair view", scale=0, min_width=160, elem_id="inspect-open")
-        relabel_btn = gr.Button("Send to Label for re-labeling", scale=0, min_width=220, elem_id="inspect-relabel")
+        relabel_btn = gr.Button("Send to Label for re-labeling", scale=0, min_width=260, elem_id="inspect-relabel")
     ds_msg = gr.HTML(elem_id="inspect-ds-msg")
     return ds_btn, ds_stop, ds_summary, ds_process, hist, dis, picked_pair, open_btn, relabel_btn, ds_msg
 
@@ -322,6 +338,7 @@ def _dataset():
 def build(studio: Studio):
     ws = studio.ws
     picked = gr.State(False)  # the user chose a reward model by hand: keep it; else follow the newest run
+    prm_picked = gr.State(False)  # the same for the process reward model (a chosen "(none)" stays too)
     scoring = gr.State("")  # the token of this page's Dataset scoring (start_scoring)
     model, refresh_btn, split, base, trust, prm = _chooser(ws)
     with gr.Tabs() as views:
@@ -337,12 +354,13 @@ def build(studio: Studio):
                            trust_remote_code=trust, **widgets)
 
     single = dict(prompt=prompt, response=response, split=split)
-    lens = dict(fn=partial(inspect_process.do_process, ws), inputs=[prm, prompt, response, split], outputs=single_out[2])
-    score_btn.click(**scored(do_score, **single), outputs=single_out[:2] + single_out[3:]).then(**lens).then(
-        **scored(do_view, **single), outputs=view)
-    split.input(partial(remember_split, ws), split, None).then(
-        **scored(do_score, **single), outputs=single_out[:2] + single_out[3:]).then(**lens)
-    prm.input(**lens)
+    # both lenses, one event; one at a time, in the order asked: a scoring started by choosing a model ends before the
+    # Score pressed after it, so the page shows the text in the box, not the one there when the model was chosen
+    both = dict(**scored(do_score, process_model=prm, **single), outputs=single_out, concurrency_id="inspect-single",
+                concurrency_limit=1)
+    score_btn.click(**both).then(**scored(do_view, **single), outputs=view)
+    split.input(partial(remember_split, ws), split, None).then(**both)
+    prm.input(lambda: True, None, prm_picked).then(**both)
     pair_btn.click(**scored(do_pair, prompt=pair_prompt, chosen=chosen, rejected=rejected, split=split),
                    outputs=pair_out)
     load_btn.click(**scored(do_load, pair_id=pair_id, split=split), outputs=[pair_prompt, chosen, rejected, *pair_out])
@@ -365,6 +383,6 @@ def build(studio: Studio):
         # a fresh run list (and the remembered split) whenever the tab is opened; not at the page's load, where
         # the tab is hidden: each event a page load fires costs the page its share (docs/BENCHMARKS.md)
         tab.select(partial(restore, ws), [model, picked], [model, split])
-        tab.select(lambda current: gr.Dropdown(choices=inspect_process.choices(ws), value=current), prm, prm)
+        tab.select(partial(inspect_process.restore, ws), [prm, prm_picked], prm)
 
     return hooks
