@@ -5,6 +5,8 @@ workspace starts empty unless --demo asks for the demo (the Label tab can load i
 import sys
 
 from rloo_studio.core import bootstrap  # noqa: F401  (first: unsloth before transformers)
+
+# isort: split
 from rloo_studio.cli import main
 
 if __name__ == "__main__":

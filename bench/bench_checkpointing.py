@@ -7,11 +7,11 @@ A random-weight model of Qwen3-0.6B's real shape (28 layers, hidden 1024, vocabu
 tokenizer, tests/qwen3_fixture.py) trains one step of each job in a process of its own (the job as the tabs start
 it: JobRunner); a thread samples the process's resident memory every 50 ms from before the job starts (torch and the
 studio imported, the workspace open) to its end; the peak that counts is the one after the job's model has loaded
-(a CPU loads bfloat16 weights into float32, a transient that a GPU does not have). RLOO: 2 completions of 256 tokens (random weights never stop
-early), so the activations weigh; process reward: a LoRA over 2 responses of about 380 tokens, max_length set to the
-longest so that the estimate and the batch agree. The variants alternate, round after round; the figures are each
-variant's median. Prints a line per run and a summary: peak off / peak on, and each estimate's error against the
-rise (the standard: within 25%).
+(a CPU loads bfloat16 weights into float32, a transient that a GPU does not have). RLOO: 2 completions of 256 tokens
+(random weights never stop early), so the activations weigh; process reward: a LoRA over 2 responses of about 380
+tokens, max_length set to the longest so that the estimate and the batch agree. The variants alternate, round after
+round; the figures are each variant's median. Prints a line per run and a summary: peak off / peak on, and each
+estimate's error against the rise (the standard: within 25%).
 """
 from __future__ import annotations
 

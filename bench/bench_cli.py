@@ -37,7 +37,8 @@ def commands(tmp: Path) -> dict[str, list[str]]:
 def once(checkout: Path, args: list[str], ws: Path) -> tuple[float, bool]:
     argv = [str(checkout / ".venv" / "bin" / "python"), "-m", "rloo_studio", *[a.format(ws=ws) for a in args]]
     t = time.perf_counter()
-    p = subprocess.run(argv, cwd=checkout, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(checkout)})
+    p = subprocess.run(argv, cwd=checkout, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(checkout)})
     return time.perf_counter() - t, "Unsloth" in p.stdout + p.stderr
 
 

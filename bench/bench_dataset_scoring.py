@@ -29,9 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rloo_studio.core import bootstrap  # noqa: F401,E402
-import torch  # noqa: E402
 
+# isort: split
+import torch  # noqa: E402
 from bench_scoring import big_scorer  # noqa: E402
+
 from rloo_studio.core.paths import DEMO_MODEL  # noqa: E402
 from rloo_studio.core.reward_input import format_ids_many  # noqa: E402
 from rloo_studio.inspect import scoring  # noqa: E402

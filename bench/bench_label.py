@@ -23,8 +23,8 @@ browser mode), load average at the start and end, and in browser mode "driver": 
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import random
 import statistics
 import sys
@@ -105,7 +105,8 @@ def importer(ws_dir: Path, rows: int) -> threading.Thread:
     path = ws_dir.parent / "import.jsonl"
     with open(path, "w") as f:
         for i in range(rows):
-            f.write(json.dumps({"prompt": f"Imported {i}: what is {i}+1?", "chosen": f"{i + 1}", "rejected": f"{i}"}) + "\n")
+            f.write(json.dumps({"prompt": f"Imported {i}: what is {i}+1?", "chosen": f"{i + 1}",
+                                "rejected": f"{i}"}) + "\n")
 
     def run():
         READY.wait(600)
@@ -153,9 +154,8 @@ IN_PAGE = """() => {
 
 def time_browser(ws_dir: Path, name: str, n: int) -> tuple[list[float], list[float]]:
     """(in-page key-to-frame latencies, the same presses timed by the driver) in ms."""
-    from playwright.sync_api import sync_playwright
-
     from browser import App, launch_browser
+    from playwright.sync_api import sync_playwright
 
     app = App(ws_dir)
     app.wait_ready()

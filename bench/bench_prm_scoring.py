@@ -18,12 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rloo_studio.core import bootstrap  # noqa: F401,E402
+
+# isort: split
 import torch  # noqa: E402
+from bench_scoring import interleaved  # noqa: E402
 
 from rloo_studio.core.paths import DEMO_MODEL  # noqa: E402
 from rloo_studio.inspect import process  # noqa: E402
 from rloo_studio.inspect.scoring import length_batches  # noqa: E402
-from bench_scoring import interleaved  # noqa: E402
 
 BATCH = 16
 

@@ -22,11 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rloo_studio.core import bootstrap  # noqa: F401,E402
+
+# isort: split
 import torch  # noqa: E402
 
 from rloo_studio.core.models import load_token_cls  # noqa: E402
 from rloo_studio.core.paths import DEMO_DATA, DEMO_MODEL  # noqa: E402
-from rloo_studio.inspect.process import padded, encode  # noqa: E402
+from rloo_studio.inspect.process import encode, padded  # noqa: E402
 from rloo_studio.prm import cached  # noqa: E402
 from rloo_studio.prm.batches import LengthBatches  # noqa: E402
 from rloo_studio.prm.config import PrmJobConfig  # noqa: E402

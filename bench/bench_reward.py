@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rloo_studio.core import bootstrap  # noqa: E402,F401  (unsloth before transformers / trl)
 
+# isort: split
 from transformers import TrainerCallback  # noqa: E402
 
 WARMUP = 2  # first steps carry one-off costs (allocations, first tokenization of a batch)
@@ -87,8 +88,8 @@ def run_plain(ws, steps: int, out: Path) -> list[float]:
     lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
                       target_modules=list(cfg.lora.target_modules), task_type="SEQ_CLS")
     timer = StepTimer()
-    trainer = RewardTrainer(model=model, args=args, processing_class=tok, train_dataset=Dataset.from_list(rows[n_eval:]),
-                            peft_config=lora, callbacks=[timer])
+    trainer = RewardTrainer(model=model, args=args, processing_class=tok,
+                            train_dataset=Dataset.from_list(rows[n_eval:]), peft_config=lora, callbacks=[timer])
     trainer.train()
     return timer.times
 
@@ -97,9 +98,9 @@ def callback_overhead(n: int = 2000) -> float:
     """Seconds our StudioCallback adds per step (one on_log record + on_step_end), measured alone."""
     from types import SimpleNamespace
 
+    from rloo_studio.core.workspace import Workspace
     from rloo_studio.runs.callback import StudioCallback
     from rloo_studio.runs.runner import RunContext
-    from rloo_studio.core.workspace import Workspace
 
     d = Path(tempfile.mkdtemp(prefix="bench-cb-"))
     ctx = RunContext(Workspace(d / "ws"), "r", d)

@@ -27,8 +27,8 @@ def bench_reward_model(calls: int) -> None:
 
     from rloo_studio.core.models import load_causal_lm, load_seq_cls
     from rloo_studio.core.paths import DEMO_MODEL
-    from rloo_studio.rloo.rewards import make_reward_model_reward
     from rloo_studio.core.sampling import sample
+    from rloo_studio.rloo.rewards import make_reward_model_reward
 
     policy, tok, _ = load_causal_lm(str(DEMO_MODEL), "transformers")
     outs = sample(policy, tok, ["What is 123 + 456?", "Add 820 and 634.", "Compute 529 + 417.", "Add 111 and 999."],
@@ -66,8 +66,8 @@ def bench_reward_model(calls: int) -> None:
 
 
 def _cfg(steps: int):
-    from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.core.model_options import LoraSpec
+    from rloo_studio.rloo.config import RlooJobConfig
 
     return RlooJobConfig(rewards=["correctness"], reward_weights=[1.0], num_generations=4,
                          per_device_train_batch_size=16, max_steps=steps, beta=0.02, save_steps=10_000,
@@ -75,9 +75,9 @@ def _cfg(steps: int):
 
 
 def run_studio(steps: int) -> list[float]:
+    from rloo_studio.label.demo_data import open_workspace
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner, read_metrics
-    from rloo_studio.label.demo_data import open_workspace
 
     with tempfile.TemporaryDirectory() as d:
         ws = open_workspace(Path(d) / "ws", demo=True)
@@ -119,8 +119,8 @@ def run_plain(steps: int) -> list[float]:
                           per_device_train_batch_size=cfg.per_device_train_batch_size, max_steps=steps, seed=cfg.seed,
                           reward_weights=cfg.reward_weights, logging_steps=1, save_strategy="no", report_to=[],
                           disable_tqdm=True, remove_unused_columns=False)
-        RLOOTrainer(model=model, reward_funcs=[make_correctness_reward(tok)], args=args, train_dataset=data, processing_class=tok,
-                    callbacks=[Keep()]).train()
+        RLOOTrainer(model=model, reward_funcs=[make_correctness_reward(tok)], args=args, train_dataset=data,
+                    processing_class=tok, callbacks=[Keep()]).train()
     return times[1:]
 
 

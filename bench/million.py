@@ -17,8 +17,8 @@ to label per prompt), imports both into one workspace through the real import pa
   reimport   the same file again into the imported workspace: wall time, peak RSS, and that it adds nothing
              (pairs, labels, prompts, responses counted before and after)
   label      a key press -> next pair in the page (bench_label.time_browser: the app in Chromium, timed from the
-             keydown to the frame that shows the next pair), or with --label-mode core the core level (save_on_screen + next_pair +
-             progress), annotator ann0 timed while 4 others label in the background (bench_label.background)
+             keydown to the frame that shows the next pair), or with --label-mode core the core level (save_on_screen +
+             next_pair + progress), annotator ann0 timed while 4 others label in the background (bench_label.background)
   records    every Records search, filter and sort (label.records.query, as the Records tab's search() calls it:
              page 1 of 20 rows), a deep page, and the tab's filter choices (store.sources, records.annotators);
              the queries are interleaved, one uncounted round first; --compare alternates fresh processes of
@@ -238,8 +238,8 @@ def preflight_child(args) -> dict:
 def memory_child(args) -> dict:
     """RSS of the app's process with this workspace open: the Studio, the built UI, the Label tab's first pair and
     progress line and the Records tab's first page with its filter choices (the core calls the tabs make)."""
-    from rloo_studio.studio import Studio
     from rloo_studio.label import records, store
+    from rloo_studio.studio import Studio
     from rloo_studio.ui.app import build_ui
 
     t0 = time.perf_counter()
@@ -326,8 +326,8 @@ def prepare_labels(ws_dir: Path, annotators: int = 5, share: float = 0.4, flagge
                 for k in range(annotators)]
         rows = [(pid, anns[j % annotators], rnd.choice(["a", "b"] * 4 + ["tie", "skip"]), int(rnd.random() < 0.5),
                  now - len(done) + j) for j, pid in enumerate(done)]
-        con.executemany("INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, created) VALUES (?, ?, ?, ?, ?)",
-                        rows)
+        con.executemany("INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, created) "
+                        "VALUES (?, ?, ?, ?, ?)", rows)
         con.executemany("INSERT OR IGNORE INTO pair_order (pair_id, annotator_id, a_shown_left) VALUES (?, ?, ?)",
                         ((r[0], r[1], r[3]) for r in rows))
         con.executemany("UPDATE pairs SET flag = 'bench' WHERE id = ?", ((pid,) for pid in rnd.sample(cand, flagged)))
@@ -336,6 +336,7 @@ def prepare_labels(ws_dir: Path, annotators: int = 5, share: float = 0.4, flagge
 def step_label(ws_dir: Path, labels: int, annotators: int = 5, pace: float = 2.0, mode: str = "browser") -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_label import background, stats, time_browser, time_core  # as bench_label.py --mode browser / core
+
     from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(ws_dir)
@@ -393,7 +394,8 @@ def time_records(ws_dir: Path, repeats: int, limit_s: float = 60) -> tuple[dict,
     con = ws.connect()
     qs = record_queries(ws)
     calls = [(name, (lambda kw=kw: records.query(ws, per_page=20, **kw))) for name, kw in qs]
-    calls += [("filter choices (store.sources + records.annotators)", lambda: (store.sources(ws), records.annotators(ws)))]
+    calls += [("filter choices (store.sources + records.annotators)",
+               lambda: (store.sources(ws), records.annotators(ws)))]
     pid = ws.query("SELECT MAX(id) FROM pairs")[0][0] // 2
     calls += [("a row clicked (records.pair + current_labels)",
                lambda: (records.pair(ws, pid), records.current_labels(ws, pid)))]

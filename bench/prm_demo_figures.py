@@ -2,12 +2,12 @@
 
     .venv/bin/python bench/prm_demo_figures.py --workspace WS [--run latest] [--samples 2] [--seed 0]
 
-Samples the bundled slipping policy (rloo_studio/assets/demo-slippy-model) on the 500 held-out demo prompts (temperature 1),
-labels each response's steps exactly (core/demo_task.step_labels: a step is right when it and every step before it
-equal the demo's own), scores them with the workspace's process reward run, and prints inspect/process.step_figures
-(step accuracy, right steps called right, the first wrong step found, ProcessBench's F1) and the slip pairs ranked
-right: pairs of responses to one prompt, one with every step right and one with a wrong step, where the right one
-gets the higher weakest-step score.
+Samples the bundled slipping policy (rloo_studio/assets/demo-slippy-model) on the 500 held-out demo prompts
+(temperature 1), labels each response's steps exactly (core/demo_task.step_labels: a step is right when it and every
+step before it equal the demo's own), scores them with the workspace's process reward run, and prints
+inspect/process.step_figures (step accuracy, right steps called right, the first wrong step found, ProcessBench's F1)
+and the slip pairs ranked right: pairs of responses to one prompt, one with every step right and one with a wrong step,
+where the right one gets the higher weakest-step score.
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
+
+# isort: split
 from rloo_studio.core import demo_task  # noqa: E402
 from rloo_studio.core.models import load_policy  # noqa: E402
 from rloo_studio.core.paths import DEMO_DATA, DEMO_SLIPPY_MODEL  # noqa: E402
@@ -61,7 +63,8 @@ def main() -> None:
         r["min"] = v["min"]
     figures = step_figures(truth, probs)
     pairs = []
-    by_prompt = itertools.groupby(sorted((r for r in rows if "min" in r), key=lambda r: r["prompt"]), lambda r: r["prompt"])
+    by_prompt = itertools.groupby(sorted((r for r in rows if "min" in r), key=lambda r: r["prompt"]),
+                                  lambda r: r["prompt"])
     for _, group in by_prompt:
         group = list(group)
         for a, b in itertools.product(group, group):

@@ -23,9 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
-
 from browser import fill, launch_browser, running_app  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 
 def raw_try(page, i: int) -> str:

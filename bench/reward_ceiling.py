@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rloo_studio.core import bootstrap  # noqa: E402,F401  (unsloth first, as in the app)
+
+# isort: split
 import torch  # noqa: E402
 from transformers import AutoModelForSequenceClassification, PreTrainedTokenizerFast, Qwen3ForCausalLM  # noqa: E402
 
@@ -134,7 +136,8 @@ def cmd_logprob(a, tok) -> None:
         return t.sum().item(), t.min().item()
 
     s = [(lp(p["prompt"], p["chosen"]), lp(p["prompt"], p["rejected"])) for p in pairs]
-    print(json.dumps({"mode": "logprob", "slip_pairs": len(s), "sum_logp_accuracy": round(sum(c[0] > r[0] for c, r in s) / len(s), 3),
+    print(json.dumps({"mode": "logprob", "slip_pairs": len(s),
+                      "sum_logp_accuracy": round(sum(c[0] > r[0] for c, r in s) / len(s), 3),
                       "min_logp_accuracy": round(sum(c[1] > r[1] for c, r in s) / len(s), 3)}))
 
 
@@ -146,7 +149,8 @@ def cmd_probe(a, tok) -> None:
     tpl = template_info(tok)
     X, Y = [], []
     for p in [p for p in slip_pairs(groups()) if p["kind"] == "slip"][:a.n]:
-        (ci, ce, ct), (ri, re_, rt) = encode(tok, tpl, p["prompt"], p["chosen"]), encode(tok, tpl, p["prompt"], p["rejected"])
+        (ci, ce, ct), (ri, re_, rt) = (encode(tok, tpl, p["prompt"], p["chosen"]),
+                                       encode(tok, tpl, p["prompt"], p["rejected"]))
         k = next((i for i, (x, y) in enumerate(zip(ct, rt)) if x != y), None)
         if k is None or k >= min(len(ce), len(re_)):
             continue
@@ -285,8 +289,8 @@ def train_loop(a, loss_fn, rows, opt, evaluate, mode) -> None:
         opt.step()
         step += 1
         if step % a.every == 0:
-            print(json.dumps({"mode": mode, "step": step, "seconds": round(time.time() - t0), "loss": round(loss.item(), 3),
-                              **evaluate()}), flush=True)
+            print(json.dumps({"mode": mode, "step": step, "seconds": round(time.time() - t0),
+                              "loss": round(loss.item(), 3), **evaluate()}), flush=True)
     print(json.dumps({"mode": mode, "step": step, "seconds": round(time.time() - t0), "final": True, **evaluate()}))
 
 
@@ -308,7 +312,8 @@ def cmd_pairs(a, tok) -> None:
     tpl, (held, train) = template_info(tok), split(groups())
 
     def prep(p):
-        (ci, ce, ct), (ri, re_, rt) = encode(tok, tpl, p["prompt"], p["chosen"]), encode(tok, tpl, p["prompt"], p["rejected"])
+        (ci, ce, ct), (ri, re_, rt) = (encode(tok, tpl, p["prompt"], p["chosen"]),
+                                       encode(tok, tpl, p["prompt"], p["rejected"]))
         k = next((i for i, (x, y) in enumerate(zip(ct, rt)) if x != y), None)
         k = k if k is not None and k < min(len(ce), len(re_)) else None
         return {"c": ci, "r": ri, "ck": ce[k] if k is not None else None, "rk": re_[k] if k is not None else None}
@@ -342,7 +347,8 @@ def cmd_pairs(a, tok) -> None:
             step += sum(float(d > 0) for d in st)
             n_step += len(st)
         model.train()
-        return {"slip_last_token": round(last / len(HO), 3), "slip_at_first_differing_step": round(step / max(n_step, 1), 3)}
+        return {"slip_last_token": round(last / len(HO), 3),
+                "slip_at_first_differing_step": round(step / max(n_step, 1), 3)}
 
     train_loop(a, loss, TR, opt, evaluate, f"pairs-{a.mode}")
 

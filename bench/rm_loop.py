@@ -52,7 +52,8 @@ def rloo_row(ws: Path, sets: list[str], seed: int, preset: str) -> dict:
     ev = shown["before_after"]
     b, a = ev["before"], ev["after"]
     return {"command": "python -m rloo_studio " + " ".join(args), "run": rid, "rloo_seed": seed,
-            "before": b["accuracy"], "after": a["accuracy"], "gain_points": round((a["accuracy"] - b["accuracy"]) * 100, 1),
+            "before": b["accuracy"], "after": a["accuracy"],
+            "gain_points": round((a["accuracy"] - b["accuracy"]) * 100, 1),
             "reasons": [b["thinking_rate"], a["thinking_rate"]],
             "accuracy_reasoning": [b["accuracy_reasoning"], a["accuracy_reasoning"]],
             "max_kl": max(m["kl"] for m in steps), "median_step_s": statistics.median(m["step_time"] for m in steps),

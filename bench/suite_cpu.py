@@ -6,9 +6,10 @@ them (two pytest-xdist workers, one compute thread a process).
 
 Reads every process's CPU time (user + system) from /proc every 0.5 s and sums each process's growth by its kind:
 Chromium's renderers, Chromium's other processes, the apps the browser tests start (app.py), the CLI commands tests
-run, the pytest workers (their own training, scoring and sampling tests), a notebook kernel, anything else. A process that lives less than
-0.5 s may be missed; the sampling itself takes about 1% of a core. Prints pytest's last line, the wall seconds and
-one JSON line of CPU seconds by kind; --log keeps pytest's whole output. Nothing else should be running.
+run, the pytest workers (their own training, scoring and sampling tests), a notebook kernel, anything else. A process
+that lives less than 0.5 s may be missed; the sampling itself takes about 1% of a core. Prints pytest's last line, the
+wall seconds and one JSON line of CPU seconds by kind; --log keeps pytest's whole output. Nothing else should be
+running.
 """
 from __future__ import annotations
 

@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rloo_studio.core import bootstrap  # noqa: F401,E402  (unsloth before trl)
 
-from rloo_studio.runs.jobs import KINDS
-from rloo_studio.rloo import samples, tokens  # noqa: E402
-from rloo_studio.rloo.config import preset  # noqa: E402
-from rloo_studio.rloo.job import train_rloo  # noqa: E402
+# isort: split
 from rloo_studio.label.demo_data import open_workspace  # noqa: E402
+from rloo_studio.rloo import samples, tokens  # noqa: E402
+from rloo_studio.rloo.job import train_rloo  # noqa: E402
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import JobRunner  # noqa: E402
 
 ENDS: list[float] = []  # on_step_end times of the current run
@@ -89,7 +89,8 @@ def main() -> None:
     print(json.dumps({"steps_timed": {"on": len(times[True]), "off": len(times[False])},
                       "median_step_s_on": round(on, 3), "median_step_s_off": round(off, 3),
                       "median_token_view_s": round(extra, 3),
-                      "median_forward_s": round(statistics.median(FORWARD), 3), "share_of_step_on": round(extra / on, 3),
+                      "median_forward_s": round(statistics.median(FORWARD), 3),
+                      "share_of_step_on": round(extra / on, 3),
                       "ratio_on_off": round(on / off, 3)}))
 
 

@@ -5,7 +5,8 @@
     python -m rloo_studio train-reward --workspace DIR [--config FILE.yaml] [--set key=value ...]
     python -m rloo_studio eval-demo   [--model PATH] [--adapter DIR] [--n 500]
     python -m rloo_studio runs [list | show RUN.. [--step N [--prompt K]] | compare RUN.. --metric KEY] --workspace DIR
-    python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --prompt T --response T [--json]
+    python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --prompt T --response T
+                                       [--json]
     python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --file ROWS.jsonl
     python -m rloo_studio import FILE  --workspace DIR [--name NAME] [--keep-duplicates]
     python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
@@ -18,15 +19,15 @@ import json
 import signal
 import sys
 
-from rloo_studio.core.errors import StudioError
+from rloo_studio import cli_views
+from rloo_studio.cli_views import StderrProgress, _trust_arg, _workspace_arg, parse_auth
 from rloo_studio.core.config import build
+from rloo_studio.core.errors import StudioError
 from rloo_studio.core.paths import ASSETS
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace, wants_demo
 from rloo_studio.label.exporting import export, export_steps
 from rloo_studio.label.importing import import_file
-from rloo_studio import cli_views
-from rloo_studio.cli_views import StderrProgress, _trust_arg, _workspace_arg, parse_auth
 from rloo_studio.runs import jobs, lifecycle
 from rloo_studio.runs.export_model import export_model
 from rloo_studio.runs.jobs import KINDS, JobKind
@@ -40,10 +41,9 @@ def _open(a) -> Workspace:
 
 
 def cmd_serve(a) -> int:
+    from rloo_studio.core import paths
     from rloo_studio.studio import Studio
     from rloo_studio.ui.app import launch
-
-    from rloo_studio.core import paths
 
     auth = parse_auth(a.auth)
     studio = Studio(a.workspace, seed_demo=wants_demo(a.workspace, a.demo))
@@ -138,7 +138,8 @@ def _train(a, kind: str) -> int:
 def cmd_eval_demo(a) -> int:
     from rloo_studio.rloo.evaluate import evaluate_policy, figures_line
 
-    m = evaluate_policy(a.model, a.adapter, n=a.n, seed=a.seed, backend=a.backend, trust_remote_code=a.trust_remote_code)
+    m = evaluate_policy(a.model, a.adapter, n=a.n, seed=a.seed, backend=a.backend,
+                        trust_remote_code=a.trust_remote_code)
     print(json.dumps(m))
     print(f"{figures_line(m)} ({m['n']} held-out prompts)", file=sys.stderr)  # the JSON line stays alone on stdout
     return 0
@@ -169,7 +170,8 @@ def cmd_export_model(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="rloo-studio", description="RLOO Studio: label, reward, inspect, RLOO (also: python -m rloo_studio).")
+    ap = argparse.ArgumentParser(prog="rloo-studio",
+                                 description="RLOO Studio: label, reward, inspect, RLOO (also: python -m rloo_studio).")
     sub = ap.add_subparsers(dest="cmd", required=True)
     for add in (_add_serve, _add_training, _add_data, _add_export_model, cli_views.add_score, cli_views.add_runs,
                 cli_views.add_presets):
@@ -180,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_serve(sub) -> None:
     p = sub.add_parser("serve", aliases=["app"], help="start the web app (rloo-studio app)")
     _workspace_arg(p)
-    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s, this machine only)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface to listen on (default: %(default)s, this machine only)")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--auth", help="USER:PASSWORD required for every page and API call (or env RLOO_STUDIO_AUTH)")
     p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
@@ -196,9 +199,11 @@ def _add_training(sub) -> None:
     for job in jobs.trainable():
         # --help lists every settable key with its default and help; the config classes load no torch
         p = sub.add_parser(job.cli, help=job.cli_help or f"train a {job.title} run headless",
-                           epilog=settings_text(job.config_class()), formatter_class=argparse.RawDescriptionHelpFormatter)
+                           epilog=settings_text(job.config_class()),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         _workspace_arg(p)
-        p.add_argument("--preset", help=f"start from a preset ({', '.join(job.preset_names()).replace('%', '%%') or 'none yet'}), "
+        p.add_argument("--preset", help="start from a preset "
+                                        f"({', '.join(job.preset_names()).replace('%', '%%') or 'none yet'}), "
                                         "then --config, then --set")
         p.add_argument("--config", help="YAML file with config keys")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -256,7 +261,8 @@ def _add_export_model(sub) -> None:
     p.add_argument("run", help="the RLOO run id (see: runs list)")
     p.add_argument("--out", required=True, help="a new or empty folder to write into")
     p.add_argument("--merged", action="store_true",
-                   help="merge the adapter into its full-precision base (a safetensors model folder with its tokenizer)")
+                   help="merge the adapter into its full-precision base (a safetensors model folder with its "
+                        "tokenizer)")
     _workspace_arg(p)
     p.set_defaults(fn=cmd_export_model, loads_model=True)
 

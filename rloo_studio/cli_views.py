@@ -99,7 +99,8 @@ def score_process(a, ws, response: str) -> int:
           + (f"; first step it doubts: {doubt + 1}" if doubt is not None else "; it doubts no step")
           + ("  (truncated: reasoning never closed)" if out["truncated"] else ""))
     for k, s in enumerate(out["steps"], 1):
-        print(f"  step {k:>2} p_correct {s['p_correct']:.3f}{'  <- doubted' if k - 1 == doubt else ''}  {s['text'][:60]!r}")
+        print(f"  step {k:>2} p_correct {s['p_correct']:.3f}{'  <- doubted' if k - 1 == doubt else ''}  "
+              f"{s['text'][:60]!r}")
     return 0
 
 
@@ -188,7 +189,8 @@ def add_score(sub) -> None:
     p.add_argument("--response", help="the response text ('-' reads it from stdin)")
     p.add_argument("--file", metavar="JSONL", help="score every row instead: {prompt, response} rows get a score, "
                    "{prompt, chosen, rejected} rows both scores and the margin; one JSON line out per row")
-    p.add_argument("--split", choices=["blank", "line", "sentence"], default="blank", help="step split (default: %(default)s)")
+    p.add_argument("--split", choices=["blank", "line", "sentence"], default="blank",
+                   help="step split (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--enable-thinking", choices=["true", "false"], default=None,
                    help="hybrid chat templates (Qwen3): reasoning on or off (default: as the reward run was trained)")

@@ -67,6 +67,7 @@ def launch(workspace: str | Path | None = None, demo: bool = False, host: str = 
         print(f"RLOO Studio is already running: {app.url} (workspace {app.workspace})")
         return app
     from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers, as app.py)
+    # isort: split
     from rloo_studio.core import paths
     from rloo_studio.core.paths import ASSETS
     from rloo_studio.label.demo_data import wants_demo

@@ -69,7 +69,8 @@ def import_file(workspace, path: str | Path, name: str | None = None, keep_dupli
 def export(workspace, out: str | Path, fmt: str = "standard", steps: bool = False, who: str = "all", **kw):
     """Export the labeled pairs as a TRL preference dataset (fmt standard or conversational), or with `steps` the
     step labels in the stepwise shape; returns the export's result (`.summary()`)."""
-    from rloo_studio.label.exporting import export as exported, export_steps
+    from rloo_studio.label.exporting import export as exported
+    from rloo_studio.label.exporting import export_steps
 
     ws = _ws(workspace)
     return export_steps(ws, out, who=who) if steps else exported(ws, out, fmt, **kw)

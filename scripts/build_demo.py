@@ -18,7 +18,8 @@ The bundled model was built with --from-stage1 on the stage-1 model bundled befo
    trained on the demo pairs learns "reason first", so RLOO rewarded by it alone can teach that much.
 4. Samples its own responses to build demo preference pairs, labeled by the known answer (a synthetic
    annotator, demo_task.ANSWER_KEY: never a person), and unlabeled candidates.
-Writes rloo_studio/assets/demo-model/ (with build_report.json: what the build measured) and rloo_studio/assets/demo-data/.
+Writes rloo_studio/assets/demo-model/ (with build_report.json: what the build measured) and
+rloo_studio/assets/demo-data/.
 
     .venv/bin/python scripts/build_demo.py --pairs-only
 
@@ -41,8 +42,8 @@ from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from rloo_studio.core import demo_task as demo  # noqa: E402
-from rloo_studio.rloo.evaluate import score_samples  # noqa: E402
 from rloo_studio.core.sampling import sample  # noqa: E402
+from rloo_studio.rloo.evaluate import score_samples  # noqa: E402
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 THINK = ["<think>", "</think>"]

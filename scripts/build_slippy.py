@@ -13,9 +13,9 @@ build_report.json).
 Then the demo's step labels, as the step-labels-from-rollouts job makes them (prm/rollouts.py, Math-Shepherd): the
 slipping policy answers --label-prompts prompts of demo-train --samples times, and from the end of each <think> step
 the bundled demo model (which rarely slips, so a right step's endings reach the answer) writes 4 endings; a step is
-good when any of them reaches the answer. Writes rloo_studio/assets/demo-data/step_labels.jsonl: one response per line with its
-verdicts (+1 / -1, stopping at the first bad step) and each step's share of endings that reached the answer, which
-`--demo` workspaces hold under the annotator "rollouts (automatic)".
+good when any of them reaches the answer. Writes rloo_studio/assets/demo-data/step_labels.jsonl: one response per line
+with its verdicts (+1 / -1, stopping at the first bad step) and each step's share of endings that reached the answer,
+which `--demo` workspaces hold under the annotator "rollouts (automatic)".
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_demo  # noqa: E402
+
 from rloo_studio.core.paths import DEMO_DATA, DEMO_MODEL, DEMO_SLIPPY_MODEL  # noqa: E402
 
 

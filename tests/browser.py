@@ -144,7 +144,8 @@ def folded_in(elem_id: str) -> str | None:
     from rloo_studio.ui.fields import elem_id as field_id
 
     kind = elem_id.split("-")[0]
-    layouts = ((reward_tab.KIND, reward_tab.LAYOUT), (rloo_tab.KIND, rloo_tab.LAYOUT), (prm_tab.KIND, prm_tab.PRM_LAYOUT))
+    layouts = ((reward_tab.KIND, reward_tab.LAYOUT), (rloo_tab.KIND, rloo_tab.LAYOUT),
+               (prm_tab.KIND, prm_tab.PRM_LAYOUT))
     for tab_kind, layout in layouts:
         for title, rows, _ in layout if tab_kind == kind else ():
             if title and any(field_id(kind, key) == elem_id for keys in rows for key in keys):

@@ -96,9 +96,13 @@ TRAIN_MODULES = {
     "test_rloo_learns", "test_rloo_with_reward_model", "test_runs", "test_scoring", "test_training",
 }
 TRAIN_TESTS = {
-    "test_cli.py::test_score_json_prints_one_json_object", "test_cli.py::test_score_prints_a_cut_response_without_an_answer_score", "test_cli.py::test_score_a_model_with_its_own_code_only_with_the_flag",
-    "test_cli.py::test_train_cli_rejects_bad_config_with_a_message", "test_records.py::test_filter_pairs_the_reward_model_disagrees_with",
-    "test_qwen3_fixture.py::test_tiny_models", "test_blind.py::test_short_reward_run_records_held_out_accuracy_per_kind_and_source",
+    "test_cli.py::test_score_json_prints_one_json_object",
+    "test_cli.py::test_score_prints_a_cut_response_without_an_answer_score",
+    "test_cli.py::test_score_a_model_with_its_own_code_only_with_the_flag",
+    "test_cli.py::test_train_cli_rejects_bad_config_with_a_message",
+    "test_records.py::test_filter_pairs_the_reward_model_disagrees_with",
+    "test_qwen3_fixture.py::test_tiny_models",
+    "test_blind.py::test_short_reward_run_records_held_out_accuracy_per_kind_and_source",
 }
 
 
@@ -215,7 +219,7 @@ def trained_app(tmp_path_factory, qwen3_model):
     """`--allow-path <qwen3_model>` and a fake Hugging Face cache holding `test_model_choices.HUB_ID`, a copy of the
     demo workspace with the session's short RLOO run (tests/rloo_run_fixture.py); `.run_id` is that run."""
     from browser import running_app
-    from rloo_run_fixture import trained_run, shared_root
+    from rloo_run_fixture import shared_root, trained_run
     from test_model_choices import HUB_ID, cache_model
 
     ws_dir, rid = trained_run(shared_root(tmp_path_factory) / "shared-rloo-run")

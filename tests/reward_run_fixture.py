@@ -5,9 +5,8 @@ def seeded_reward_run(ws, rid: str = "reward-seeded") -> str:
     import torch
     from peft import get_peft_model
 
-    from rloo_studio.core.models import load_seq_cls, lora_config
-
     from rloo_studio.core.model_options import LoraSpec
+    from rloo_studio.core.models import load_seq_cls, lora_config
     from rloo_studio.core.paths import DEMO_MODEL
 
     torch.manual_seed(0)

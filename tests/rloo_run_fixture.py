@@ -35,10 +35,10 @@ def trained_run(root: Path) -> tuple[Path, str]:
 
 
 def _trained_run(root: Path) -> tuple[Path, str]:
+    from rloo_studio.label.demo_data import open_workspace
     from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
-    from rloo_studio.label.demo_data import open_workspace
 
     ws_dir, done = root / "ws", root / "run.json"
     if done.exists():
@@ -54,11 +54,12 @@ def _trained_run(root: Path) -> tuple[Path, str]:
 def reward_model_run(root: Path, rule: str, steps: int):
     """(workspace, run id) of a short RLOO run on a fresh demo workspace under `root`, rewarded by the rule reward
     `rule` (weight 1) and a seeded, untrained reward model (weight 0.5)."""
+    from reward_run_fixture import seeded_reward_run
+
+    from rloo_studio.label.demo_data import open_workspace
     from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner
-    from rloo_studio.label.demo_data import open_workspace
-    from reward_run_fixture import seeded_reward_run
 
     ws = open_workspace(root / "ws", demo=True)
     cfg = RlooJobConfig(**{**TRAIN, "max_steps": steps, "rewards": [rule, "reward_model"],

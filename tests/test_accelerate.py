@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.runs.runner import read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.runner import read_metrics, read_status
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCELERATE = str(Path(sys.executable).parent / "accelerate")

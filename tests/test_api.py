@@ -5,11 +5,11 @@ import os
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # gradio_client reports each Client to the Hub otherwise
 
 import pytest  # noqa: E402
+from browser import running_app  # noqa: E402
 from gradio_client import Client, handle_file  # noqa: E402
 from gradio_client.exceptions import AppError, AuthenticationError  # noqa: E402
-
-from browser import running_app  # noqa: E402
 from reward_run_fixture import seeded_reward_run  # noqa: E402
+
 from rloo_studio.core.workspace import Workspace  # noqa: E402
 from rloo_studio.label.demo_data import open_workspace  # noqa: E402
 

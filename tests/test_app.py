@@ -5,11 +5,11 @@ import urllib.request
 
 import psutil
 import pytest
+from browser import App, open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import App, open_page, screenshot
-from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.runner import JobRunner
 
 
 @pytest.fixture(scope="module")

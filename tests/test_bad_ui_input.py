@@ -1,8 +1,8 @@
 """Nonsense settings through the RLOO and reward tabs: a clear message on the page, no run started."""
 import pytest
+from browser import fill, open_page, reveal
 from playwright.sync_api import expect
 
-from browser import fill, open_page, reveal
 from rloo_studio.core.workspace import Workspace
 
 

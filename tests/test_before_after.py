@@ -5,11 +5,10 @@ import json
 import pytest
 
 from rloo_studio.core.errors import ConfigError
-
-from rloo_studio.runs.jobs import KINDS
 from rloo_studio.rloo.config import LATEST
 from rloo_studio.rloo.evaluate import learned, reward_trend, split_figures
 from rloo_studio.rloo.rewards import shaped
+from rloo_studio.runs.jobs import KINDS
 
 BEFORE = {"n": 200, "accuracy": 0.48, "format_rate": 1.0, "thinking_rate": 0.55, "n_reasoning": 110,
           "accuracy_reasoning": 0.873, "accuracy_not_reasoning": 0.0}
@@ -56,8 +55,7 @@ def test_the_reward_trend_reads_the_reward_models_raw_score_when_there_is_one():
 
 def test_the_panel_and_runs_show_report_the_split(tmp_path, workspace, capsys):
     from rloo_studio.cli import main
-    from rloo_studio.rloo.evaluate import figures_line
-    from rloo_studio.rloo.evaluate import eval_rows
+    from rloo_studio.rloo.evaluate import eval_rows, figures_line
     from rloo_studio.ui.rloo_render import eval_line
 
     ev = {"before": BEFORE, "after": _after(accuracy=0.675, thinking_rate=0.98, accuracy_reasoning=0.69),
@@ -106,7 +104,8 @@ def test_the_reward_model_preset_takes_the_newest_reward_run_at_launch(workspace
         (d / "adapter_config.json").write_text("{}")
         workspace.upsert_run(rid, kind="reward", name=rid, status="completed")
     workspace.upsert_run("reward-no-adapter", kind="reward", name="x", status="failed")  # newest, no adapter
-    assert lifecycle.new_run(workspace, "rloo", KINDS["rloo"].preset_config("demo-cpu-reward-model")).reward_model_run == "reward-newer"
+    assert lifecycle.new_run(workspace, "rloo",
+                             KINDS["rloo"].preset_config("demo-cpu-reward-model")).reward_model_run == "reward-newer"
     named = KINDS["rloo"].preset_config("demo-cpu-reward-model")
     named.reward_model_run = "reward-older"  # a run named by id stays that run
     assert lifecycle.new_run(workspace, "rloo", named).reward_model_run == "reward-older"

@@ -3,16 +3,15 @@ reward-model reward does not move with a rule reward on the live completions."""
 import json
 import random
 
-from rloo_studio.core.thinking import pair_kind
-from rloo_studio.reward import blind
-from rloo_studio.reward import runs_list
-from rloo_studio.rloo import health
 from rloo_studio.cli import main
+from rloo_studio.core.model_options import LoraSpec
+from rloo_studio.core.thinking import pair_kind
+from rloo_studio.reward import blind, runs_list
 from rloo_studio.reward import breakdown as reward_breakdown
 from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.reward.job import held_out_rows, train_reward
+from rloo_studio.rloo import health
 from rloo_studio.runs.runner import JobRunner, read_metrics
-from rloo_studio.core.model_options import LoraSpec
 
 THINK = "<think>\n7+5+0=12\n\n3+4+1=8\n</think>\n\nThe answer is {a}."
 PLAIN = "The answer is {a}."
@@ -60,7 +59,8 @@ def test_pair_kind_reads_a_response_as_the_qwen3_thinking_template_leaves_it(qwe
     # the job's rows drop the <think> the template opened; the split still counts both sides as reasoning
     rows = pair_rows(qwen3_tokenizer, [{"prompt": "Add.", "chosen": THINK.format(a=k), "rejected": cut_opened,
                                         "pair_id": k} for k in range(10)])
-    assert rows[0]["rejected"] == continuation(template_info(qwen3_tokenizer), cut_opened) and "<think>" not in rows[0]["rejected"]
+    assert (rows[0]["rejected"] == continuation(template_info(qwen3_tokenizer), cut_opened)
+            and "<think>" not in rows[0]["rejected"])
     assert {pair_kind(r["chosen"], r["rejected"], start) for r in rows} == {"both reason"}
     held, train = split_rows(rows, 0.3, 0, start=start)
     assert len(held) == 3 and len(train) == 7
@@ -139,7 +139,8 @@ def test_short_reward_run_records_held_out_accuracy_per_kind_and_source(workspac
     s = b["by_kind"]["only chosen reasons"]
     assert f"only chosen reasons: {s['correct']}/{s['pairs']}" in text
     (row,) = runs_list.runs_rows(workspace)
-    assert f"only chosen reasons {s['correct']}/{s['pairs']}" in row[runs_list.RUN_HEADERS.index("held-out right, by kind of pair")]
+    assert f"only chosen reasons {s['correct']}/{s['pairs']}" in \
+        row[runs_list.RUN_HEADERS.index("held-out right, by kind of pair")]
     capsys.readouterr()
     assert main(["runs", "show", rid, "--workspace", str(workspace.root)]) == 0
     shown = json.loads(capsys.readouterr().out)

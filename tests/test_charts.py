@@ -72,7 +72,8 @@ def test_a_line_under_an_equal_later_line_is_drawn_wider():
     b = chart_data.Line("b", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#111")
     assert widths([a, b]) == [WIDTH, WIDTH]  # lines that only cross: both drawn as usual
     # wider than every equal line drawn over it, also when those lie under further lines themselves
-    c, d = chart_data.Line("c", "k", [1, 2, 3], [3.0, 2.0, 0.0], "#222"), chart_data.Line("d", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#333")
+    c, d = (chart_data.Line("c", "k", [1, 2, 3], [3.0, 2.0, 0.0], "#222"),
+            chart_data.Line("d", "k", [1, 2, 3], [3.0, 2.0, 1.0], "#333"))
     w = widths([a, b, c, d])  # a: alone; b under c (the segment 1-2) and d (all of it); c under d (1-2)
     assert w[0] == WIDTH and w[1] > w[2] > w[3] == WIDTH
     e = chart_data.Line("e", "k", [1, 2, 3, 4], [0.5, 0.0, 0.5, 1.0], "#444")
@@ -100,7 +101,8 @@ def test_overlays_name_the_runs_in_their_own_colours():
     # two ids whose own colours collide get the same colours whichever tab lists them first
     x, y = next((f"rloo-{i}", f"rloo-{j}") for i in range(20) for j in range(i + 1, 20)
                 if chart_data.run_color(f"rloo-{i}") == chart_data.run_color(f"rloo-{j}"))
-    assert chart_data.run_colors([x, y]) == chart_data.run_colors([y, x]) and len(set(chart_data.run_colors([x, y]).values())) == 2
+    assert (chart_data.run_colors([x, y]) == chart_data.run_colors([y, x])
+            and len(set(chart_data.run_colors([x, y]).values())) == 2)
 
 
 def test_smoothing_and_log_scale():

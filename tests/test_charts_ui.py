@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from browser import ARTIFACTS, fill, open_page, running_app
 from playwright.sync_api import expect
 
-from browser import ARTIFACTS, fill, open_page, running_app
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.reward.charts import reward_charts
 from rloo_studio.rloo.charts import PLOTS, rloo_charts
@@ -195,19 +195,21 @@ def check_chart(page, elem_id, expected: list, headings: list[str] = ()):
     page.wait_for_timeout(300)
     st = chart_state(page, elem_id)
     assert st and st["area"], f"{elem_id}: no chart drawn"
-    l, t, r, b = st["chart"]
-    assert r - l > 200 and b - t > 150, f"{elem_id}: chart has no size {st['chart']}"
+    left, top, right, bottom = st["chart"]
+    assert right - left > 200 and bottom - top > 150, f"{elem_id}: chart has no size {st['chart']}"
     frame = [max(st["chart"][0], st["block"][0]), max(st["chart"][1], st["block"][1]),
              min(st["chart"][2], st["block"][2]), min(st["chart"][3], st["block"][3])]
     labels = [tr["legend"][0] for tr in st["traces"] if tr["legend"]]
     for want in expected:
         name, group = want if isinstance(want, tuple) else (want, "")
-        hits = [tr for tr in st["traces"] if tr["legend"] and reads_whole(tr["legend"][0], name) and tr["group"] == group]
+        hits = [tr for tr in st["traces"]
+                if tr["legend"] and reads_whole(tr["legend"][0], name) and tr["group"] == group]
         assert len(hits) == 1, f"{elem_id}: {len(hits)} legend labels read {want!r} whole; legend: {labels}"
         tr = hits[0]
         text, bx, shown = tr["legend"]
         assert tr["visible"] is True and shown, f"{elem_id}: {name!r} is switched off ({tr['visible']})"
-        assert bx[2] - bx[0] > 5 and inside(bx, frame), f"{elem_id}: legend label {text!r} {bx} is cut by the chart {frame}"
+        assert bx[2] - bx[0] > 5 and inside(bx, frame), \
+            f"{elem_id}: legend label {text!r} {bx} is cut by the chart {frame}"
         assert f"<b>{name}</b>" in tr["hover"] or name in tr["hover"], f"{elem_id}: the hover does not name {name!r}"
         why = is_drawn(tr, st["area"])
         assert not why, f"{elem_id}: {name!r} is not drawn: {why}"
@@ -425,7 +427,8 @@ def test_every_chart_names_its_lines_in_a_visible_legend(app):
         first = launch_rloo(page, ws, 30)  # long enough to be seen running on a quiet machine (~0.4 s a step)
         expect(page.locator("#rloo-status")).to_contain_text("running", timeout=LONG)
         wait_until(lambda: all(t["drawn"] and len(t["x"]) >= 2
-                               for t in (chart_state(page, "rloo-plot-reward", 0) or {"traces": [{"drawn": 0}]})["traces"]),
+                               for t in (chart_state(page, "rloo-plot-reward", 0)
+                                         or {"traces": [{"drawn": 0}]})["traces"]),
                    900, "two RLOO steps on the reward chart")
         view(page, "charts-rloo-running", "#rloo-status")
         check_rloo_tab(page, rloo_expected(read_metrics(ws.run_dir(first))))

@@ -67,7 +67,8 @@ def test_rloo_with_checkpointing_trains_the_same_policy(workspace, backend, laye
 
     runs = {gc: _train(workspace, "rloo", RlooJobConfig(
         max_steps=3, backend=backend, per_device_train_batch_size=8, num_generations=4, lora=LoraSpec(r=4, alpha=8),
-        max_completion_length=48, save_steps=100, learning_rate=2e-3, gradient_checkpointing=gc), train_rloo, layer_passes)
+        max_completion_length=48, save_steps=100, learning_rate=2e-3, gradient_checkpointing=gc),
+        train_rloo, layer_passes)
         for gc in (False, True)}
     assert_same_training(runs[True], runs[False])
 
@@ -76,6 +77,7 @@ def test_rloo_with_checkpointing_trains_the_same_policy(workspace, backend, laye
 @pytest.mark.parametrize("finetune", ["lora", "full"])
 def test_a_process_reward_model_with_checkpointing_trains_the_same_weights(tmp_path, finetune, layer_passes):
     from test_prm import synthetic_labels
+
     from rloo_studio.label.demo_data import open_workspace
     from rloo_studio.prm.config import PrmJobConfig
     from rloo_studio.prm.job import train_prm

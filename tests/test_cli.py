@@ -159,8 +159,8 @@ def test_commands_that_load_no_model_import_no_torch_and_print_no_banner(tmp_pat
     if args != ["--help"]:
         args += ["--workspace", str(tmp_path / "ws")]
         if args[0] == "export":
-            subprocess.run([sys.executable, "-m", "rloo_studio", "import", str(src), "--workspace", str(tmp_path / "ws")],
-                           cwd=ROOT, check=True, capture_output=True)
+            subprocess.run([sys.executable, "-m", "rloo_studio", "import", str(src),
+                            "--workspace", str(tmp_path / "ws")], cwd=ROOT, check=True, capture_output=True)
     p = subprocess.run([sys.executable, "-c", LIGHT, *args], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "HEAVY:\n" in p.stdout, p.stdout  # nothing heavy was imported

@@ -3,12 +3,13 @@ import json
 import threading
 import time
 
-from playwright.sync_api import TimeoutError as PlaywrightTimeout, sync_playwright
-
 from browser import App, launch_browser
-from rloo_studio.label.importing import import_file
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import sync_playwright
+
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace
+from rloo_studio.label.importing import import_file
 
 DURATION_S = 20  # docs/RELIABILITY.md records a longer run of the same test
 
@@ -29,8 +30,8 @@ def labeler(url: str, ws_dir, name: str, seen: list, errors: list, duration: flo
             b = launch_browser(p)
             page = b.new_page()
             page.goto(url)
-            page.wait_for_function("() => (document.querySelector('#lbl-status')?.innerText || '').includes('Enter your name')",
-                                   timeout=180000)
+            page.wait_for_function("() => (document.querySelector('#lbl-status')?.innerText || '')"
+                                   ".includes('Enter your name')", timeout=180000)
             page.get_by_label("Your name").focus()
             page.keyboard.type(name)
             page.keyboard.press("Enter")
@@ -42,8 +43,9 @@ def labeler(url: str, ws_dir, name: str, seen: list, errors: list, duration: flo
                 # the pair on the page, once it is not the one just labeled: as a person presses after seeing the
                 # next pair (on a loaded host the status line once showed the labeled pair again for a moment)
                 current = page.wait_for_function(
-                    "last => { const m = (document.querySelector('#lbl-status')?.innerText || '').match(/pair #(\\d+)/);"
-                    " return m && m[1] !== last && m[1]; }", arg=last, timeout=120000).json_value()
+                    "last => { const m = (document.querySelector('#lbl-status')?.innerText || '')"
+                    ".match(/pair #(\\d+)/); return m && m[1] !== last && m[1]; }",
+                    arg=last, timeout=120000).json_value()
                 key = "1" if k % 2 else "2"
                 page.keyboard.press(key)
                 for _ in range(12):  # a press made while the last label's event still runs is dropped
@@ -76,7 +78,8 @@ def test_two_sessions_label_at_once(tmp_path):
     try:
         seen = {"ann": [], "bob": []}
         errors: list = []
-        threads = [threading.Thread(target=labeler, args=(app.url, ws_dir, n, seen[n], errors, DURATION_S)) for n in seen]
+        threads = [threading.Thread(target=labeler, args=(app.url, ws_dir, n, seen[n], errors, DURATION_S))
+                   for n in seen]
         for t in threads:
             t.start()
         for t in threads:

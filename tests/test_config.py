@@ -99,7 +99,8 @@ def test_the_form_shows_each_fields_help():
     from rloo_studio.reward import launch_form as reward_launch_form
     from rloo_studio.rloo import launch_form as rloo_launch_form
 
-    for fields, cls in ((rloo_launch_form.form_fields(), RlooJobConfig), (reward_launch_form.form_fields(), RewardJobConfig)):
+    for fields, cls in ((rloo_launch_form.form_fields(), RlooJobConfig),
+                        (reward_launch_form.form_fields(), RewardJobConfig)):
         helps = {key: text for key, _, text in settings_help(cls)}
         assert fields and all(f.help and f.help == helps[f.key] for f in fields)
     assert any(f.key == "lora.r" and "rank" in f.help for f in rloo_launch_form.form_fields())

@@ -1,8 +1,8 @@
 import json
 
-from rloo_studio.rloo.evaluate import evaluate_policy, heldout_prompts
 from rloo_studio.core.models import load_tokenizer
 from rloo_studio.core.paths import ASSETS, DEMO_DATA, DEMO_MODEL
+from rloo_studio.rloo.evaluate import evaluate_policy, heldout_prompts
 
 
 def test_assets_are_small():

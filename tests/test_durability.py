@@ -39,7 +39,8 @@ def test_labels_survive_sigkill_at_random_moments(tmp_path):
     kills = 0
     env = {**os.environ, "RLOO_STUDIO_NO_UNSLOTH": "1"}
     for i in range(24):
-        p = subprocess.Popen([sys.executable, str(script), f"worker{i % 3}"], stdout=subprocess.PIPE, text=True, env=env)
+        p = subprocess.Popen([sys.executable, str(script), f"worker{i % 3}"], stdout=subprocess.PIPE, text=True,
+                             env=env)
         first = p.stdout.readline()  # wait until it is labeling, then kill it at a random moment
         assert first.startswith("SAVED"), first
         acknowledged.add(int(first.split()[1]))

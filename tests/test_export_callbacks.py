@@ -1,11 +1,11 @@
 """The Runs tab's export action refuses, in plain words and before any job starts, what cannot be exported: no
 run picked, a reward-model run, an RLOO run that saved no adapter or is still running, a busy folder.
 (The export itself, from the page, is tests/test_export_ui.py.)"""
-from rloo_studio.studio import Studio
 from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.runs.export_model import default_out, resolve_out
 from rloo_studio.runs.runner import prepare_run
+from rloo_studio.studio import Studio
 from rloo_studio.ui.runs_tab import start_export
 
 

@@ -5,13 +5,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from rloo_run_fixture import shared_root, trained_run
 
-from rloo_run_fixture import trained_run, shared_root
 from rloo_studio.core.errors import DataError
-from rloo_studio.runs.export_model import INFO_FILE, export_model
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace
+from rloo_studio.runs.export_model import INFO_FILE, export_model
 
 PROMPTS = ["What is 123+456?", "What is 905+87?"]
 
@@ -107,6 +107,7 @@ def test_cli_export_model(run, tmp_path, capsys):
 
 def test_a_run_on_a_4bit_base_is_merged_into_the_full_precision_base_and_says_so(tmp_path):
     from rloo_run_fixture import TRAIN
+
     from rloo_studio.rloo.config import RlooJobConfig
     from rloo_studio.rloo.job import train_rloo
     from rloo_studio.runs.runner import JobRunner

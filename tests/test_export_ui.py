@@ -5,9 +5,8 @@ is written."""
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
-
 from browser import fill, open_page, screenshot
+from playwright.sync_api import expect
 from test_export_model import _same_as_adapter_on_base
 
 

@@ -6,13 +6,13 @@ import time
 from pathlib import Path
 
 import pytest
+from resume_check import assert_same_run
 
+from rloo_studio.label.demo_data import open_workspace
+from rloo_studio.label.store import progress
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
-from rloo_studio.label.store import progress
-from rloo_studio.label.demo_data import open_workspace
-from resume_check import assert_same_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,8 @@ def test_full_disk_while_checkpointing_fails_cleanly(tmp_path):
         cfg = RlooJobConfig(max_steps=30, save_steps=2, per_device_train_batch_size=8)
         rid = r.submit("rloo", cfg, train_rloo)
         d = ws.run_dir(rid)
-        wait_for(lambda: last_good_checkpoint(d) is not None or r.status(rid).get("status") not in ("queued", "running"))
+        wait_for(lambda: last_good_checkpoint(d) is not None
+                 or r.status(rid).get("status") not in ("queued", "running"))
         good = last_good_checkpoint(d)
         assert good, r.status(rid)
         # Fill the disk right after the first checkpoint: the next save cannot be written.

@@ -16,9 +16,9 @@ import re
 import time
 
 import pytest
+from browser import fill, open_page, running_app, screenshot
 from playwright.sync_api import expect
 
-from browser import fill, open_page, running_app, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import prepare_run, write_status

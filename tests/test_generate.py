@@ -1,9 +1,9 @@
-from rloo_studio.label import store as L
+import pytest
+
 from rloo_studio.core.errors import ConfigError
+from rloo_studio.label import store as L
 from rloo_studio.label.generate import GenerateConfig, generate_candidates
 from rloo_studio.runs.runner import JobRunner
-
-import pytest
 
 
 def test_generate_pairs_from_the_demo_model(workspace):

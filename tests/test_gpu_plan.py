@@ -28,7 +28,8 @@ def empty_hub(tmp_path, monkeypatch):
 
 
 def test_there_is_a_16_24_and_80_gb_preset_of_each_kind():
-    assert {(k, card) for k, _, card in GPU_PRESETS} == {(k, c) for k in ("reward", "prm", "rloo") for c in (16, 24, 80)}
+    assert {(k, card) for k, _, card in GPU_PRESETS} == \
+        {(k, c) for k in ("reward", "prm", "rloo") for c in (16, 24, 80)}
 
 
 @pytest.mark.parametrize("kind,name,card", GPU_PRESETS)

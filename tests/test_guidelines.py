@@ -7,8 +7,8 @@ import pytest
 
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.label import guidelines as G
 from rloo_studio.label import agreement as A
+from rloo_studio.label import guidelines as G
 from rloo_studio.label import store as L
 
 

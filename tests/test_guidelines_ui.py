@@ -4,9 +4,9 @@ annotator) moves after a label. The Playground without an RLOO run says to train
 import re
 
 import pytest
+from browser import fill, open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import fill, open_page, screenshot
 from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import guidelines as G

@@ -3,8 +3,8 @@ import json
 import pandas as pd
 import pytest
 
-from rloo_studio.label import store as L
 from rloo_studio.core.errors import DataError
+from rloo_studio.label import store as L
 from rloo_studio.label.exporting import export
 from rloo_studio.label.importing import import_file
 from rloo_studio.label.prompts import load_prompt_set
@@ -82,7 +82,8 @@ def ultrafeedback(prompt, good, bad, conv_prompt=None, pid="p0"):
     """A row of HuggingFaceH4/ultrafeedback_binarized: whole conversations that repeat the prompt."""
     user = [{"role": "user", "content": conv_prompt or prompt}]
     chosen = user + [{"role": "assistant", "content": good}]
-    return {"prompt": prompt, "prompt_id": pid, "chosen": chosen, "rejected": user + [{"role": "assistant", "content": bad}],
+    return {"prompt": prompt, "prompt_id": pid, "chosen": chosen,
+            "rejected": user + [{"role": "assistant", "content": bad}],
             "messages": chosen, "score_chosen": 8.5, "score_rejected": 3.0}
 
 
@@ -164,7 +165,8 @@ def test_prompt_sets_and_candidates(empty_workspace, tmp_path):
     res = import_file(empty_workspace, write_jsonl(tmp_path / "ps.jsonl", [{"prompt": "p1", "answer": "1"},
                                                                           {"prompt": "p2", "answer": "2"}]))
     assert res.kind == "prompts"
-    assert load_prompt_set(empty_workspace, "ps.jsonl") == [{"prompt": "p1", "answer": "1"}, {"prompt": "p2", "answer": "2"}]
+    assert load_prompt_set(empty_workspace, "ps.jsonl") == [{"prompt": "p1", "answer": "1"},
+                                                            {"prompt": "p2", "answer": "2"}]
     res = import_file(empty_workspace, write_jsonl(tmp_path / "cand.jsonl",
                                                    [{"prompt": "q", "responses": ["r1", "r2", "r3"]}]))
     assert (res.kind, res.pairs) == ("candidates", 3)
@@ -270,7 +272,8 @@ def test_candidates_and_prompt_sets_are_idempotent(empty_workspace, tmp_path):
     assert import_file(ws, ps).prompts == 2
     res = import_file(ws, ps)
     assert (res.prompts, res.skipped) == (0, 2)
-    assert res.summary() == "Imported 0 prompts into prompt set 'ps.jsonl'. Skipped 2 prompts already in that prompt set."
+    assert res.summary() == ("Imported 0 prompts into prompt set 'ps.jsonl'. Skipped 2 prompts already in that "
+                             "prompt set.")
     assert len(load_prompt_set(ws, "ps.jsonl")) == 2
 
 
@@ -319,7 +322,8 @@ def test_a_workspace_from_before_the_duplicate_check_is_migrated(tmp_path):
     con.executescript("""INSERT INTO prompt_sets VALUES (1, 'std.jsonl', 'import:std.jsonl', 0);
         INSERT INTO prompts VALUES (1, 1, 'Say hi', '{}');
         INSERT INTO responses VALUES (1, 1, 'Hi!', 'import:std.jsonl', 0), (2, 1, 'No.', 'import:std.jsonl', 0);
-        INSERT INTO pairs (id, prompt_id, response_a, response_b, source, created) VALUES (1, 1, 1, 2, 'std.jsonl', 0);""")
+        INSERT INTO pairs (id, prompt_id, response_a, response_b, source, created)
+            VALUES (1, 1, 1, 2, 'std.jsonl', 0);""")
     con.commit()
     con.close()
     ws = Workspace(tmp_path / "old")
@@ -354,7 +358,8 @@ BAD = [
      "empty_resp.jsonl line 1, field 'chosen': empty text"),
     ("types.jsonl", lambda p: write_jsonl(p, [{"prompt": "x", "chosen": 5, "rejected": "b"}]),
      "types.jsonl line 1, field 'chosen': expected text, got int"),
-    ("latin1.jsonl", lambda p: p.write_bytes(json.dumps(STD[0]).encode() + b'\n{"prompt": "caf\xe9", "chosen": "a", "rejected": "b"}\n'),
+    ("latin1.jsonl", lambda p: p.write_bytes(json.dumps(STD[0]).encode()
+                                             + b'\n{"prompt": "caf\xe9", "chosen": "a", "rejected": "b"}\n'),
      "latin1.jsonl line 2: not UTF-8 text"),
     ("empty.jsonl", lambda p: p.write_text(""), "empty.jsonl: the file is empty"),
     ("other.csv", lambda p: p.write_text("query,answer_good,answer_bad\nx,a,b\n"),
@@ -364,20 +369,25 @@ BAD = [
     ("csvtypes.csv", lambda p: p.write_text("prompt,chosen,rejected\nx,a,b\ny,,b\n"),
      "csvtypes.csv row 3, field 'chosen': empty text"),
     ("notes.txt", lambda p: p.write_text("hello"), "notes.txt: unknown file type .txt"),
-    ("uf_mismatch.jsonl", lambda p: write_jsonl(p, [UF[0], ultrafeedback("Name a prime.", "7", "8", conv_prompt="Name a color.")]),
+    ("uf_mismatch.jsonl",
+     lambda p: write_jsonl(p, [UF[0], ultrafeedback("Name a prime.", "7", "8", conv_prompt="Name a color.")]),
      "uf_mismatch.jsonl line 2, field 'chosen': the conversation's prompt 'Name a color.' differs from the 'prompt' "
      "field 'Name a prime.'"),
     ("uf_empty.jsonl", lambda p: write_jsonl(p, [UF[0], ultrafeedback("Name a prime.", "7", " ")]),
      "uf_empty.jsonl line 2, field 'rejected', message 2: the assistant turn is empty"),
-    ("hh_no_assistant.jsonl", lambda p: write_jsonl(p, [{"chosen": "\n\nHuman: hi\n\nAssistant: hello", "rejected": "\n\nHuman: hi\n\nAssistant: go"},
-                                                        {"chosen": "\n\nHuman: hi there", "rejected": "\n\nHuman: hi you"}]),
+    ("hh_no_assistant.jsonl",
+     lambda p: write_jsonl(p, [{"chosen": "\n\nHuman: hi\n\nAssistant: hello",
+                                "rejected": "\n\nHuman: hi\n\nAssistant: go"},
+                               {"chosen": "\n\nHuman: hi there", "rejected": "\n\nHuman: hi you"}]),
      "hh_no_assistant.jsonl line 2, field 'chosen': a Human/Assistant transcript without an 'Assistant:' turn"),
     ("hh_empty.jsonl", lambda p: write_jsonl(p, [{"chosen": HH_MULTI + "Soon.", "rejected": HH_MULTI}]),
      "hh_empty.jsonl line 1, field 'rejected': the 'Assistant:' turn (turn 4) is empty"),
-    ("hh_forked.jsonl", lambda p: write_jsonl(p, [{"chosen": "\n\nHuman: a\n\nAssistant: b\n\nHuman: c\n\nAssistant: d",
-                                                   "rejected": "\n\nHuman: a\n\nAssistant: x\n\nHuman: c\n\nAssistant: d"}]),
+    ("hh_forked.jsonl",
+     lambda p: write_jsonl(p, [{"chosen": "\n\nHuman: a\n\nAssistant: b\n\nHuman: c\n\nAssistant: d",
+                                "rejected": "\n\nHuman: a\n\nAssistant: x\n\nHuman: c\n\nAssistant: d"}]),
      "hh_forked.jsonl line 1: 'chosen' and 'rejected' differ before the final assistant reply"),
-    ("cut_string.jsonl", lambda p: p.write_text('{"prompt": "x", "chosen": "a", "rejected": "b"}\n{"prompt": "x", "chosen": "a", "rejected": "b'),
+    ("cut_string.jsonl", lambda p: p.write_text('{"prompt": "x", "chosen": "a", "rejected": "b"}\n'
+                                                '{"prompt": "x", "chosen": "a", "rejected": "b'),
      "cut_string.jsonl line 2: not valid JSON: Unterminated string starting at column 44 (the line looks cut off)"),
     ("badconv.jsonl", lambda p: write_jsonl(p, [{"prompt": [{"role": "user", "content": "x"}],
                                                  "chosen": [{"role": "bot", "content": "a"}],

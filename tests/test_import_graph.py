@@ -1,13 +1,13 @@
 """The package's import graph, read from the source (top-level and in-function imports alike): no import
-circles, and every package imports only packages below it (core < runs < label < inspect < reward < prm < rloo < studio < ui
-< cli), so that no circle hides at package level either."""
+circles, and every package imports only packages below it (core < runs < label < inspect < reward < prm < rloo < studio
+< ui < cli), so that no circle hides at package level either."""
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "rloo_studio"
-LAYERS = ["core", "runs", "label", "inspect", "reward", "prm", "rloo", "studio", "ui", "cli_views", "python_api", "notebook",
-          "cli"]
+LAYERS = ["core", "runs", "label", "inspect", "reward", "prm", "rloo", "studio", "ui", "cli_views", "python_api",
+          "notebook", "cli"]
 """Bottom to top. rloo_studio.studio is a module between rloo and ui; __main__ is the CLI's."""
 
 

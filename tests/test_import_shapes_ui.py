@@ -6,11 +6,11 @@ and its two replies, with no 'Human:' / 'Assistant:' transcript text left in the
 import json
 
 import pytest
-from playwright.sync_api import expect
-
 from browser import open_page, running_app, screenshot
-from rloo_studio.core.workspace import Workspace
+from playwright.sync_api import expect
 from test_import_export import HH_MULTI, ultrafeedback, write_jsonl
+
+from rloo_studio.core.workspace import Workspace
 
 MARKERS = ("Human:", "Assistant:")
 

@@ -4,9 +4,8 @@ import re
 import time
 
 import pytest
+from browser import ARTIFACTS, App, fill, open_page, screenshot
 from playwright.sync_api import expect
-
-from browser import ARTIFACTS, fill, App, open_page, screenshot
 from prm_run_fixture import doubting_prm_run
 from reward_run_fixture import seeded_reward_run
 from test_charts_ui import assert_headers_whole

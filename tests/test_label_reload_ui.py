@@ -3,11 +3,11 @@ order; a name typed while the page loads stays; an app restart keeps the name an
 pair on the page; a key pressed while the last label is being saved is refused in words."""
 import json
 
+import browser
 import pytest
+from browser import open_page, running_app, screenshot
 from playwright.sync_api import expect
 
-import browser
-from browser import open_page, running_app, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.ui.label_tab import RESTARTED
 

@@ -3,13 +3,13 @@ press labels only the pair on the page; A/B order, the flag key, Esc and the ann
 import json
 import re
 import tempfile
-from urllib.parse import urljoin
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
+from browser import open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.prompts import load_prompt_set
 
@@ -195,8 +195,8 @@ def test_order_kept_flag_key_esc_and_live_annotators_panel(app, tmp_path):
         page.locator("#lbl-progress").click()
         first, left = shown_id(page), page.locator("#lbl-left-text").inner_text()
         page.keyboard.press("4")  # skip it ...
-        page.wait_for_function("b => document.querySelector('#lbl-prompt [data-pair]')?.getAttribute('data-pair') !== b",
-                               arg=first, timeout=20000)
+        page.wait_for_function("b => document.querySelector('#lbl-prompt [data-pair]')"
+                               "?.getAttribute('data-pair') !== b", arg=first, timeout=20000)
         page.get_by_label("Show").click()
         page.get_by_role("option", name="skipped").click()  # ... and come back to it: the same A/B order
         expect(page.locator(f"#lbl-prompt [data-pair='{first}']")).to_be_visible(timeout=20000)
@@ -272,7 +272,8 @@ def test_importing_a_file_again_adds_its_rows_only_when_asked(app, tmp_path):
         page.get_by_role("button", name="Import", exact=True).click()
         expect(msg).to_contain_text("Skipped 1 prompts already in that prompt set (1 with other column values",
                                     timeout=20000)
-        assert load_prompt_set(Workspace(app.ws_dir), "twice-prompts.jsonl")[0] == {"prompt": "Twice p1?", "answer": "1"}
+        assert load_prompt_set(Workspace(app.ws_dir), "twice-prompts.jsonl")[0] == {"prompt": "Twice p1?",
+                                                                                    "answer": "1"}
         # Chosen and rejected the other way round: not dropped, the opposite label goes to the pair already there.
         page.locator("input[type=file]").first.set_input_files(str(swapped))
         page.get_by_role("button", name="Import", exact=True).click()

@@ -2,9 +2,9 @@
 import re
 
 import pytest
+from browser import App, open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import App, open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace
 
@@ -89,8 +89,8 @@ def test_active_labeling_orders_by_reward_model_uncertainty(tmp_path):
     at start until it is opened again)."""
     from rloo_studio.reward.config import RewardJobConfig
     from rloo_studio.reward.job import train_reward
-    from rloo_studio.runs.runner import JobRunner
     from rloo_studio.reward.uncertainty import uncertainty_queue
+    from rloo_studio.runs.runner import JobRunner
 
     ws_dir = tmp_path / "ws"
     ws = open_workspace(ws_dir, demo=True)

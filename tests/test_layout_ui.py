@@ -9,9 +9,9 @@ table), their folders written as the jobs write them.
 import json
 
 import pytest
+from browser import open_page, running_app, screenshot, unfold
 from playwright.sync_api import expect
 
-from browser import open_page, running_app, screenshot, unfold
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import prepare_run, write_status

@@ -47,7 +47,8 @@ def test_busy_names_the_run_of_this_app_and_of_another_live_process(tmp_path):
     # a run another live process has active (a CLI run): the app says so too
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        ws.upsert_run("rloo-other", name="rloo-other", kind="rloo", status="running", pid=other.pid, started=time.time())
+        ws.upsert_run("rloo-other", name="rloo-other", kind="rloo", status="running", pid=other.pid,
+                      started=time.time())
         assert "another process" in lifecycle.busy(ws, runner) and "rloo-other" in lifecycle.busy(ws, runner)
     finally:
         other.kill()

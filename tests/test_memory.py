@@ -1,12 +1,9 @@
 """Memory pre-flight arithmetic against real Qwen3 configs (built locally, weights on the meta device)."""
-import re
-
 import pytest
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-from rloo_studio.core.memory import (GiB, NF4_BYTES, ModelShape, classifier_params, estimate, lora_params,
-                                     param_counts)
+from rloo_studio.core.memory import NF4_BYTES, GiB, ModelShape, classifier_params, estimate, lora_params, param_counts
 
 # Published shapes of Qwen3-0.6B and Qwen3-4B (config.json on the hub), typed in: no download.
 QWEN3_0_6B = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
@@ -59,7 +56,8 @@ def test_estimate_parts_by_hand():
     # A classifier (reward model: 1 label, process reward model: 2) has a score layer and no LM head.
     cls = estimate(s, batch=4, seq_len=1024, head="classifier", num_labels=2)
     assert cls.parts["classifier head"] == 4 * 1024 * 2 * 8 and "LM head (fused log-probs)" not in cls.parts
-    assert cls.parts["weights"] == classifier_params(s, 2) * 2 == (c["total"] + 2560 * 2) * 2  # tied: the embedding stays
+    # tied: the embedding stays
+    assert cls.parts["weights"] == classifier_params(s, 2) * 2 == (c["total"] + 2560 * 2) * 2
     untied = ModelShape.from_config(Qwen3Config(**{**QWEN3_4B, "tie_word_embeddings": False}))
     assert classifier_params(untied, 1) == param_counts(untied)["total"] - 151936 * 2560 + 2560
     # The KV cache for generation: 2 (k, v) * layers * kv_heads * head_dim * 2 bytes * batch * length.
@@ -89,9 +87,8 @@ def test_what_learns_sets_the_trained_part():
 def test_the_process_reward_models_line_follows_what_learns():
     from rloo_studio.core.paths import DEMO_MODEL
     from rloo_studio.prm.config import PrmJobConfig
-    from rloo_studio.runs.plan import memory_line
-
     from rloo_studio.runs.jobs import KINDS
+    from rloo_studio.runs.plan import memory_line
 
     cfgs = {f: PrmJobConfig(model=str(DEMO_MODEL), finetune=f, extra_layers=0 if f == "lora" else 2)
             for f in ("lora", "frozen", "full")}

@@ -76,10 +76,11 @@ def test_process_reward_jobs_leave_their_model_teacher_and_fresh_layers_gone(wor
     """The process reward model's demo recipe: a teacher labels the tokens, the fresh layers train on the frozen
     base's cached states in a model of their own. Once each job ends, the whole model, the teacher, the fresh
     layers' model, its optimizer and its data loader are gone."""
+    from test_prm import TINY, synthetic_labels
+
     from rloo_studio.core import models
     from rloo_studio.prm import job as prm_job
     from rloo_studio.prm.config import PrmJobConfig
-    from test_prm import TINY, synthetic_labels
 
     loaded: list[list] = []  # per job: the whole model (base and fresh layers) and the teacher
 

@@ -196,7 +196,8 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
 
 
 def counted(ws) -> list[tuple]:
-    return [tuple(r) for r in ws.query("SELECT id, n_import, n_human + n_skip + n_tie, n_a, n_b FROM pairs ORDER BY id")]
+    return [tuple(r)
+            for r in ws.query("SELECT id, n_import, n_human + n_skip + n_tie, n_a, n_b FROM pairs ORDER BY id")]
 
 
 def recounted(ws) -> list[tuple]:
@@ -219,8 +220,8 @@ def test_a_full_disk_mid_import_says_so_and_keeps_the_counting_trigger(tmp_path,
     ws = Workspace(tmp_path / "ws")
     triggers = ws.query("SELECT sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
     src = tmp_path / "f.jsonl"
-    src.write_text("".join(json.dumps({"prompt": f"q{i} " + "x" * 200, "chosen": f"right {i}", "rejected": f"wrong {i}"})
-                           + "\n" for i in range(3000)))
+    src.write_text("".join(json.dumps({"prompt": f"q{i} " + "x" * 200, "chosen": f"right {i}",
+                                       "rejected": f"wrong {i}"}) + "\n" for i in range(3000)))
     con = ws.connect()
     con.execute(f"PRAGMA max_page_count = {con.execute('PRAGMA page_count').fetchone()[0] + 60}")
     with pytest.raises(sqlite3.OperationalError, match="full"):
@@ -238,8 +239,8 @@ def test_the_label_tab_says_an_import_stopped_by_a_full_disk_kept_what_it_wrote(
     monkeypatch.setattr(importing, "CHUNK_ROWS", 100)
     studio = Studio(tmp_path / "ws", seed_demo=False)
     src = tmp_path / "f.jsonl"
-    src.write_text("".join(json.dumps({"prompt": f"q{i} " + "x" * 200, "chosen": f"right {i}", "rejected": f"wrong {i}"})
-                           + "\n" for i in range(3000)))
+    src.write_text("".join(json.dumps({"prompt": f"q{i} " + "x" * 200, "chosen": f"right {i}",
+                                       "rejected": f"wrong {i}"}) + "\n" for i in range(3000)))
     con = studio.ws.connect()
     con.execute(f"PRAGMA max_page_count = {con.execute('PRAGMA page_count').fetchone()[0] + 200}")
     said = do_import(studio, ImportInputs(path=str(src)), progress=lambda *a, **k: None)[0]
@@ -290,12 +291,14 @@ def test_a_big_import_writes_without_two_indexes_and_leaves_them_there_however_i
 
     seen = []
     ws = Workspace(tmp_path / "ended")
-    importing.import_file(ws, src, progress=lambda f, text: seen.append(has_index(ws)) if text.startswith("writing:") else None)
+    importing.import_file(ws, src,
+                          progress=lambda f, text: seen.append(has_index(ws)) if text.startswith("writing:") else None)
     assert seen and not any(seen)  # set aside while it wrote (what makes the 1M import 5-8% faster)
     assert has_index(ws) and prompt_order_right(ws)
     small = Workspace(tmp_path / "small")  # smaller than SET_ASIDE_ROWS: written with the index kept up
     importing.import_file(small, _head(src, tmp_path / "small.jsonl", 500),
-                          progress=lambda f, text: seen.append(has_index(small)) if text.startswith("writing:") else None)
+                          progress=lambda f, text: seen.append(has_index(small))
+                          if text.startswith("writing:") else None)
     assert seen[-1] and has_index(small)
 
     stopped = Workspace(tmp_path / "stopped")  # Ctrl-C in the CLI: made again before the stop propagates

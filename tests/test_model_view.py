@@ -2,8 +2,8 @@
 templated text, token by token, with ids; the RLOO completion picker (rloo/view.py)."""
 import pytest
 
-from rloo_studio.inspect.model_input import pieces, policy_view, reward_text, reward_view
 from rloo_studio.core.thinking import chat_prompt, continuation, template_info
+from rloo_studio.inspect.model_input import pieces, policy_view, reward_text, reward_view
 
 OPEN_ID, CLOSE_ID, IM_START, EOS = 151667, 151668, 151644, 151645
 PROMPT = "What is 17 + 25?"
@@ -39,7 +39,8 @@ def test_policy_view_is_prompt_ids_then_completion_ids(qwen3_tokenizer):
     head = chat_prompt(tok, PROMPT)
     body = continuation(template_info(tok), REASONED)
     v = policy_view(tok, PROMPT, REASONED)
-    assert v.ids == tok(head, add_special_tokens=False)["input_ids"] + tok(body, add_special_tokens=False)["input_ids"] + [EOS]
+    assert v.ids == (tok(head, add_special_tokens=False)["input_ids"] + tok(body, add_special_tokens=False)["input_ids"]
+                     + [EOS])
     assert v.ids.count(OPEN_ID) == 1 and v.ids.count(CLOSE_ID) == 1
     assert v.text == head + body + "<|im_end|>"
     assert v.count("prompt") == len(tok(head, add_special_tokens=False)["input_ids"]) and v.count("end") == 1
@@ -78,8 +79,8 @@ def test_pieces_rebuild_the_text_with_multibyte_characters(qwen3_tokenizer):
 
 
 def test_demo_tokenizer_view():
-    from rloo_studio.inspect.model_input import tokenizer
     from rloo_studio.core.paths import DEMO_MODEL
+    from rloo_studio.inspect.model_input import tokenizer
 
     tok = tokenizer(str(DEMO_MODEL))
     response = "<think>\n4+0+0=4\n</think>\n\nThe answer is 4."

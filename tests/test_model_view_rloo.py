@@ -2,7 +2,6 @@
 the policy's view starts with the prompt ids TRL generated from, and the reward model's view is the input
 the RLOO reward-model reward scores."""
 import pytest
-
 from rloo_run_fixture import reward_model_run
 
 pytestmark = pytest.mark.train
@@ -14,11 +13,11 @@ def run(tmp_path_factory):
 
 
 def test_picked_completion_as_the_policy_and_the_reward_model_read_it(run):
-    from rloo_studio.inspect.model_input import tokenizer
     from rloo_studio.core.paths import DEMO_MODEL
-    from rloo_studio.rloo import health, completions
-    from rloo_studio.rloo.rewards import make_reward_model_reward
+    from rloo_studio.inspect.model_input import tokenizer
+    from rloo_studio.rloo import completions, health
     from rloo_studio.rloo.completions import read_samples
+    from rloo_studio.rloo.rewards import make_reward_model_reward
 
     ws, rid = run
     samples = read_samples(ws.run_dir(rid), last_steps=health.WINDOW)

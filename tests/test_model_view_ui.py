@@ -5,9 +5,8 @@ with each token's id on hover."""
 import re
 
 import pytest
-from playwright.sync_api import expect
-
 from browser import fill, open_page, screenshot
+from playwright.sync_api import expect
 from test_model_choices import HUB_ID
 
 LONG = 120_000
@@ -43,8 +42,8 @@ def test_model_dropdowns_list_the_demo_first_and_the_cache(app):
         box = page.locator("#lbl-gen-model input")
         box.fill("Qwen/Qwen3-4B-Thinking-2507")
         box.press("Tab")
-        expect(page.get_by_text(re.compile("is not in the local Hugging Face cache")).filter(visible=True).first).to_be_visible(
-            timeout=LONG)
+        expect(page.get_by_text(re.compile("is not in the local Hugging Face cache")).filter(visible=True).first
+               ).to_be_visible(timeout=LONG)
 
 
 def test_inspect_shows_what_the_policy_and_the_reward_model_read(app):

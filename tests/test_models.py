@@ -83,10 +83,11 @@ def test_app_restricts_local_model_paths(tmp_path, monkeypatch):
 
 def test_model_with_its_own_code_loads_only_when_trusted(tmp_path):
     from custom_model import make_custom_code_model
+
+    from rloo_studio.core.model_options import ships_code
     from rloo_studio.label.generate import GenerateConfig
     from rloo_studio.reward.config import RewardJobConfig
     from rloo_studio.rloo.config import RlooJobConfig
-    from rloo_studio.core.model_options import ships_code
 
     assert not any(c().trust_remote_code for c in (RewardJobConfig, RlooJobConfig, GenerateConfig))  # off by default
     folder = tmp_path / "custom"
@@ -111,8 +112,9 @@ def _run_with_adapter(tmp_path, model, **settings):
     import torch
     import yaml
     from peft import get_peft_model
-    from rloo_studio.core.models import lora_config
+
     from rloo_studio.core.model_options import LoraSpec
+    from rloo_studio.core.models import lora_config
 
     base, _, _ = load_causal_lm(str(model), "transformers", trust_remote_code=True)
     peft = get_peft_model(base, lora_config(LoraSpec(r=4, alpha=8), "CAUSAL_LM"))
@@ -129,6 +131,7 @@ def _run_with_adapter(tmp_path, model, **settings):
 
 def test_load_policy_takes_4bit_from_the_run_and_puts_the_adapter_on(tmp_path):
     import torch
+
     from rloo_studio.core.models import load_policy
 
     ad = _run_with_adapter(tmp_path, DEMO_MODEL, load_in_4bit=True)
@@ -154,6 +157,7 @@ def test_load_policy_trusts_code_only_as_the_run_ticked_it_for_its_own_base(tmp_
     import shutil
 
     from custom_model import make_custom_code_model
+
     from rloo_studio.core.models import load_policy
 
     folder = tmp_path / "custom"

@@ -6,9 +6,8 @@ import urllib.request
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
-
 from browser import free_port
+from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,11 +3,11 @@ apart from the answer, each with the run's rewards; it answers while a training 
 import shutil
 
 import pytest
+from rloo_run_fixture import PLAY_PROMPT, TRAIN, shared_root, trained_run
 
-from rloo_run_fixture import PLAY_PROMPT, TRAIN, trained_run, shared_root
 from rloo_studio.core.errors import ConfigError, DataError
-from rloo_studio.rloo.playground import PlaySettings, play, total
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.rloo.playground import PlaySettings, play, total
 
 PROMPT = PLAY_PROMPT  # its answer, 1215, reaches the correctness reward
 
@@ -21,7 +21,8 @@ def run(tmp_path_factory, tmp_path):
 
 def test_base_and_adapter_answer_streamed_with_thinking_apart_and_rewards(run):
     ws, rid = run
-    states = [{k: (v.text, v.done) for k, v in s.items()} for s in play(ws, PROMPT, rid, PlaySettings(max_new_tokens=64))]
+    states = [{k: (v.text, v.done) for k, v in s.items()}
+              for s in play(ws, PROMPT, rid, PlaySettings(max_new_tokens=64))]
     *_, last = play(ws, PROMPT, rid, PlaySettings(max_new_tokens=64))
     base, adapter = last["base"], last["adapter"]
     assert base.done and adapter.done

@@ -2,9 +2,8 @@
 base model and by base + adapter, side by side, with different text, reasoning apart, rewards shown."""
 
 import pytest
-from playwright.sync_api import expect
-
 from browser import open_page, screenshot
+from playwright.sync_api import expect
 from rloo_run_fixture import PLAY_PROMPT
 
 
@@ -28,7 +27,8 @@ def test_base_and_adapter_answer_side_by_side_with_different_text(app):
             expect(side).to_contain_text("correctness")
             assert "</think>" not in side.locator(".pg-answer").inner_text()
         b, a = base.locator(".pg-answer").inner_text(), adapter.locator(".pg-answer").inner_text()
-        assert b and a and (b != a or base.locator(".pg-think").inner_text() != adapter.locator(".pg-think").inner_text())
+        assert b and a and (b != a
+                            or base.locator(".pg-think").inner_text() != adapter.locator(".pg-think").inner_text())
         expect(page.locator("#playground-msg")).to_have_text("")
         screenshot(page, "playground")
         # an empty prompt gets a plain message, and the page keeps working

@@ -2,8 +2,8 @@
 figures (ProcessBench's F1), a real training run on the demo that learns to find slipped steps, its resume, and
 the scorer that `score`, Inspect and RLOO read it with."""
 import json
-import re
 import random
+import re
 
 import pytest
 
@@ -147,6 +147,7 @@ def test_a_resumed_run_is_the_run_that_never_stopped_and_reproduce_py_repeats_it
     import sys
 
     from resume_check import assert_same_run
+
     from rloo_studio.label.demo_data import open_workspace
     from rloo_studio.prm.config import PrmJobConfig
     from rloo_studio.prm.job import train_prm
@@ -240,7 +241,8 @@ def test_step_labels_from_rollouts_stop_and_resume_as_the_whole_run(tmp_path):
     from rloo_studio.runs.runner import JobRunner
 
     def labels(ws):
-        return sorted((r["response"], tuple(r["labels"]), tuple(r["soft"])) for r in steps.labeled_responses(ws, "rollouts"))
+        return sorted((r["response"], tuple(r["labels"]), tuple(r["soft"]))
+                      for r in steps.labeled_responses(ws, "rollouts"))
 
     cfg = RolloutConfig(prompts=8, samples=2, continuations=2, max_new_tokens=48, batch_prompts=4)
     whole = open_workspace(tmp_path / "whole", demo=True)
@@ -281,8 +283,8 @@ def test_rloo_rewarded_by_the_process_reward_model(tmp_path):
     from rloo_studio.prm.config import PrmJobConfig
     from rloo_studio.prm.job import train_prm
     from rloo_studio.rloo.config import RlooJobConfig
-    from rloo_studio.rloo.launch_form import launch_check
     from rloo_studio.rloo.job import train_rloo
+    from rloo_studio.rloo.launch_form import launch_check
     from rloo_studio.runs.runner import JobRunner, read_metrics
 
     ws = open_workspace(tmp_path / "ws", demo=True)
@@ -340,6 +342,7 @@ def test_states_that_would_not_fit_in_memory_are_refused_in_words_before_they_ar
     rid = r.submit("prm", PrmJobConfig(copies=1, **TINY), train_prm)
     assert r.wait(rid, 900) == "failed"
     message = r.status(rid)["message"]
-    assert re.search(r"states of [\d,]+ examples would take [\d.]+ GiB of memory, and 0\.0 GiB is free", message), message
+    assert re.search(r"states of [\d,]+ examples would take [\d.]+ GiB of memory, and 0\.0 GiB is free",
+                     message), message
     assert "finetune: lora" in message and "Traceback" not in message
     assert computed == []

@@ -6,15 +6,15 @@ import json
 import re
 
 import pytest
-from playwright.sync_api import expect
-
 from browser import fill, open_page, running_app, screenshot
+from playwright.sync_api import expect
+from test_charts_ui import check_chart
+
 from rloo_studio.core.paths import DEMO_DATA
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.steps import labeled_responses
 from rloo_studio.prm.charts import PLOTS
 from rloo_studio.ui.run_panel import slug
-from test_charts_ui import check_chart
 
 LONG = 600_000  # ms: wait for behaviour, not for time, on a shared 2-core machine
 

@@ -56,7 +56,8 @@ def test_the_quickstart_runs_the_demo_loop_in_a_kernel(tmp_path):
     assert len(figures(rm_plot)) == 4 and all(any(len(t.get("x", [])) for t in f["data"]) for f in figures(rm_plot))
     # one response scored: the total and each of its three steps
     assert "'total':" in text_of(scored) and text_of(scored).count("'score':") >= 3, text_of(scored)
-    # RLOO: its last logged steps, every chart of the tab (loss, reward, KL with lines), completions with their advantage, before and after
+    # RLOO: its last logged steps, every chart of the tab (loss, reward, KL with lines), completions with their
+    # advantage, before and after
     assert "20" in text_of(rloo_metrics).split() and "kl" in text_of(rloo_metrics)
     assert len(figures(rloo_plot)) == len(PLOTS) and all(any(len(t.get("x", [])) for t in f["data"])
                                                 for f in figures(rloo_plot)[:3])

@@ -4,7 +4,16 @@ Every path reads a response from where the prompt leaves it: no doubled <think>,
 reasoning and truncated, the answer alone is rendered as the template renders an answer."""
 import pytest
 
-from rloo_studio.core.thinking import answer_alone, body_start, chat_prompt, continuation, full_response, parse, split_ids, template_info
+from rloo_studio.core.thinking import (
+    answer_alone,
+    body_start,
+    chat_prompt,
+    continuation,
+    full_response,
+    parse,
+    split_ids,
+    template_info,
+)
 
 OPEN_ID, CLOSE_ID = 151667, 151668
 PROMPT = "What is 17 + 25?"
@@ -99,7 +108,11 @@ def test_rloo_reward_model_inputs_have_one_think(qwen3_model):
 
 
 def test_rule_rewards_read_completions_from_the_template(qwen3_tokenizer, qwen3_hybrid_tokenizer):
-    from rloo_studio.core.rule_rewards import make_answer_present_reward, make_correctness_reward, make_think_format_reward
+    from rloo_studio.core.rule_rewards import (
+        make_answer_present_reward,
+        make_correctness_reward,
+        make_think_format_reward,
+    )
 
     tok = qwen3_tokenizer
     closed = tok(QWEN3_STYLE, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
@@ -153,8 +166,8 @@ def test_enable_thinking_false_generates_after_the_empty_think_block(workspace, 
 
 
 def test_enable_thinking_false_in_reward_training_and_scoring(qwen3_hybrid_tokenizer, qwen3_hybrid_model):
-    from rloo_studio.reward.job import pair_rows
     from rloo_studio.inspect.scoring import load_scorer, score_responses
+    from rloo_studio.reward.job import pair_rows
 
     tok = qwen3_hybrid_tokenizer
     pairs = [{"prompt": PROMPT, "chosen": EMPTY_BLOCK + "The answer is 42.", "rejected": "The answer is 41."}]
@@ -163,11 +176,13 @@ def test_enable_thinking_false_in_reward_training_and_scoring(qwen3_hybrid_token
     assert row["chosen"] == "The answer is 42." and row["rejected"] == "The answer is 41."
     for side in ("chosen", "rejected"):
         assert tok(row["prompt"] + row[side])["input_ids"].count(OPEN_ID) == 1
-    on = pair_rows(tok, pairs)[0]  # thinking on: the prompt stops at the assistant's turn, the response carries its block
+    # thinking on: the prompt stops at the assistant's turn, the response carries its block
+    on = pair_rows(tok, pairs)[0]
     assert on["prompt"].endswith("<|im_start|>assistant\n") and on["chosen"].startswith(EMPTY_BLOCK)
 
     scorer = load_scorer(reward_model=str(qwen3_hybrid_model), enable_thinking=False)
-    plain, with_block = score_responses(scorer, [(PROMPT, "The answer is 42."), (PROMPT, EMPTY_BLOCK + "The answer is 42.")])
+    plain, with_block = score_responses(scorer, [(PROMPT, "The answer is 42."),
+                                                 (PROMPT, EMPTY_BLOCK + "The answer is 42.")])
     assert plain.closed and not plain.truncated and plain.steps == []
     assert plain.answer == pytest.approx(plain.total, abs=1e-5)  # the answer alone is the whole response here
     assert with_block.total == pytest.approx(plain.total, abs=1e-5)

@@ -11,11 +11,11 @@ import re
 
 import pytest
 import yaml
-from playwright.sync_api import expect
-
 from browser import fill, open_page, reveal, running_app, screenshot
-from rloo_studio.core.workspace import Workspace
+from playwright.sync_api import expect
 from test_qwen3_cli import qwen3_pairs
+
+from rloo_studio.core.workspace import Workspace
 
 LONG = 900_000
 THINK, END_THINK = 151667, 151668  # <think>, </think> in the real Qwen3 vocabulary
@@ -78,7 +78,8 @@ def _scored(page, response: str, shape: str) -> dict:
     page.locator("#inspect-score").click()
     expect(page.locator("#inspect-summary")).to_contain_text(f" · {shape} · ", timeout=LONG)
     steps = page.locator("#inspect-steps .rs-step")
-    return {"steps": steps.all_inner_texts(), "tips": [steps.nth(k).get_attribute("title") for k in range(steps.count())],
+    return {"steps": steps.all_inner_texts(),
+            "tips": [steps.nth(k).get_attribute("title") for k in range(steps.count())],
             "total": page.locator("#inspect-summary [data-testid=total]").inner_text(),
             "summary": page.locator("#inspect-summary .rs-summary").inner_text()}
 

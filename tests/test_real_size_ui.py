@@ -12,12 +12,12 @@ import time
 
 import psutil
 import pytest
+from browser import fill, open_page, running_app, screenshot
 from playwright.sync_api import expect
-
-from browser import fill, open_page, reveal, running_app, screenshot
 from qwen3_fixture import save_model
-from rloo_studio.core.workspace import Workspace
 from test_model_choices import cache_model
+
+from rloo_studio.core.workspace import Workspace
 
 HUB = "Qwen/Qwen3-0.6B"
 LONG = 1_500_000  # ms: a 0.6B model on a shared 2-core CPU; the test waits for behaviour, not for time

@@ -2,11 +2,11 @@
 import re
 import time
 
+from browser import fill, open_page
 from playwright.sync_api import expect
 
-from browser import fill, open_page
-from rloo_studio.runs.runner import read_metrics
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.runner import read_metrics
 
 LONG = 600_000
 

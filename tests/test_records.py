@@ -1,10 +1,10 @@
 """Records view of the labels: search, filters, sort and pages over the demo store; relabel from a row."""
 import pytest
-
-from rloo_studio.label import store as labels
-from rloo_studio.core.errors import DataError
-from rloo_studio.label.records import SORTS, current_labels, query, relabel
 from reward_run_fixture import seeded_reward_run
+
+from rloo_studio.core.errors import DataError
+from rloo_studio.label import store as labels
+from rloo_studio.label.records import SORTS, current_labels, query, relabel
 
 
 def test_search_filter_sort_and_pages(workspace):
@@ -113,8 +113,9 @@ def test_label_filters_find_the_same_pages_by_walking_or_by_their_pair_ids(works
         rows = [r for k in range(1, 3) for r in query(ws, per_page=200, page=k, viewer=viewer).rows]
         for who in ("", "ann", "bob", "nobody"):
             for label in ("any", "a", "b", "tie", "skip"):
-                want = {r["pair_id"] for r in rows if any((not who or v["name"] == who) and label in ("any", v["choice"])
-                                                          for v in r["votes"])} if who or label != "any" else None
+                want = {r["pair_id"] for r in rows
+                        if any((not who or v["name"] == who) and label in ("any", v["choice"])
+                               for v in r["votes"])} if who or label != "any" else None
                 for s in SORTS:
                     pages = {}
                     for by_ids in (0, 10**9):

@@ -2,12 +2,12 @@
 its source. (Records as the Label tab's annotator sees them, and relabeling from a row: test_records_viewer_ui.py.)"""
 
 import pytest
+from browser import open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import open_page, screenshot
+from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import store as labels
 from rloo_studio.label.records import query
-from rloo_studio.core.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,8 @@ def _row(page, pid):
         cells = rows.nth(i).get_by_role("gridcell")
         if cells.count() and cells.first.inner_text().strip() == str(pid):
             return rows.nth(i)
-    raise AssertionError(f"pair {pid} is not in the table: {[rows.nth(i).inner_text()[:40] for i in range(rows.count())]}")
+    raise AssertionError(f"pair {pid} is not in the table: "
+                         f"{[rows.nth(i).inner_text()[:40] for i in range(rows.count())]}")
 
 
 def test_an_rloo_group_sent_to_labeling_appears_as_new_pairs_with_their_source(app):

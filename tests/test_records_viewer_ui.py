@@ -3,9 +3,9 @@ Records tab as that person labeled it (their A and B, their label, the text chos
 name typed on the Label tab; a label given from the row is theirs, in the same letters. And the Label tab's
 label buttons are disabled, and look it, while no pair is on the page."""
 import pytest
+from browser import fill, open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import fill, open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import store
 from rloo_studio.label.records import current_labels, query
@@ -45,7 +45,8 @@ def _headers_fit(page) -> list[str]:
     """The table's headers whose text is cut (wider than its cell)."""
     return page.evaluate("""() => [...document.querySelectorAll('#records-table th')].filter(th => th.offsetParent)
         .flatMap(th => [...th.querySelectorAll('*')].filter(e => e.children.length === 0 && e.innerText.trim())
-        .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > th.getBoundingClientRect().right + 1)
+        .filter(e => e.scrollWidth > e.clientWidth + 1
+                     || e.getBoundingClientRect().right > th.getBoundingClientRect().right + 1)
         .map(e => e.innerText.trim()))""")
 
 

@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from rloo_studio.runs import jobs
 from rloo_studio.runs.jobs import KINDS, JobKind
 from rloo_studio.runs.runner import JobRunner, read_jsonl
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.core.config import to_yaml
-from rloo_studio.reward.config import RewardJobConfig
-from rloo_studio.reward.job import train_reward
-from rloo_studio.reward.config import trl_args as reward_trl_args
-from rloo_studio.runs.runner import JobRunner, read_metrics
 from rloo_studio.label.demo_data import open_workspace
+from rloo_studio.reward.config import RewardJobConfig
+from rloo_studio.reward.config import trl_args as reward_trl_args
+from rloo_studio.reward.job import train_reward
+from rloo_studio.runs.runner import JobRunner, read_metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 

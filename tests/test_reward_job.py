@@ -10,18 +10,24 @@ import torch
 from safetensors.torch import load_file
 from transformers import TrainerCallback
 
-from rloo_studio.reward import uncertainty, launch_form, runs_list
-
-from rloo_studio.runs.jobs import KINDS
 from rloo_studio.core.config import build, from_dict
+from rloo_studio.core.errors import ConfigError
+from rloo_studio.core.model_options import LoraSpec
+from rloo_studio.core.models import load_reward_adapter, load_seq_cls
 from rloo_studio.core.paths import DEMO_DATA
 from rloo_studio.core.thinking import pair_kind
-from rloo_studio.core.errors import ConfigError
+from rloo_studio.reward import launch_form, runs_list, uncertainty
 from rloo_studio.reward.config import RewardJobConfig
-from rloo_studio.reward.job import format_preflight, held_out_rows, preflight, token_length, train_reward, truncate_thinking
+from rloo_studio.reward.job import (
+    format_preflight,
+    held_out_rows,
+    preflight,
+    token_length,
+    train_reward,
+    truncate_thinking,
+)
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import JobRunner, read_metrics, read_status
-from rloo_studio.core.models import load_reward_adapter, load_seq_cls
-from rloo_studio.core.model_options import LoraSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT = dict(per_device_train_batch_size=8, eval_fraction=0.1, lora=LoraSpec(r=8, alpha=8))
@@ -186,10 +192,12 @@ def test_presets_form_yaml_and_cli_are_views_of_one_config(tmp_path):
         yml = tmp_path / "c.yaml"
         yml.write_text(launch_form.config_yaml(cfg))
         assert build(RewardJobConfig, yml) == cfg
-        sets = [s.split(" ", 1)[1].strip("'") for s in launch_form.cli_command(cfg, "/w").split(" \\\n  ") if s.startswith("--set")]
+        sets = [s.split(" ", 1)[1].strip("'") for s in launch_form.cli_command(cfg, "/w").split(" \\\n  ")
+                if s.startswith("--set")]
         assert build(RewardJobConfig, None, sets) == cfg
     gpu = KINDS["reward"].preset_config("gpu-16gb")
-    assert (gpu.lora.r, gpu.lora.alpha, gpu.learning_rate, gpu.max_length, gpu.optim) == (16, 16, 1e-5, 1024, "adamw_8bit")
+    assert (gpu.lora.r, gpu.lora.alpha, gpu.learning_rate, gpu.max_length, gpu.optim) == \
+        (16, 16, 1e-5, 1024, "adamw_8bit")
 
 
 def test_bad_form_values_name_the_field():
@@ -236,7 +244,8 @@ def test_cli_train_reward_writes_the_run_folder(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     (run,) = (ws / "runs").iterdir()
-    for name in ("config.yaml", "status.json", "metrics.jsonl", "log.txt", "preflight.json", "adapter/adapter_config.json"):
+    for name in ("config.yaml", "status.json", "metrics.jsonl", "log.txt", "preflight.json",
+                 "adapter/adapter_config.json"):
         assert (run / name).exists(), name
     assert from_dict(RewardJobConfig, __import__("yaml").safe_load((run / "config.yaml").read_text())).lora.r == 4
     assert read_status(run)["status"] == "completed"
@@ -284,9 +293,9 @@ def test_preflight_counts_what_training_leaves_out_as_training_resolves_labels(w
 
 
 def test_a_sampled_preflight_says_so_and_estimates_what_the_full_one_counts(workspace):
-    """The page's pre-flight tokenizes at most `sample` pairs (a million pairs took 9 minutes when it tokenized them all): it counts
-    every pair and label, reads the lengths of a seeded random sample, scales the over-length count to all pairs
-    and says so on the page; with fewer pairs than the sample it is the full pre-flight."""
+    """The page's pre-flight tokenizes at most `sample` pairs (a million pairs took 9 minutes when it tokenized them
+    all): it counts every pair and label, reads the lengths of a seeded random sample, scales the over-length count to
+    all pairs and says so on the page; with fewer pairs than the sample it is the full pre-flight."""
     cfg = RewardJobConfig(max_length=70)
     full = preflight(workspace, cfg)
     part = preflight(workspace, cfg, sample=100)

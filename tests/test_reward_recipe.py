@@ -5,8 +5,8 @@ import random
 
 from rloo_studio.core import demo_task
 from rloo_studio.core.paths import DEMO_DATA
-from rloo_studio.label.demo_data import LABEL_COMMENT, demo_summary
 from rloo_studio.core.thinking import pair_kind
+from rloo_studio.label.demo_data import LABEL_COMMENT, demo_summary
 from rloo_studio.reward.job import split_rows, step_rows
 
 RIGHT = "<think>\n7+5+0=12\n\n3+4+1=8\n\n1+1+0=2\n</think>\n\nThe answer is 2812."

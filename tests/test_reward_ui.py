@@ -3,9 +3,9 @@ import re
 import time
 
 import pytest
+from browser import fill, in_view, open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import fill, in_view, open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 
 

@@ -3,8 +3,12 @@ import pytest
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.models import load_tokenizer
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.core.rule_rewards import (make_answer_present_reward, make_correctness_reward,
-                                           make_think_format_reward, think_token_ids)
+from rloo_studio.core.rule_rewards import (
+    make_answer_present_reward,
+    make_correctness_reward,
+    make_think_format_reward,
+    think_token_ids,
+)
 from rloo_studio.rloo.rewards import rule_reward
 
 
@@ -145,8 +149,10 @@ def test_reward_model_batches_give_the_same_scores(tok, reward_model, sampled):
     model, rm_tok = reward_model
     prompts, outs = sampled
     cids = [s.ids for s in outs]
-    one = make_reward_model_reward(model, rm_tok, tok, batch_size=1)(prompts=prompts, completions=None, completion_ids=cids)
-    many = make_reward_model_reward(model, rm_tok, tok, batch_size=16)(prompts=prompts, completions=None, completion_ids=cids)
+    one = make_reward_model_reward(model, rm_tok, tok, batch_size=1)(prompts=prompts, completions=None,
+                                                                     completion_ids=cids)
+    many = make_reward_model_reward(model, rm_tok, tok, batch_size=16)(prompts=prompts, completions=None,
+                                                                       completion_ids=cids)
     assert one == pytest.approx(many, abs=1e-4)
 
 
@@ -202,7 +208,8 @@ def test_custom_reward_file_errors_are_plain(tmp_path, name, code, spec, message
 def test_custom_reward_that_raises_names_itself_and_the_line(tmp_path):
     from rloo_studio.rloo.rewards import RewardError, load_custom_reward
 
-    _write(tmp_path, "boom.py", "def reward(completions, **kwargs):\n    x = 0\n    return [1 / x for c in completions]\n")
+    _write(tmp_path, "boom.py",
+           "def reward(completions, **kwargs):\n    x = 0\n    return [1 / x for c in completions]\n")
     f = load_custom_reward(tmp_path, "boom.py")
     with pytest.raises(RewardError, match=r"reward function boom raised ZeroDivisionError: division by zero \(line 3"):
         f(prompts=["p"], completions=["c"], completion_ids=[[1]])
@@ -232,7 +239,8 @@ def test_trl_rewards_in_the_mix():
     sol = [r"\frac{1}{3}"] * 3
     assert trl_reward("accuracy")(completions=comps, solution=sol, completion_ids=[[1]] * 3) == [1.0, 0.0, 1.0]
     # reasoning_accuracy reads only what follows </think>: the cut one earns nothing
-    assert trl_reward("reasoning_accuracy")(completions=comps, solution=sol, completion_ids=[[1]] * 3) == [1.0, 0.0, 0.0]
+    assert trl_reward("reasoning_accuracy")(completions=comps, solution=sol,
+                                            completion_ids=[[1]] * 3) == [1.0, 0.0, 0.0]
     assert trl_reward("soft_overlong", max_completion_length=8)(
         completions=comps, completion_ids=[[1] * 5, [1] * 7, [1] * 9]) == [0.0, -0.5, -1.0]
     assert trl_reward("repetition_penalty")(completions=comps, completion_ids=[[1, 2, 3, 4], [5] * 6, [1]]) == [
@@ -258,4 +266,5 @@ def test_rloo_config_checks_the_new_rewards(workspace):
         build(RlooJobConfig, None, ["answer_format=latex"]).validate()
     # the tab's form has widgets for both (ui/fields.py); answer_format offers the formats as a list
     by_key = {f.key: f for f in form_fields()}
-    assert by_key["enable_thinking"].kind == "bool" and by_key["answer_format"].choices == ("last_number", "boxed", "hash")
+    assert (by_key["enable_thinking"].kind == "bool"
+            and by_key["answer_format"].choices == ("last_number", "boxed", "hash"))

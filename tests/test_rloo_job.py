@@ -1,23 +1,23 @@
 """The RLOO job: validation, presets, samples.jsonl, before/after, reward-model and custom rewards, stop/resume, CLI."""
 import json
-from collections import Counter
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from reward_run_fixture import seeded_reward_run
 
 from rloo_studio.core.config import build, field_docs
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.rloo.config import RlooJobConfig, run_config
-from rloo_studio.rloo.job import preflight, train_rloo
+from rloo_studio.core.model_options import LoraSpec
 from rloo_studio.rloo.compare import compare, read_eval
 from rloo_studio.rloo.completions import read_samples
+from rloo_studio.rloo.config import RlooJobConfig, run_config
+from rloo_studio.rloo.job import preflight, train_rloo
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import JobRunner, read_jsonl, read_metrics
-from rloo_studio.core.model_options import LoraSpec
-from reward_run_fixture import seeded_reward_run
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(per_device_train_batch_size=8, num_generations=4, lora=LoraSpec(r=4, alpha=8), max_completion_length=48,
@@ -64,7 +64,8 @@ def test_presets_are_valid_and_follow_the_recipes():
         g = KINDS["rloo"].preset_config(name)
         assert (g.learning_rate, g.beta, g.num_generations, g.optim) == (1e-5, 0.05, 4, "adamw_8bit")
         assert "Thinking" in g.model and g.max_completion_length >= 1024
-    assert KINDS["rloo"].preset_config("gpu-16gb").load_in_4bit and not KINDS["rloo"].preset_config("gpu-24gb").load_in_4bit
+    assert (KINDS["rloo"].preset_config("gpu-16gb").load_in_4bit
+            and not KINDS["rloo"].preset_config("gpu-24gb").load_in_4bit)
     with pytest.raises(ConfigError, match="unknown preset"):
         KINDS["rloo"].preset_config("tpu")
 
@@ -86,7 +87,8 @@ def test_run_records_samples_rewards_and_before_after(workspace):
     rid = r.submit("rloo", cfg, train_rloo)
     assert r.wait(rid, 1800) == "completed", r.status(rid)
     d = workspace.run_dir(rid)
-    for f in ("config.yaml", "status.json", "metrics.jsonl", "samples.jsonl", "eval.json", "adapter/adapter_config.json"):
+    for f in ("config.yaml", "status.json", "metrics.jsonl", "samples.jsonl", "eval.json",
+              "adapter/adapter_config.json"):
         assert (d / f).exists(), f
     metrics = [m for m in read_metrics(d) if "reward" in m]
     assert "rewards/reward_model/mean" in metrics[-1] and "rewards/brevity/mean" in metrics[-1]
@@ -196,7 +198,8 @@ def test_form_round_trip_and_plain_errors():
     from rloo_studio.rloo import launch_form
 
     for name in KINDS["rloo"].preset_names():
-        assert launch_form.config_from_form(launch_form.form_values(KINDS["rloo"].preset_config(name))) == KINDS["rloo"].preset_config(name)
+        assert launch_form.config_from_form(launch_form.form_values(KINDS["rloo"].preset_config(name))) == \
+            KINDS["rloo"].preset_config(name)
     vals = launch_form.form_values(RlooJobConfig())
     keys = [f.key for f in launch_form.form_fields()]
     vals[keys.index("per_device_train_batch_size")] = 6
@@ -211,9 +214,9 @@ def test_form_round_trip_and_plain_errors():
 
 def test_prompt_file_import(tmp_path):
     from rloo_studio.core.errors import DataError
+    from rloo_studio.core.workspace import Workspace
     from rloo_studio.label.importing import import_upload
     from rloo_studio.label.prompts import load_prompt_set
-    from rloo_studio.core.workspace import Workspace
 
     ws = Workspace(tmp_path / "ws")
     f = tmp_path / "mine.csv"

@@ -3,12 +3,12 @@ queue under the source rloo:<run-id>, once; bad picks get plain messages and wri
 import shutil
 
 import pytest
+from rloo_run_fixture import shared_root, trained_run
 
-from rloo_run_fixture import trained_run, shared_root
-from rloo_studio.label import store as labels
 from rloo_studio.core.errors import DataError
-from rloo_studio.rloo.to_label import group, groups, pick_pairs, send_group
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label import store as labels
+from rloo_studio.rloo.to_label import group, groups, pick_pairs, send_group
 
 
 @pytest.fixture
@@ -38,7 +38,8 @@ def test_a_group_sent_to_labeling_becomes_a_pair_with_its_source_once(run):
     best = max(rows, key=lambda r: r["total"])
     worst = min(rows, key=lambda r: r["total"])
     assert p["prompt"] == g["prompt"] and p["a_source"] == f"rloo:{rid}"
-    assert (p["a"], p["b"]) == (best.get("response") or best["completion"], worst.get("response") or worst["completion"])
+    assert (p["a"], p["b"]) == (best.get("response") or best["completion"],
+                                worst.get("response") or worst["completion"])
     assert f"rloo:{rid}" in labels.sources(ws) and labels.progress(ws)["total"] == before + 1
     # it goes through the labeling queue like any pair, unlabeled until a person labels it
     shown = labels.next_pair(ws, "ann", "s1", source=f"rloo:{rid}")

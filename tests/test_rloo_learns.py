@@ -7,9 +7,10 @@ the 40 steps of the reward-model preset. The reward-model loop (the studio's own
 RLOO, with the same thresholds) is checked by tests/test_whole_loop.py, which runs that loop from the browser.
 """
 import dataclasses
+
+from rloo_studio.rloo.compare import read_eval
 from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.jobs import KINDS
-from rloo_studio.rloo.compare import read_eval
 from rloo_studio.runs.runner import JobRunner, read_metrics
 
 STEPS = 10
@@ -17,7 +18,8 @@ MARGIN = 0.08  # measured gain: +13.5 points; fail below +8 (binomial sd of one 
 
 
 def test_demo_preset_raises_heldout_accuracy(workspace):
-    cfg = dataclasses.replace(KINDS["rloo"].preset_config("demo-cpu"), max_steps=STEPS, save_steps=1000, eval_prompts=200)
+    cfg = dataclasses.replace(KINDS["rloo"].preset_config("demo-cpu"), max_steps=STEPS, save_steps=1000,
+                              eval_prompts=200)
     r = JobRunner(workspace)
     rid = r.submit("rloo", cfg, train_rloo)
     assert r.wait(rid, 3600) == "completed", r.status(rid)

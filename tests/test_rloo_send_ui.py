@@ -5,10 +5,10 @@ import re
 import shutil
 
 import pytest
-from playwright.sync_api import expect
-
 from browser import App, open_page, screenshot
-from rloo_run_fixture import trained_run, shared_root
+from playwright.sync_api import expect
+from rloo_run_fixture import shared_root, trained_run
+
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import store as labels
 from rloo_studio.label.records import query

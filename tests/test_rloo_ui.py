@@ -3,9 +3,9 @@ import re
 import time
 
 import pytest
+from browser import fill, in_view, open_page, reveal, screenshot
 from playwright.sync_api import expect
 
-from browser import fill, in_view, open_page, reveal, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.jobs import KINDS
 
@@ -128,7 +128,8 @@ def test_prompt_file_upload_becomes_a_prompt_set(app, tmp_path):
             "Imported 2 prompts as prompt set 'mine.csv' (columns for the rewards: answer)", timeout=LONG)
         expect(page.locator("#rloo-prompt-set input")).to_have_value("mine.csv", timeout=LONG)
     ws = Workspace(app.ws_dir)
-    assert ws.query("SELECT COUNT(*) FROM prompts p JOIN prompt_sets s ON s.id = p.set_id WHERE s.name='mine.csv'")[0][0] == 2
+    assert ws.query("SELECT COUNT(*) FROM prompts p JOIN prompt_sets s ON s.id = p.set_id "
+                    "WHERE s.name='mine.csv'")[0][0] == 2
     assert not ws.query("SELECT 1 FROM prompt_sets WHERE name='pairs.jsonl'")  # the refused file wrote nothing
 
 
@@ -142,7 +143,8 @@ def test_launch_panel_writes_the_form_and_an_accelerate_config(app):
         page.get_by_role("tab", name="RLOO").click()
         page.locator("#rloo-preset input").click()
         page.get_by_role("option", name="gpu-16gb").click()
-        expect(page.locator("#rloo-model input")).to_have_value(KINDS["rloo"].preset_config("gpu-16gb").model, timeout=LONG)
+        expect(page.locator("#rloo-model input")).to_have_value(KINDS["rloo"].preset_config("gpu-16gb").model,
+                                                                timeout=LONG)
         page.locator("#rloo-validate").click()  # the preset's two rewards reach the tick-boxes as a list
         expect(page.locator("#rloo-check")).to_contain_text("is not in the local Hugging Face cache", timeout=LONG)
         page.get_by_text("Run on several GPUs or machines (accelerate)").click()

@@ -1,10 +1,10 @@
 """An RLOO run rewarded by a reward model and a rule reward: the Playground shows the reward model's raw score
 beside the rule reward, and a group the reward model ranks against the rule is sent to labeling."""
 import pytest
-
 from rloo_run_fixture import reward_model_run
-from rloo_studio.label import store as labels
+
 from rloo_studio.core.errors import DataError
+from rloo_studio.label import store as labels
 from rloo_studio.rloo.completions import read_samples
 from rloo_studio.rloo.playground import PlaySettings, play
 from rloo_studio.rloo.to_label import groups, send_group

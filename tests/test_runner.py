@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.core.errors import ConfigError, DataError
-from rloo_studio.runs.runner import JobRunner, mark_interrupted, read_metrics, read_status
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.runner import JobRunner, mark_interrupted, read_metrics, read_status
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.runs import catalog as R
-
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import JobRunner
 
@@ -68,7 +67,6 @@ def test_cli_runs_list_show_compare(empty_workspace):
 
 def test_accelerate_launch_files_for_each_strategy(tmp_path):
     import yaml
-
     from accelerate.commands.config.config_args import load_config_from_file
 
     from rloo_studio.runs.accelerate_launch import STRATEGIES, launch_files

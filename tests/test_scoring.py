@@ -5,13 +5,20 @@ import math
 import pytest
 
 from rloo_studio.core.errors import DataError
+from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.inspect.dataset import PairScore, summarize
+from rloo_studio.inspect.scoring import (
+    format_text,
+    load_scorer,
+    naive_step_scores,
+    score_json,
+    score_responses,
+    score_texts,
+)
+from rloo_studio.label.demo_data import open_workspace
 from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.reward.job import train_reward
 from rloo_studio.runs.runner import JobRunner
-from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.inspect.dataset import PairScore, summarize
-from rloo_studio.inspect.scoring import format_text, load_scorer, naive_step_scores, score_json, score_responses, score_texts
-from rloo_studio.label.demo_data import open_workspace
 
 PROMPT = "Add 820 and 634."
 RESPONSES = {
@@ -183,8 +190,8 @@ def test_dataset_view_groups_accuracy_by_kind_and_source():
 
 
 def test_dataset_view_on_the_demo_pairs(trained_ws):
-    from rloo_studio.label.store import preference_pairs
     from rloo_studio.inspect.dataset import dataset_view
+    from rloo_studio.label.store import preference_pairs
 
     sc = load_scorer(trained_ws, reward_run=trained_ws.trained_run)
     v = dataset_view(sc, trained_ws, top=5)

@@ -9,7 +9,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from browser import App
 
 

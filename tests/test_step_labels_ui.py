@@ -1,9 +1,9 @@
 """The Label tab's step mode in Chromium: a person labels the <think> steps of a response from the keyboard, takes
 a label back, and finds the same step after a reload; a press saves only the step the page shows."""
 import pytest
+from browser import open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label import steps as S
 from rloo_studio.ui import label_steps
@@ -115,7 +115,8 @@ def test_a_stepwise_file_uploaded_in_the_label_tab_is_recognised(app, tmp_path):
         page.locator("input[type=file]").first.set_input_files(str(path))
         page.get_by_role("button", name="Import", exact=True).click()
         expect(page.locator("#lbl-import-msg")).to_contain_text(
-            "Imported 1 stepwise rows from prm-upload.jsonl: 1 response with 3 step labels (annotator 'import'), 1 prompt",
+            "Imported 1 stepwise rows from prm-upload.jsonl: 1 response with 3 step labels (annotator 'import'), "
+            "1 prompt",
             timeout=30000)
     [got] = [e for e in S.labeled_responses(Workspace(app.ws_dir), "import") if e["prompt"] == rows[0]["prompt"]]
     assert (got["steps"], got["labels"]) == (rows[0]["completions"], [1, 1, -1])

@@ -141,7 +141,8 @@ BAD = [
      "tag.jsonl line 2, field 'completions[0]': a step holds a <think> or </think> tag"),
     ("not_list.jsonl", [{"prompt": "p", "completions": "one step", "labels": [True]}], 1,
      "not_list.jsonl line 2, field 'completions': expected a list of step texts, got str"),
-    ("no_labels_field.jsonl", [{"prompt": "p", "completions": ["a"]}], 1, "no_labels_field.jsonl line 2: missing field 'labels'"),
+    ("no_labels_field.jsonl", [{"prompt": "p", "completions": ["a"]}], 1,
+     "no_labels_field.jsonl line 2: missing field 'labels'"),
 ]
 
 

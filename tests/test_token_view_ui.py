@@ -4,9 +4,9 @@ advantage, names the colour scale, and gives each token its Δ log-prob on hover
 for the finished run picked there."""
 import re
 
+from browser import open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import open_page, screenshot
 from rloo_studio.rloo import tokens
 
 

@@ -2,12 +2,12 @@
 import torch
 from safetensors.torch import load_file
 
+from rloo_studio.core.model_options import LoraSpec
 from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.reward.job import train_reward
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.rloo.job import train_rloo
 from rloo_studio.runs.runner import JobRunner, read_metrics
-from rloo_studio.core.model_options import LoraSpec
 
 
 def _lora_state(path):
@@ -52,9 +52,9 @@ def test_reward_step_trains_and_saves_score_head(workspace):
 
 
 def test_saved_reward_adapter_reloads_with_same_scores(workspace):
-    from rloo_studio.reward.job import pair_rows
-    from rloo_studio.label.store import preference_pairs
     from rloo_studio.core.models import load_reward_adapter
+    from rloo_studio.label.store import preference_pairs
+    from rloo_studio.reward.job import pair_rows
 
     r = JobRunner(workspace)
     rid = r.submit("reward", RewardJobConfig(max_steps=2, eval_fraction=0.0), train_reward)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.runs.jobs import KINDS
 from rloo_studio.reward import config as reward_config
 from rloo_studio.rloo import config as rloo_config
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.reproduce_script import TEMPLATE, record_trainer_args, write_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,8 @@ def test_rloo_trl_args_are_plain_data_that_trl_takes(tmp_path):
 def test_reward_trl_args_are_plain_data_that_trl_takes(tmp_path, held_out):
     from trl import RewardConfig
 
-    for cfg in [reward_config.RewardJobConfig(), *(KINDS["reward"].preset_config(p) for p in KINDS["reward"].preset_names())]:
+    for cfg in [reward_config.RewardJobConfig(),
+                *(KINDS["reward"].preset_config(p) for p in KINDS["reward"].preset_names())]:
         kw = reward_config.trl_args(cfg, held_out=held_out, max_length=2048 if held_out == 10 else None)
         assert json.loads(json.dumps(kw)) == kw
         args = RewardConfig(**kw, output_dir=str(tmp_path), use_cpu=True, report_to=[])
@@ -112,9 +113,10 @@ def test_a_script_run_before_training_says_so(tmp_path):
 
 def test_template_is_lint_clean_and_standalone(tmp_path):
     write_script(tmp_path, "rloo", dataclasses.asdict(rloo_config.RlooJobConfig()))
-    files = [str(tmp_path / n) for n in ("reproduce.py", "reproduce_job.py", "rule_rewards.py", "thinking.py", "answers.py")]
-    out = subprocess.run([sys.executable, "-m", "pyflakes", str(TEMPLATE), *map(str, PARTS), *files], capture_output=True,
-                         text=True)
+    files = [str(tmp_path / n)
+             for n in ("reproduce.py", "reproduce_job.py", "rule_rewards.py", "thinking.py", "answers.py")]
+    out = subprocess.run([sys.executable, "-m", "pyflakes", str(TEMPLATE), *map(str, PARTS), *files],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     for f in files:
         tree = ast.parse(Path(f).read_text())

@@ -2,16 +2,16 @@
 callbacks call: a plain message for every bad value, no path built from a typed run id, nothing saved."""
 import pytest
 
+from rloo_studio.core.errors import DataError, StudioError
+from rloo_studio.core.models import resolve
 from rloo_studio.inspect import scoring
-
-from rloo_studio.runs.jobs import KINDS
-from rloo_studio.reward import launch_form as reward_launch_form, runs_list as reward_runs_list
+from rloo_studio.reward import launch_form as reward_launch_form
+from rloo_studio.reward import runs_list as reward_runs_list
+from rloo_studio.reward.config import RewardJobConfig
 from rloo_studio.rloo import launch_form as rloo_launch_form
 from rloo_studio.runs import catalog as runs
-from rloo_studio.core.errors import DataError, StudioError
-from rloo_studio.reward.config import RewardJobConfig
+from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import JobRunner
-from rloo_studio.core.models import resolve
 
 BAD_RUN_IDS = ["../../../etc", "..", "/etc/passwd", "rloo-1/../../x", "a" * 5000, " ", "", "run id with spaces",
                "rloo-20261201-000000"]

@@ -7,19 +7,19 @@ its weight; an action clears the earlier action's message; Inspect opens on the 
 import re
 
 import pytest
+from browser import fill, open_page, reveal, running_app
 from playwright.sync_api import expect
 
-from browser import fill, open_page, reveal, running_app
-from rloo_studio.label.store import preference_pairs
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.runs.catalog import trained_adapters
-from rloo_studio.rloo import job as rloo_job
-from rloo_studio.rloo.config import RlooJobConfig
-from rloo_studio.reward.config import RewardJobConfig
-from rloo_studio.reward.job import train_reward
-from rloo_studio.runs.runner import JobRunner
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.demo_data import open_workspace
+from rloo_studio.label.store import preference_pairs
+from rloo_studio.reward.config import RewardJobConfig
+from rloo_studio.reward.job import train_reward
+from rloo_studio.rloo import job as rloo_job
+from rloo_studio.rloo.config import RlooJobConfig
+from rloo_studio.runs.catalog import trained_adapters
+from rloo_studio.runs.runner import JobRunner
 
 T = 60000
 LONG = "a" * 300  # longer than any file name may be
@@ -260,7 +260,8 @@ def test_label_records_and_playground_tabs(app):
         page.get_by_label("Your name").fill("tester")  # the name the Records tab labels under, too
         page.get_by_label("Your name").press("Enter")
         page.get_by_text("Export for other tools").first.click()
-        for bad, says in ((LONG, "may have at most 200 characters"), ("../pairs.jsonl", "plain file name"), (" ", "plain file name")):
+        for bad, says in ((LONG, "may have at most 200 characters"), ("../pairs.jsonl", "plain file name"),
+                          (" ", "plain file name")):
             fill(page, "lbl-export-name", bad)
             page.locator("#lbl-export-go").click()
             expect(page.locator("#lbl-export-msg")).to_contain_text(says, timeout=T)

@@ -6,8 +6,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from browser import free_port
+
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.rloo.config import RlooJobConfig, trl_args
 from rloo_studio.rloo.vllm_server import check
@@ -60,7 +60,8 @@ def test_a_server_of_another_model_is_refused_then_this_environment_is(answering
     with pytest.raises(ConfigError, match="serves Qwen/Qwen3-0.6B, not this run's model Qwen/Qwen3-4B-Thinking-2507"):
         check(cfg)
     state["model"] = "/models/hub/Qwen/Qwen3-4B-Thinking-2507"  # a server given the model's folder
-    with pytest.raises(ConfigError, match="this environment has no vllm package.*\\.venv-vllm/bin/python -m rloo_studio"):
+    with pytest.raises(ConfigError,
+                       match="this environment has no vllm package.*\\.venv-vllm/bin/python -m rloo_studio"):
         check(cfg)
 
 

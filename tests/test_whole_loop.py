@@ -4,11 +4,11 @@ preset), watch the plots, and read what it learned in the before/after panel; th
 A screenshot of each tab is saved in test-artifacts/ (the README's comes from here)."""
 import re
 import time
-import yaml
 
+import yaml
+from browser import App, fill, open_page, screenshot
 from playwright.sync_api import expect
 
-from browser import App, fill, open_page, screenshot
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.rloo.compare import read_eval
 from rloo_studio.runs.runner import read_metrics
@@ -36,7 +36,8 @@ def test_whole_loop_as_a_new_user(tmp_path):
             page.get_by_text("Generate candidates from a model").click()
             fill(page, "lbl-gen-limit", 6)
             page.get_by_role("button", name="Generate", exact=True).click()
-            expect(page.get_by_text(re.compile(r"completed: \d+ new pairs from \d+ prompts"))).to_be_visible(timeout=LONG)
+            expect(page.get_by_text(re.compile(r"completed: \d+ new pairs from \d+ prompts"))).to_be_visible(
+                timeout=LONG)
 
             # 2. Label 30 pairs with the keyboard.
             page.get_by_label("Your name").focus()
@@ -70,8 +71,8 @@ def test_whole_loop_as_a_new_user(tmp_path):
             expect(page.locator("#inspect-summary")).not_to_contain_text("Untrained")
             screenshot(page, "loop-3-inspect")
 
-            # 5. RLOO rewarded by that reward model alone (the demo-cpu-reward-model preset); watch the plots move; it completes
-            #    and says what the policy learned on the held-out prompts.
+            # 5. RLOO rewarded by that reward model alone (the demo-cpu-reward-model preset); watch the plots move;
+            #    it completes and says what the policy learned on the held-out prompts.
             page.get_by_role("tab", name="RLOO").click()
             page.locator("#rloo-preset input").click()
             page.get_by_role("option", name="demo-cpu-reward-model", exact=True).click()

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from rloo_studio.label.store import counts, preference_pairs
-from rloo_studio.label.prompts import add_prompt_set, load_prompt_set, prompt_sets
 from rloo_studio.core.workspace import SCHEMA, Workspace
 from rloo_studio.label.demo_data import open_workspace
+from rloo_studio.label.prompts import add_prompt_set, load_prompt_set, prompt_sets
+from rloo_studio.label.store import counts, preference_pairs
 
 
 def test_new_workspace_layout_wal_and_schema(empty_workspace):
@@ -117,8 +117,8 @@ def test_cli_import_into_a_new_workspace_exports_only_the_users_rows(tmp_path):
 
 
 def test_an_older_workspace_gets_its_label_counts_and_orders_on_upgrade(tmp_path, demo_data, monkeypatch):
-    from rloo_studio.label.demo_data import seed_demo
     from rloo_studio.core.workspace import statements
+    from rloo_studio.label.demo_data import seed_demo
 
     root = tmp_path / "old"
     root.mkdir()
@@ -135,15 +135,18 @@ def test_an_older_workspace_gets_its_label_counts_and_orders_on_upgrade(tmp_path
         old = Workspace(root)
         seed_demo(old, demo_data)
         with old.transaction() as c:
-            c.execute("INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, created) VALUES (300, 9, 'b', 0, 1)")
-            c.execute("INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, created) VALUES (301, 9, 'skip', 1, 1)")
+            c.execute("INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, created) "
+                      "VALUES (300, 9, 'b', 0, 1)")
+            c.execute("INSERT INTO labels (pair_id, annotator_id, choice, a_shown_left, created) "
+                      "VALUES (301, 9, 'skip', 1, 1)")
         old.connect().close()
     ws = Workspace(root)
     assert ws.schema_version() == len(SCHEMA)
     got = {r[0]: tuple(r[1:]) for r in ws.query(
         "SELECT id, n_human, n_import, n_skip, n_a, n_b FROM pairs WHERE id IN (1, 300, 301)")}
     assert got == {1: (0, 1, 0, 1, 0), 300: (1, 0, 0, 0, 1), 301: (0, 0, 1, 0, 0)}
-    assert [tuple(r) for r in ws.query("SELECT pair_id, a_shown_left FROM pair_order ORDER BY pair_id")] == [(300, 0), (301, 1)]
+    assert [tuple(r) for r in ws.query("SELECT pair_id, a_shown_left FROM pair_order ORDER BY pair_id")] == \
+        [(300, 0), (301, 1)]
 
 
 def test_processes_opening_a_new_workspace_at_once_all_get_it(tmp_path):

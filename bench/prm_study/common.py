@@ -27,8 +27,8 @@ DEMO_MODEL = MAIN / "rloo_studio" / "assets" / "demo-model"
 
 
 def problem_sets(seed: int = 0) -> dict:
-    """build_demo.make_problems(0): heldout (== rloo_studio/assets/demo-data/prompts_heldout.jsonl), rl_train (== prompts_train),
-    train (20,000), validation (200)."""
+    """build_demo.make_problems(0): heldout (== rloo_studio/assets/demo-data/prompts_heldout.jsonl),
+    rl_train (== prompts_train), train (20,000), validation (200)."""
     import build_demo
 
     return build_demo.make_problems(seed)
@@ -51,7 +51,7 @@ def exact_labels(prompt: str, response: str) -> dict:
     p = parse(response)
     steps = [s.text for s in p.steps]
     labels = demo.step_labels(prompt, response)
-    first = next((k for k, l in enumerate(labels) if not l), None)
+    first = next((k for k, lab in enumerate(labels) if not lab), None)
     correct = p.closed and last_number(p.answer) == str(a + b)
     return {"steps": steps, "spans": [(s.start, s.end) for s in p.steps], "labels": labels, "first_wrong": first,
             "correct": bool(correct), "closed": p.closed, "complete": len(steps) == len(gold) and all(labels)}
@@ -129,7 +129,7 @@ def summarize(rows: list[dict]) -> dict:
             "accuracy_reasoning": round(sum(r["correct"] for r in think) / max(len(think), 1), 4),
             # slips per answer: wrong steps that start an error chain, i.e. responses with a first wrong step
             "slip_rate": round(sum(r["first_wrong"] is not None for r in rows) / n, 4),
-            "wrong_steps_per_answer": round(sum(sum(not l for l in r["labels"]) for r in rows) / n, 3),
+            "wrong_steps_per_answer": round(sum(sum(not lab for lab in r["labels"]) for r in rows) / n, 3),
             "mean_steps": round(sum(len(r["steps"]) for r in rows) / n, 3),
             "kinds": kinds, "n_wrong": len(wrong)}
 

@@ -61,7 +61,8 @@ def base_states(full, n0: int, ids, mask):
     keep = m.layers
     m.layers = keep[:n0]
     saved = {}
-    h = m.layers[n0 - 1].register_forward_hook(lambda mod, i, o: saved.__setitem__("h", o[0] if isinstance(o, tuple) else o))
+    h = m.layers[n0 - 1].register_forward_hook(
+        lambda mod, i, o: saved.__setitem__("h", o[0] if isinstance(o, tuple) else o))
     try:
         m(input_ids=ids, attention_mask=mask)
     finally:
@@ -93,7 +94,8 @@ def main():
     ap.add_argument("--read", default="sep", choices=["sep", "last", "both"])
     ap.add_argument("--dense", action="store_true")
     ap.add_argument("--teacher", action="store_true", help="dense labels from the demo LM's argmax (prm2.make_items)")
-    ap.add_argument("--local", action="store_true", help="with --teacher: per-token local labels (read positions: prefix)")
+    ap.add_argument("--local", action="store_true",
+                    help="with --teacher: per-token local labels (read positions: prefix)")
     ap.add_argument("--corrupt", type=float, default=0.1)
     ap.add_argument("--answer", action="store_true", help="with --teacher: local labels on the answer tokens too")
     ap.add_argument("--local-only", action="store_true", help="with --teacher --local: no prefix labels at the reads")
@@ -159,7 +161,8 @@ def main():
     ev = [r for r in read_jsonl(LAB / args.eval) if r["steps"]]
     for p in full.parameters():
         p.requires_grad_(False)
-    params = [p for n, p in full.named_parameters() if any(f"layers.{i}." in n for i in range(n0, n0 + args.extra_layers))
+    params = [p for n, p in full.named_parameters()
+              if any(f"layers.{i}." in n for i in range(n0, n0 + args.extra_layers))
               or n.startswith("score") or n.startswith("model.norm")]
     for p in params:
         p.requires_grad_(True)
@@ -195,7 +198,8 @@ def main():
     probs_ev = score_rows(full, tok, ev, args.read)
     res = {"tag": args.tag, "script": "prm_fast.py", "args": vars(args), "cache_s": cache_s, "final": log[-1],
            "by_thr": {thr: metrics(ev, probs_ev, thr) for thr in (0.3, 0.5, 0.7)}, "wall_s": t(),
-           "mintok": {thr: metrics(ev, pm, thr) for pm in [score_rows(full, tok, ev, "mintok")] for thr in (0.3, 0.5, 0.7)},
+           "mintok": {thr: metrics(ev, pm, thr)
+                      for pm in [score_rows(full, tok, ev, "mintok")] for thr in (0.3, 0.5, 0.7)},
            "mintok_answer_pairs": answer_pairs(ev, score_rows(full, tok, ev, "mintok"), score_answers(full, tok, ev)),
            "load": os.getloadavg()}
     print("RESULT", json.dumps(res), flush=True)

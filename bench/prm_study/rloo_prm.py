@@ -28,7 +28,8 @@ def prm_reward(prm_dir: str, reduce: str = "min", read: str = "", with_answer: b
 
     prm = Qwen3ForTokenClassification.from_pretrained(str(LAB / prm_dir)).eval()
     ptok = AutoTokenizer.from_pretrained(str(LAB / prm_dir))
-    cfg = json.loads((LAB / prm_dir / "prm_config.json").read_text()) if (LAB / prm_dir / "prm_config.json").exists() else {}
+    cfg = json.loads((LAB / prm_dir / "prm_config.json").read_text()) \
+        if (LAB / prm_dir / "prm_config.json").exists() else {}
     read = read or cfg.get("read", "sep")
 
     def prm_min(prompts, completions, completion_ids=None, **kwargs):

@@ -1,6 +1,7 @@
 """Math-Shepherd step labels from rollouts, compared with the exact (synthetic truth) labels.
 
-    python rollout_labels.py --policy slippy_s0 --split train --prompts 400 --samples 2 --n 8 --out data/roll_train.jsonl
+    python rollout_labels.py --policy slippy_s0 --split train --prompts 400 --samples 2 --n 8 \
+        --out data/roll_train.jsonl
 
 For each prompt (known answer): sample --samples responses from the policy (temperature 1, 64 new tokens); for each
 response with <think> steps and for each step k, the prefix = chat prompt + response up to the end of step k's text;
@@ -37,18 +38,18 @@ def agreement(rows: list[dict], key: str = "roll_hard", thr: float = 0.5) -> dic
     for r in rows:
         labs = r[key] if key == "roll_hard" else [s >= thr for s in r[key]]
         # rollout labels need not be monotone; make the response's "first wrong" the first step labeled bad
-        for e, l in zip(r["labels"], labs):
+        for e, lab in zip(r["labels"], labs):
             steps += 1
-            agree += e == l
+            agree += e == lab
             if e:
                 right_steps += 1
-                right_ok += l
+                right_ok += lab
             else:
                 wrong_steps += 1
-                wrong_ok += not l
+                wrong_ok += not lab
         if r["first_wrong"] is not None:
             fw_n += 1
-            first = next((k for k, l in enumerate(labs) if not l), None)
+            first = next((k for k, lab in enumerate(labs) if not lab), None)
             fw_ok += first == r["first_wrong"]
     return {"steps": steps, "step_agreement": round(agree / max(steps, 1), 4),
             "right_steps_called_right": round(right_ok / max(right_steps, 1), 4),
@@ -86,7 +87,8 @@ def main():
     ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", default="")
-    ap.add_argument("--from-file", default="", help="label these responses (a jsonl from this script) instead of sampling")
+    ap.add_argument("--from-file", default="",
+                    help="label these responses (a jsonl from this script) instead of sampling")
     ap.add_argument("--completer", default="", help="model that samples the continuations (default: the policy)")
     args = ap.parse_args()
     t = Timer()

@@ -6,8 +6,8 @@ one hidden state per layer and one layer recomputed), the head's working memory,
 generation KV cache, and a fixed allowance for the CUDA context. With LoRA the RLOO reference model is the base
 with adapters switched off: no second copy of the weights.
 
-The shapes of the models the presets and docs name ship with the studio (rloo_studio/assets/model-shapes/), so a run can be
-planned for any card before its model is downloaded (`train-<kind> --check --gpu-memory GIB`).
+The shapes of the models the presets and docs name ship with the studio (rloo_studio/assets/model-shapes/), so a run can
+be planned for any card before its model is downloaded (`train-<kind> --check --gpu-memory GIB`).
 """
 from __future__ import annotations
 

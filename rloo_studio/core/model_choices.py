@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rloo_studio.core.paths import ASSETS, DEMO_MODEL, DEMO_SLIPPY_MODEL
 from rloo_studio.core.errors import ModelLoadError
+from rloo_studio.core.paths import ASSETS, DEMO_MODEL, DEMO_SLIPPY_MODEL
 
 CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 SKIP_DIRS = {"runs", "checkpoints", "uploads", "node_modules", "__pycache__", "blobs", "snapshots", "refs"}

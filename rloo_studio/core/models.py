@@ -13,11 +13,14 @@ import threading
 from pathlib import Path
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
+
+# isort: split
 import torch  # noqa: E402
 
 from rloo_studio.core.errors import ModelLoadError  # noqa: E402
-from rloo_studio.core.paths import outside_allowed  # noqa: E402
 from rloo_studio.core.model_options import BACKENDS, LoraSpec, check_remote_code  # noqa: E402
+from rloo_studio.core.paths import outside_allowed  # noqa: E402
+
 
 def resolve(name_or_path: str) -> str:
     """A local folder for a path or a hub id already in the local cache; never downloads."""
@@ -34,7 +37,8 @@ def resolve(name_or_path: str) -> str:
                              "Copy the model into the workspace, or restart the app with --allow-path FOLDER.")
     if p.exists():
         if not p.is_dir() or not ((p / "config.json").exists() or (p / "adapter_config.json").exists()):
-            raise ModelLoadError(f"{p} is not a model folder (it has no config.json). Point to the saved model's folder.")
+            raise ModelLoadError(f"{p} is not a model folder (it has no config.json). Point to the saved model's "
+                                 "folder.")
         return str(p.resolve())
     if name.startswith(("/", ".", "~")) or name.count("/") != 1 or os.sep == "\\" and "\\" in name:
         raise ModelLoadError(f"No model at {name}: the folder does not exist. Check the path.")

@@ -47,7 +47,8 @@ def read(path: Path, kind: str, yours: bool) -> Preset:
         raise ConfigError(f"preset {path}: cannot be read as YAML ({str(exc)[:200]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict) or set(data) - KEYS:
         raise ConfigError(f"preset {path}: expected the keys {', '.join(sorted(KEYS))} (config: a mapping of "
-                          f"settings), got {', '.join(map(str, data)) if isinstance(data, dict) else type(data).__name__}")
+                          "settings), got "
+                          f"{', '.join(map(str, data)) if isinstance(data, dict) else type(data).__name__}")
     return Preset(kind, path.stem, Path(path), str(data.get("description", "")), str(data.get("measured", "")),
                   float(data.get("order", 100)), _expand(data.get("config") or {}), yours)
 

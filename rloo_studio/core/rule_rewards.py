@@ -79,7 +79,8 @@ def make_answer_present_reward(tokenizer, enable_thinking: bool = True) -> Calla
     return answer_present
 
 
-def make_correctness_reward(tokenizer=None, answer_format: str = "last_number", enable_thinking: bool = True) -> Callable:
+def make_correctness_reward(tokenizer=None, answer_format: str = "last_number",
+                            enable_thinking: bool = True) -> Callable:
     """1.0 when the answer (after </think>) in `answer_format` (answers.ANSWER_FORMATS: the last number,
     the last \\boxed{}, or '#### N') equals the `answer` column; reasoning must be closed."""
     if answer_format not in EXTRACTORS:

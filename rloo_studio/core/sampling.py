@@ -6,8 +6,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from rloo_studio.core.thinking import chat_prompt
-from rloo_studio.core.thinking import continuation, full_response, template_info
+from rloo_studio.core.thinking import chat_prompt, continuation, full_response, template_info
 
 
 @dataclass(frozen=True)
@@ -56,8 +55,8 @@ def sample(
             if should_stop and should_stop():
                 break
             chunk = jobs[i : i + batch_size]
-            enc = tokenizer([chat_prompt(tokenizer, p, enable_thinking) for p in chunk], return_tensors="pt", padding=True,
-                            add_special_tokens=False).to(device)
+            enc = tokenizer([chat_prompt(tokenizer, p, enable_thinking) for p in chunk], return_tensors="pt",
+                            padding=True, add_special_tokens=False).to(device)
             gen = model.generate(
                 **enc, do_sample=temperature > 0, temperature=temperature if temperature > 0 else None,
                 top_p=top_p, max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=pad,

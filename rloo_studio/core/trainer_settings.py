@@ -20,7 +20,8 @@ RUN_KEYS = {"output_dir": "the run's folder (runs/<id>/checkpoints)", "use_cpu":
             "bf16": "the device the studio found", "report_to": "the studio's metrics and TensorBoard files",
             "eval_on_start": "the studio (step 0 is evaluated on a new run, not on a resume)",
             "disable_tqdm": "the studio's own progress", "save_strategy": "save_steps",
-            "eval_strategy": "eval_steps", "logging_nan_inf_filter": "the studio's NaN guard (a NaN loss fails the run)",
+            "eval_strategy": "eval_steps",
+            "logging_nan_inf_filter": "the studio's NaN guard (a NaN loss fails the run)",
             "remove_unused_columns": "the studio (its data columns are read by the rewards and the collators)"}
 
 # Settings transformers 5 renamed, still known by their old names from TRL's docs and recipes: passed under the new.

@@ -72,7 +72,8 @@ SCHEMA = [
     INSERT OR IGNORE INTO pair_order (pair_id, annotator_id, a_shown_left)
         SELECT pair_id, annotator_id, a_shown_left FROM labels WHERE a_shown_left IS NOT NULL ORDER BY id DESC;
     """,
-    # 3: imports skip pairs already in the workspace: import_store.pair_key() of prompt + both responses (NULL: not yet computed)
+    # 3: imports skip pairs already in the workspace: import_store.pair_key() of prompt + both responses (NULL: not yet
+    # computed)
     """
     ALTER TABLE pairs ADD COLUMN dedup_key TEXT;
     CREATE INDEX IF NOT EXISTS pairs_dedup_key ON pairs(dedup_key);
@@ -116,7 +117,7 @@ SCHEMA = [
     CREATE INDEX pairs_queue ON pairs(flag IS NULL, n_skip > 0, n_human, n_import > 0, id);
     CREATE INDEX pairs_counts ON pairs(n_human, n_import, n_skip);
     CREATE INDEX labels_mine ON labels(annotator_id, superseded, choice);
-    """,
+    """,  # noqa: E501  (schema SQL: workspaces store it verbatim, in sqlite_master; left as it was written)
     # 5: a pair's current label by one annotator is one index look-up (the Records tab's annotator filter, as the
     # import's and the queue's look-ups by pair): with labels_pair alone SQLite took labels_mine and scanned the
     # annotator's labels once per pair (over 60 s at 1,000,000 pairs; 0.9 s with this index). It holds labels_pair.
@@ -173,7 +174,7 @@ SCHEMA = [
             n_a = n_a - (OLD.choice = 'a'), n_b = n_b - (OLD.choice = 'b')
         WHERE id = OLD.pair_id;
     END;
-    """,
+    """,  # noqa: E501  (schema SQL: workspaces store it verbatim, in sqlite_master; left as it was written)
     # 9: step labels for a process reward model (label/steps.py): a verdict on one <think> step of a response, by an
     # annotator (a person, 'import', or the automatic rollouts). A re-label, an undo or an earlier bad step supersedes
     # a label rather than deleting it; superseded_by names the label that did, so that undoing that one restores it.
@@ -209,8 +210,9 @@ SCHEMA = [
 # random order, each chunk of rows dirtied most of their pages; the import finds pairs by key in memory meanwhile
 # (label.import_store.KeyMap). The SQL is that of schemas 3 and 7; opening a workspace makes any that is missing
 # (an import killed meanwhile).
-SET_ASIDE_INDEXES = {"prompts_text_nocase": "CREATE INDEX IF NOT EXISTS prompts_text_nocase ON prompts(text COLLATE NOCASE)",
-                     "pairs_dedup_key": "CREATE INDEX IF NOT EXISTS pairs_dedup_key ON pairs(dedup_key)"}
+SET_ASIDE_INDEXES = {
+    "prompts_text_nocase": "CREATE INDEX IF NOT EXISTS prompts_text_nocase ON prompts(text COLLATE NOCASE)",
+    "pairs_dedup_key": "CREATE INDEX IF NOT EXISTS pairs_dedup_key ON pairs(dedup_key)"}
 
 
 def statements(script: str):
@@ -320,7 +322,8 @@ class Workspace:
             v = con.execute("PRAGMA user_version").fetchone()[0]
             if v > len(SCHEMA):
                 raise RuntimeError(
-                    f"{self.db_path} has schema version {v}, newer than this RLOO Studio ({len(SCHEMA)}); upgrade the app"
+                    f"{self.db_path} has schema version {v}, newer than this RLOO Studio ({len(SCHEMA)}); "
+                    "upgrade the app"
                 )
             for i in range(v, len(SCHEMA)):
                 for stmt in statements(SCHEMA[i]):

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.core.reward_input import format_ids_many
 from rloo_studio.core.stats import correlation
-from rloo_studio.core.thinking import Template
-from rloo_studio.label.store import preference_pairs
-from rloo_studio.core.thinking import pair_kind
+from rloo_studio.core.thinking import Template, pair_kind
 from rloo_studio.inspect.score_cache import ScoreCache, text_key
 from rloo_studio.inspect.scoring import Scorer, final_scores, load_scorer, parse_response
+from rloo_studio.label.store import preference_pairs
 from rloo_studio.runs.catalog import adapter_dir, scorer_run
 
 CHUNK = 4096

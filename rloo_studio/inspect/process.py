@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
+
+# isort: split
 import torch  # noqa: E402
 
 from rloo_studio.core import kept  # noqa: E402
@@ -157,7 +159,8 @@ def unload() -> None:
 
 def _kept() -> list[kept.Kept]:
     with _LOCK:
-        return [kept.Kept("Inspect's process reward model", s.label, kept.model_bytes(s.model)) for s in _CACHE.values()]
+        return [kept.Kept("Inspect's process reward model", s.label, kept.model_bytes(s.model))
+                for s in _CACHE.values()]
 
 
 kept.register("Inspect's process reward model", _kept, unload)

@@ -54,7 +54,8 @@ class ScoreCache:
 
     def put(self, items: list[tuple[bytes, float]]) -> None:
         with self.con:
-            self.con.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?, ?)", [(k, self.stamp, v) for k, v in items])
+            self.con.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?, ?)",
+                                 [(k, self.stamp, v) for k, v in items])
 
     def __len__(self) -> int:
         return self.con.execute("SELECT COUNT(*) FROM scores WHERE stamp = ?", (self.stamp,)).fetchone()[0]

@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
+
+# isort: split
 import torch  # noqa: E402
 
 from rloo_studio.core import kept  # noqa: E402
 from rloo_studio.core.errors import DataError, ModelLoadError  # noqa: E402
-from rloo_studio.core.reward_input import format_ids_many, format_text  # noqa: E402  (the text it trained on)
-from rloo_studio.core.thinking import answer_alone as alone_text, body_start, chat_prompt, parse, template_info, token_span  # noqa: E402
 from rloo_studio.core.models import load_reward_adapter, load_seq_cls, resolve, run_setting, run_trusts_code
+from rloo_studio.core.reward_input import format_ids_many, format_text  # noqa: E402  (the text it trained on)
+from rloo_studio.core.thinking import answer_alone as alone_text  # noqa: E402
+from rloo_studio.core.thinking import body_start, chat_prompt, parse, template_info, token_span
 from rloo_studio.label.store import preference_pairs
 
 UNTRAINED = "base model, untrained head"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from rloo_studio.core.demo_task import ANSWER_KEY
 from rloo_studio.core.paths import DEFAULT_WORKSPACE, DEMO_DATA
-from rloo_studio.label.prompts import add_imported_label, add_pair, add_prompt, add_response, get_or_create_set
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.prompts import add_imported_label, add_pair, add_prompt, add_response, get_or_create_set
 
 IMPORT_ANNOTATOR = "import"
 DEMO_SOURCES = ("demo-pairs", "demo-candidates")

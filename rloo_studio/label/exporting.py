@@ -20,10 +20,10 @@ from pathlib import Path
 
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.paths import typed_path
-from rloo_studio.label.store import decided_pairs
+from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.shapes import STEPWISE, TURNS
 from rloo_studio.label.steps import labeled_responses
-from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.store import decided_pairs
 
 FORMATS = ("standard", "conversational")
 
@@ -40,8 +40,8 @@ class ExportResult:
         names = ", ".join(p.name for p in self.paths)
         msg = f"Exported {self.rows} pairs to {names} (left out: {self.ties} ties, {self.skipped} skipped)."
         if self.cut_turns:
-            msg += (f" {self.cut_turns} pairs have a prompt of several messages (turns, a system message): the standard "
-                    "format holds only the last user message; export as conversational to keep them all.")
+            msg += (f" {self.cut_turns} pairs have a prompt of several messages (turns, a system message): the "
+                    "standard format holds only the last user message; export as conversational to keep them all.")
         return msg
 
 

@@ -9,9 +9,11 @@ import time
 from dataclasses import dataclass, field
 
 from rloo_studio.core import bootstrap  # noqa: F401
+
+# isort: split
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.label.importing import candidate_pairs
 from rloo_studio.core.paths import DEMO_MODEL
+from rloo_studio.label.importing import candidate_pairs
 from rloo_studio.label.prompts import add_pair, add_prompt, add_response, get_or_create_set, load_prompt_set
 
 

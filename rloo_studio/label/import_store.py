@@ -20,9 +20,9 @@ from rloo_studio.label import shapes as S
 from rloo_studio.label.reading import Progress
 from rloo_studio.label.store import IMPORT_ANNOTATOR
 
-COUNT_TRIGGER = "label_counts_add"
+COUNT_TRIGGER = "label_counts_add"  # core/workspace.py: a new current label adds itself to its pair's counts
 SET_ASIDE_ROWS = 100_000  # an import this big writes without the indexes it never reads (indexes_set_aside)
-_KEY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder, not one per key  # core/workspace.py: a new current label adds itself to its pair's counts
+_KEY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder, not one per key
 
 
 def pair_key(prompt: str, turns, a: str, b: str) -> str:
@@ -61,8 +61,8 @@ class KeyMap:
     """Every pair's dedup_key -> its id (a list where several pairs share one: kept duplicates), in memory, for an
     import that writes with the key index set aside (indexes_set_aside, below): the pairs there when it
     starts, read once, and those it writes, added as it writes them (1M pairs: the import's peak RSS
-    509 MB, 358 MB with the key index kept). Kept up by the index, each chunk's 20,000 keys in random order dirtied most of its pages, and
-    looking them up was a join: the 1M import took 11-19% longer."""
+    509 MB, 358 MB with the key index kept). Kept up by the index, each chunk's 20,000 keys in random order dirtied most
+    of its pages, and looking them up was a join: the 1M import took 11-19% longer."""
 
     def __init__(self, con):
         self.ids: dict[str, int | list[int]] = {}
@@ -102,7 +102,8 @@ def existing_pairs(con, keys, since_label: int, key_map: KeyMap | None = None) -
                    WHERE l.pair_id = p.id AND l.superseded = 0
                    AND +l.annotator_id = (SELECT id FROM annotators WHERE name = :ann))
                FROM json_each(:ids) j CROSS JOIN pairs p ON p.id = j.value JOIN responses ra ON ra.id = p.response_a""",
-            {"ann": IMPORT_ANNOTATOR, "since": since_label, "ids": json.dumps([i for i, _ in ids])}), key=lambda r: r[0]):
+            {"ann": IMPORT_ANNOTATOR, "since": since_label, "ids": json.dumps([i for i, _ in ids])}),
+            key=lambda r: r[0]):
         found.setdefault(key_of[pid], []).append(Match(pid, a_text, {c[:-1]: c[-1] == "1"
                                                                      for c in (choices or "").split(",") if c}))
     return found
@@ -126,7 +127,8 @@ class Batch:
     def start(cls, con, set_id: int, texts, source: str, name: str, annotator: int | None, now: float) -> "Batch":
         """A batch for a chunk whose rows have these prompt texts: those already in the set are looked up at once."""
         plain = sorted(t for t in texts if "\x00" not in t)  # json_each never matches a text holding a NUL
-        ids = dict(con.execute("SELECT p.text, p.id FROM json_each(?) j CROSS JOIN prompts p ON p.set_id = ? AND p.text = j.value",
+        ids = dict(con.execute("SELECT p.text, p.id FROM json_each(?) j CROSS JOIN prompts p "
+                               "ON p.set_id = ? AND p.text = j.value",
                                (json.dumps(plain, ensure_ascii=False), set_id)))
         for text in set(texts).difference(plain):
             row = con.execute("SELECT id FROM prompts WHERE set_id = ? AND text = ?", (set_id, text)).fetchone()
@@ -197,7 +199,8 @@ class Batch:
 def counted_by_hand(con):
     """The labels written inside are already counted in their pairs: the counting trigger is dropped and made
     again from its own SQL, inside the caller's transaction (a rollback keeps it as it was)."""
-    sql = con.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (COUNT_TRIGGER,)).fetchone()[0]
+    sql = con.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                      (COUNT_TRIGGER,)).fetchone()[0]
     con.execute(f"DROP TRIGGER {COUNT_TRIGGER}")
     try:
         yield

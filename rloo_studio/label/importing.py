@@ -42,16 +42,15 @@ from pathlib import Path
 from typing import Iterable
 
 from rloo_studio.core.errors import DataError
-from rloo_studio.label.store import IMPORT_ANNOTATOR
+from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.check_parts import check_in_parts, parts_for
 from rloo_studio.label.checking import check_all, records, unspooled
-from rloo_studio.label.import_store import (Batch, KeyMap, Match, existing_pairs, fill_keys, indexes_set_aside,
-                                           pair_key)
+from rloo_studio.label.import_store import Batch, KeyMap, Match, existing_pairs, fill_keys, indexes_set_aside, pair_key
 from rloo_studio.label.prompts import add_imported_label, add_prompt, get_or_create_set
 from rloo_studio.label.reading import Progress
 from rloo_studio.label.shapes import Row
 from rloo_studio.label.steps import store_labeled
-from rloo_studio.core.workspace import Workspace
+from rloo_studio.label.store import IMPORT_ANNOTATOR
 
 
 @dataclass
@@ -215,7 +214,8 @@ def _write_prompts(con, sid: int, records: Iterable[Row], total: int, progress: 
                    again: bool) -> tuple[int, int, int, int, int]:
     """A prompt set: a row whose prompt is already in the set is skipped, or (again) gives that prompt the
     row's columns (a set holds each prompt once). (written, replaced, skipped, repeated, differ)"""
-    stored = {t: json.loads(x or "{}") for t, x in con.execute("SELECT text, extra FROM prompts WHERE set_id=?", (sid,))}
+    stored = {t: json.loads(x or "{}")
+              for t, x in con.execute("SELECT text, extra FROM prompts WHERE set_id=?", (sid,))}
     seen: set[str] = set()
     written = replaced = skipped = repeated = differ = 0
     for i, rec in enumerate(records):
@@ -341,7 +341,8 @@ def _write_chunk(con, chunk: list[Row], t: _Tally, sid: int, source: str, name: 
     if not keep_duplicates:
         found = existing_pairs(con, (k for plan in plans for _, _, k in plan), t.since_label, key_map)
     before = {k for k, ms in found.items() if any(m.pair <= t.since_pair for m in ms)}  # there before this import
-    batch = Batch.start(con, sid, {rec.prompt for rec, plan in zip(chunk, plans) if any(x[2] not in found for x in plan)},
+    batch = Batch.start(con, sid,
+                        {rec.prompt for rec, plan in zip(chunk, plans) if any(x[2] not in found for x in plan)},
                         source, name, ann, now)
     for rec, plan in zip(chunk, plans):
         new = [x for x in plan if x[2] not in found]

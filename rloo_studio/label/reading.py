@@ -47,7 +47,8 @@ def _numbered(p: Path, suffix: str) -> Iterator[tuple[int, dict]]:
         return enumerate(_read_csv(p), start=2)  # row 1 is the header
     if suffix in (".parquet", ".pq"):
         return enumerate(_read_parquet(p), start=1)
-    raise DataError(f"{p.name}: unknown file type {suffix or '(none)'}; use .jsonl, .csv, .parquet or a datasets folder")
+    raise DataError(f"{p.name}: unknown file type {suffix or '(none)'}; use .jsonl, .csv, .parquet or a datasets "
+                    "folder")
 
 
 def _decode(p: Path, raw: bytes, line_no: int | None = None) -> str:

@@ -17,9 +17,9 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from rloo_studio.label import store as L
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.label import store as L
 from rloo_studio.label.text_search import Search, text_search
 
 LABELS = ("any", "unlabeled", "a", "b", "tie", "skip")
@@ -144,7 +144,8 @@ def query(ws: Workspace, search: str = "", source: str = "", annotator: str = ""
     at = {pid: k for k, pid in enumerate(ids)}
     rows = sorted(ws.query(
         "SELECT p.id AS pair_id, pr.text AS prompt, ra.text AS a, rb.text AS b, p.source, p.flag, p.created, "
-        f"{_A_FIRST} AS a_first FROM pairs p{PROMPT_JOIN}{RESPONSE_JOINS} WHERE p.id IN (SELECT value FROM json_each(:ids_page))",
+        f"{_A_FIRST} AS a_first FROM pairs p{PROMPT_JOIN}{RESPONSE_JOINS} "
+        "WHERE p.id IN (SELECT value FROM json_each(:ids_page))",
         {"viewer": args["viewer"], "ids_page": json.dumps(ids)}), key=lambda r: at[r["pair_id"]])
     votes = _votes(ws, [r["pair_id"] for r in rows])
     return Page([as_seen(dict(r), votes.get(r["pair_id"], []), bool(r["a_first"]), viewer) for r in rows],

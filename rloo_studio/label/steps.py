@@ -147,7 +147,8 @@ def store_labeled(con, set_id: int, prompt: str, extra: dict, response: str, sou
         con.execute("UPDATE step_labels SET superseded=1 WHERE response_id=? AND superseded=0 AND +annotator_id=?",
                     (rid, ann))
     con.executemany("INSERT INTO step_labels (response_id, step, verdict, annotator_id, soft, created) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", [(rid, k, v, ann, s, now) for k, (v, s) in enumerate(zip(verdicts, soft))])
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(rid, k, v, ann, s, now) for k, (v, s) in enumerate(zip(verdicts, soft))])
     return rid, outcome
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import random
 import time
-from itertools import groupby
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import groupby
 
 from rloo_studio.core.workspace import Workspace
 
@@ -39,7 +39,8 @@ class Shown:
     source: str
     flag: str | None
     current: str | None  # this annotator's current label of the pair, if any
-    turns: list[dict] | None = None  # a multi-turn prompt's conversation ({role, content}); prompt is its last user turn
+    # a multi-turn prompt's conversation ({role, content}); prompt is its last user turn
+    turns: list[dict] | None = None
 
     def choice_for(self, side: str) -> str:
         """Translate 'left'/'right'/'tie'/'skip' into the stored choice ('a' = response_a)."""
@@ -72,7 +73,8 @@ def annotator_id(con, name: str) -> int:
     if name == IMPORT_ANNOTATOR:
         raise ValueError(f"'{IMPORT_ANNOTATOR}' is reserved for imported labels; choose another name")
     if name == ROLLOUTS_ANNOTATOR:
-        raise ValueError(f"'{ROLLOUTS_ANNOTATOR}' is reserved for the step labels the rollouts compute; choose another name")
+        raise ValueError(f"'{ROLLOUTS_ANNOTATOR}' is reserved for the step labels the rollouts compute; "
+                         "choose another name")
     row = con.execute("SELECT id FROM annotators WHERE name=?", (name,)).fetchone()
     if row:
         return row[0]
@@ -145,7 +147,8 @@ def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabe
             (session, ann),
         ).fetchone()
         if row is not None:  # the session's own pair again (a reload, another tab): held for another CLAIM_SECONDS
-            con.execute("UPDATE claims SET expires=? WHERE pair_id=? AND session=?", (now + CLAIM_SECONDS, row[0], session))
+            con.execute("UPDATE claims SET expires=? WHERE pair_id=? AND session=?",
+                        (now + CLAIM_SECONDS, row[0], session))
         else:
             n = int((con.execute("SELECT value FROM settings WHERE key='overlap'").fetchone() or ["1"])[0])
             relabel = filter != "unlabeled"
@@ -168,11 +171,13 @@ def next_pair(ws: Workspace, annotator: str, session: str, filter: str = "unlabe
 
 def _order(con, pair_id: int, ann: int, rng: random.Random | None = None) -> bool:
     """True when response_a is shown on the left to this annotator: drawn once, then always the same."""
-    row = con.execute("SELECT a_shown_left FROM pair_order WHERE pair_id=? AND annotator_id=?", (pair_id, ann)).fetchone()
+    row = con.execute("SELECT a_shown_left FROM pair_order WHERE pair_id=? AND annotator_id=?",
+                      (pair_id, ann)).fetchone()
     if row is not None:
         return bool(row[0])
     left = (rng or random).random() < 0.5
-    con.execute("INSERT INTO pair_order (pair_id, annotator_id, a_shown_left) VALUES (?, ?, ?)", (pair_id, ann, int(left)))
+    con.execute("INSERT INTO pair_order (pair_id, annotator_id, a_shown_left) VALUES (?, ?, ?)",
+                (pair_id, ann, int(left)))
     return left
 
 

@@ -12,6 +12,8 @@ import copy
 import re
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
+
+# isort: split
 import torch  # noqa: E402
 
 from rloo_studio.inspect.process import padded  # noqa: E402

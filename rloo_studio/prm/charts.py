@@ -9,7 +9,8 @@ PLOTS = {
     # held out: each judged step's probability as the scorer reads it (min_so_far: the lowest over its tokens), where
     # eval_loss would score single positions that a model trained on every token is not asked to hold the verdict at
     "loss (lower is better)": [("training batches", "loss"), ("held-out steps, as read", "eval_step_loss")],
-    "held-out step accuracy": [("all steps", "eval_step_accuracy"), ("right steps called right", "eval_right_called_right"),
+    "held-out step accuracy": [("all steps", "eval_step_accuracy"),
+                               ("right steps called right", "eval_right_called_right"),
                                ("wrong steps called wrong", "eval_wrong_called_wrong")],
     # short series names: a legend that cuts a name loses it (the chart test reads each one whole)
     "held-out: the first wrong step found": [("wrong: found exactly", "eval_first_wrong_found"),

@@ -3,7 +3,6 @@ reproduce.py), its presets, and trainer_args (its transformers TrainingArguments
 trains. Standard library only."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from rloo_studio.core import memory_fit, trainer_settings
@@ -136,7 +135,8 @@ def trainer_args(cfg: PrmJobConfig, held_out: int) -> dict:
 
 def _studio_args(cfg: PrmJobConfig, held_out: int) -> dict:
     return dict(
-        learning_rate=cfg.learning_rate, max_steps=cfg.max_steps, per_device_train_batch_size=cfg.per_device_train_batch_size,
+        learning_rate=cfg.learning_rate, max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
         per_device_eval_batch_size=max(8, cfg.per_device_train_batch_size),
         gradient_accumulation_steps=cfg.gradient_accumulation_steps, seed=cfg.seed, optim=cfg.optim,
         weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, lr_scheduler_type="linear",

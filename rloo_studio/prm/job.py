@@ -14,6 +14,8 @@ import json
 import math
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
+
+# isort: split
 from rloo_studio.core.errors import DataError  # noqa: E402
 from rloo_studio.prm import data  # noqa: E402
 from rloo_studio.prm.config import PrmJobConfig, trainer_args  # noqa: E402
@@ -50,9 +52,8 @@ def load_model(cfg: PrmJobConfig, ctx: RunContext):
     weight trainable (full)."""
     from transformers import set_seed
 
-    from rloo_studio.core.models import load_token_cls, lora_config
     from rloo_studio.core.model_options import check_remote_code
-    from rloo_studio.core.models import resolve
+    from rloo_studio.core.models import load_token_cls, lora_config, resolve
 
     check_remote_code(resolve(cfg.model), cfg.trust_remote_code)
     set_seed(cfg.seed)  # the fresh head is drawn at load time: seed it, or runs are not repeatable

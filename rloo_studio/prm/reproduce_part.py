@@ -23,8 +23,14 @@ def train(c, trainer_args, kit):
     """`c`: the run's config; `trainer_args`: what the run gave TrainingArguments; `kit`: reproduce.py's helpers."""
     from datasets import Dataset
     from peft import LoraConfig, get_peft_model
-    from transformers import (AutoModelForTokenClassification, AutoTokenizer, DataCollatorForTokenClassification,
-                              Trainer, TrainingArguments, set_seed)
+    from transformers import (
+        AutoModelForTokenClassification,
+        AutoTokenizer,
+        DataCollatorForTokenClassification,
+        Trainer,
+        TrainingArguments,
+        set_seed,
+    )
 
     rows = kit.read_jsonl(kit.HERE / "examples.jsonl")
     keep = ("input_ids", "labels")
@@ -44,7 +50,8 @@ def train(c, trainer_args, kit):
         n_base = model.config.num_hidden_layers - c["extra_layers"]
         for name, p in model.named_parameters():
             layer = re.match(r"model\.layers\.(\d+)\.", name)
-            p.requires_grad_(bool(layer and int(layer.group(1)) >= n_base) or name.startswith(("score.", "model.norm.")))
+            p.requires_grad_(bool(layer and int(layer.group(1)) >= n_base)
+                             or name.startswith(("score.", "model.norm.")))
     if c["finetune"] == "lora":
         lo = c["lora"]
         model = get_peft_model(model, LoraConfig(r=lo["r"], lora_alpha=lo["alpha"], lora_dropout=lo["dropout"],

@@ -10,13 +10,12 @@ seeds: a resumed run labels what the uninterrupted one would have.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from rloo_studio.core.answers import ANSWER_FORMATS, EXTRACTORS, matches
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import MAX_SEED
-from rloo_studio.core.paths import DEMO_MODEL, DEMO_SLIPPY_MODEL
+from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.core.thinking import parse
 
 RULES = ("hard", "soft")

@@ -4,16 +4,18 @@ A step label says that a step is wrong, not where; a head read once per step lea
 A teacher is a model that does the task right and shares the base's tokenizer (the demo: the bundled demo model).
 Read teacher-forced over a response, a token of the reasoning is locally right when it is the teacher's most likely
 token there. Each training response then gets a label on every token of its steps, locally right or not, and its
-step labels at the read positions up to its first wrong step. With `corrupt` > 0 each response also gets copies with that share of the digits
-in its reasoning changed to other digits (`copies` of them), labeled by the teacher the same way: slips whose place is known.
-A scorer reading the minimum over the tokens so far (step_score=min_so_far) turns the local labels into a verdict
-on each step.
+step labels at the read positions up to its first wrong step. With `corrupt` > 0 each response also gets copies with
+that share of the digits in its reasoning changed to other digits (`copies` of them), labeled by the teacher the same
+way: slips whose place is known. A scorer reading the minimum over the tokens so far (step_score=min_so_far) turns the
+local labels into a verdict on each step.
 """
 from __future__ import annotations
 
 import random
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before transformers)
+
+# isort: split
 import torch  # noqa: E402
 
 from rloo_studio.core.errors import ConfigError  # noqa: E402

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from rloo_studio.core.reward_input import reward_ids
-from rloo_studio.reward import blind
 from rloo_studio.core.thinking import pair_kind
+from rloo_studio.reward import blind
 
 FILE = "held_out_breakdown.json"
 

@@ -2,7 +2,6 @@
 reproduce.py), its presets, and trl_args (its TRL RewardConfig arguments). No model code: reward/job.py trains."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from rloo_studio.core import memory_fit, trainer_settings
@@ -34,7 +33,8 @@ class RewardJobConfig(JobConfig):
     per_device_train_batch_size: int = override("per_device_train_batch_size", 8, help=(
         "Pairs per step and device (each pair is two sequences, chosen and rejected); lower it if training "
         "runs out of memory."))
-    seed: int = override("seed", 0, help="Seeds the held-out split, the score head's initialisation and the data order.")
+    seed: int = override("seed", 0, help=(
+        "Seeds the held-out split, the score head's initialisation and the data order."))
     logging_steps: int = override("logging_steps", 1, help=(
         "Log loss / accuracy / margin every this many steps (a point on each plot)."))
     save_steps: int = override("save_steps", 20)

@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before trl)
-from rloo_studio.reward import blind
-from rloo_studio.core.thinking import pair_kind
+
+# isort: split
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.reward_input import reward_ids
+from rloo_studio.core.thinking import pair_kind
+from rloo_studio.reward import blind
 from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig, trl_args
 from rloo_studio.runs.plan import memory_line
 from rloo_studio.runs.runner import RunContext, resume_point
@@ -191,9 +193,8 @@ def _load_model(cfg: RewardJobConfig, ctx: RunContext):
     if cfg.use_unsloth and bootstrap.UNSLOTH_VERSION and torch.cuda.is_available():
         from unsloth import FastModel
 
-        from rloo_studio.core.models import load_locked, default_dtype
-
         from rloo_studio.core.model_options import check_remote_code
+        from rloo_studio.core.models import default_dtype, load_locked
 
         path = resolve(cfg.model)
         check_remote_code(path, cfg.trust_remote_code)

@@ -3,15 +3,16 @@ before Train, and a run's config as YAML and as the CLI command."""
 from __future__ import annotations
 
 import dataclasses
+
 import yaml
+
 from rloo_studio.core import form
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.job_config import check_seeds
-from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.runs.record import set_command
+from rloo_studio.reward.config import MIN_PAIRS, RewardJobConfig
 from rloo_studio.reward.job import PREFLIGHT_SAMPLE, preflight
-
+from rloo_studio.runs.record import set_command
 
 FormField = form.FormField
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import time
 
+from rloo_studio.core.workspace import Workspace
 from rloo_studio.reward.blind import breakdown_cell, breakdown_text
 from rloo_studio.reward.breakdown import read as read_breakdown
-from rloo_studio.runs.runner import read_metrics, read_status
-from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import without_traceback
 from rloo_studio.runs.lifecycle import follow
+from rloo_studio.runs.runner import read_metrics, read_status
 
 
 def final_eval(records: list[dict]) -> dict:
@@ -52,8 +52,8 @@ def runs_rows(ws: Workspace) -> list[list]:
         except (OSError, ValueError, KeyError):
             pairs = ""
         acc = final_eval(read_metrics(d)).get("accuracy")
-        rows.append([r["id"], r["status"], pairs, "" if acc is None else f"{acc:.1%}", breakdown_cell(read_breakdown(d)),
-                     _duration(r), r["message"]])
+        rows.append([r["id"], r["status"], pairs, "" if acc is None else f"{acc:.1%}",
+                     breakdown_cell(read_breakdown(d)), _duration(r), r["message"]])
     return rows
 
 

@@ -3,7 +3,8 @@ about them (smallest margin first), each with the side it prefers. No gradio."""
 from __future__ import annotations
 
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.inspect.scoring import Scorer, load_scorer, score_texts as _score
+from rloo_studio.inspect.scoring import Scorer, load_scorer
+from rloo_studio.inspect.scoring import score_texts as _score
 
 
 def score_texts(model, tok, prompts: list[str], responses: list[str], batch_size: int = 16) -> list[float]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from rloo_studio.rloo.health import step_records
 from rloo_studio.rloo.completions import expand
+from rloo_studio.rloo.health import step_records
 from rloo_studio.runs.chart_data import PALETTE, Chart, Line, points, run_colors, title
 
 # (plot title, metric keys); a key ending in '/*/mean' expands to every reward function's mean.

@@ -6,13 +6,13 @@ import dataclasses
 import json
 
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.label.prompts import load_prompts
-from rloo_studio.rloo.config import RlooJobConfig, run_config
-from rloo_studio.runs.runner import RunContext, read_metrics
 from rloo_studio.core.models import load_policy
 from rloo_studio.core.sampling import sample
+from rloo_studio.label.prompts import load_prompts
+from rloo_studio.rloo.config import RlooJobConfig, run_config
 from rloo_studio.rloo.evaluate import EVAL_FILE, figures_line, read_eval, reward_trend, score_samples  # noqa: F401
 from rloo_studio.runs.catalog import adapter_dir
+from rloo_studio.runs.runner import RunContext, read_metrics
 
 
 def eval_problems(ws, cfg: RlooJobConfig) -> list[dict]:

@@ -2,9 +2,9 @@
 group with its rewards and leave-one-out advantage, one completion picked, and what the models read of it."""
 from __future__ import annotations
 
+from rloo_studio.core.models import run_setting, run_trusts_code
 from rloo_studio.core.thinking import parse
 from rloo_studio.inspect import model_input
-from rloo_studio.core.models import run_setting, run_trusts_code
 from rloo_studio.rloo.config import REWARD_MODEL, run_config
 from rloo_studio.runs.catalog import adapter_dir
 from rloo_studio.runs.runner import read_jsonl

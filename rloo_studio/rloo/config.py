@@ -6,14 +6,14 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from rloo_studio.core import memory_fit, trainer_settings
+from rloo_studio.core.answers import ANSWER_FORMATS
 from rloo_studio.core.errors import ConfigError
 from rloo_studio.core.job_config import JobConfig, override
 from rloo_studio.core.model_options import BACKENDS, LoraSpec
-from rloo_studio.core.paths import DEMO_MODEL, DEMO_SLIPPY_MODEL
-from rloo_studio.label.prompts import LABELED_PAIRS
-from rloo_studio.runs.catalog import run_config as saved_config, scorer_runs
-from rloo_studio.core.answers import ANSWER_FORMATS
+from rloo_studio.core.paths import DEMO_MODEL
 from rloo_studio.core.thinking import template_kwargs
+from rloo_studio.runs.catalog import run_config as saved_config
+from rloo_studio.runs.catalog import scorer_runs
 
 TRL_REWARDS = ("accuracy", "reasoning_accuracy", "soft_overlong", "repetition_penalty")
 """From TRL's reward library (trl.rewards): accuracy_reward and reasoning_accuracy_reward (math-verify,
@@ -167,7 +167,8 @@ class RlooJobConfig(JobConfig):
         if self.per_device_train_batch_size % self.num_generations:
             raise ConfigError(
                 f"per_device_train_batch_size ({self.per_device_train_batch_size}) must be a multiple of "
-                f"num_generations ({self.num_generations}); try {self.num_generations * max(1, self.per_device_train_batch_size // self.num_generations)}."
+                f"num_generations ({self.num_generations}); try "
+                f"{self.num_generations * max(1, self.per_device_train_batch_size // self.num_generations)}."
             )
         super().validate()  # learning rate, LoRA, logging and checkpoints
         if self.max_completion_length < 1:
@@ -204,7 +205,8 @@ class RlooJobConfig(JobConfig):
         if len(set(self.rewards)) != len(self.rewards):
             raise ConfigError("each reward function may appear only once")
         if len(self.reward_weights) != len(self.rewards):
-            raise ConfigError(f"give one weight per reward: {len(self.rewards)} rewards, {len(self.reward_weights)} weights")
+            raise ConfigError(f"give one weight per reward: {len(self.rewards)} rewards, "
+                              f"{len(self.reward_weights)} weights")
         if PROCESS_REWARD in self.rewards and not self.process_reward_run.strip():
             raise ConfigError("the process_reward reward needs process_reward_run: the id of a trained process-reward "
                               f"run, or {LATEST} for the newest")

@@ -164,7 +164,8 @@ def learned(ev: dict) -> str:
 
 EVAL_COLUMNS = (("accuracy", "accuracy"), ("reasons", "thinking_rate"),
                 ("right when it reasons", "accuracy_reasoning"), ("right when it does not", "accuracy_not_reasoning"))
-SLIP_COLUMNS = (("reasoning answers with a wrong step", "slip_rate"), ("wrong steps per answer", "wrong_steps_per_answer"))
+SLIP_COLUMNS = (("reasoning answers with a wrong step", "slip_rate"),
+                ("wrong steps per answer", "wrong_steps_per_answer"))
 
 
 def eval_rows(ev: dict) -> tuple[list[str], list[list[str]]]:

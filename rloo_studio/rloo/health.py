@@ -84,7 +84,8 @@ def process_warnings(recs: list[dict], window: int = WINDOW) -> list[str]:
     if None not in acc and acc[1] - acc[0] < 0.02:
         out.append(f"The process reward rose by {rose:.2f} while right answers stayed at {acc[0]:.0%} -> {acc[1]:.0%}: "
                    "the policy may be pleasing the process reward model without reasoning better (process-reward "
-                   "hacking). Read the completions below; add the correctness reward or tick process_reward_correct_only.")
+                   "hacking). Read the completions below; add the correctness reward or tick "
+                   "process_reward_correct_only.")
     steps = [_mean([r.get("process/steps") for r in part]) for part in (first, last)]
     if None not in steps and steps[1] > 1.2 * steps[0]:
         out.append(f"The process reward rose by {rose:.2f} together with the number of steps ({steps[0]:.1f} -> "

@@ -9,21 +9,31 @@ from __future__ import annotations
 import json
 
 from rloo_studio.core import bootstrap  # noqa: F401  (unsloth before trl)
+
+# isort: split
 from rloo_studio.core.errors import ConfigError  # noqa: E402
-from rloo_studio.label.prompts import load_prompts
-from rloo_studio.rloo.compare import evaluate_into
-from rloo_studio.rloo.config import CUSTOM_PREFIX, PROCESS_REWARD, REWARD_MODEL, SOLUTION_REWARDS, TRL_REWARDS, RlooJobConfig, trl_args
-from rloo_studio.rloo.samples import SamplesCallback, TokensCallback, WarningsCallback
-from rloo_studio.runs.plan import memory_line
-from rloo_studio.runs.runner import RunContext, resume_point
-from rloo_studio.core.rule_rewards import RULES
-from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
 from rloo_studio.core.model_options import check_remote_code
+from rloo_studio.core.models import add_lora, load_causal_lm, load_reward_adapter, resolve, run_trusts_code
+from rloo_studio.core.rule_rewards import RULES
+from rloo_studio.label.prompts import load_prompts
 from rloo_studio.rloo import rewards
+from rloo_studio.rloo.compare import evaluate_into
+from rloo_studio.rloo.config import (
+    CUSTOM_PREFIX,
+    PROCESS_REWARD,
+    REWARD_MODEL,
+    SOLUTION_REWARDS,
+    TRL_REWARDS,
+    RlooJobConfig,
+    trl_args,
+)
 from rloo_studio.rloo.rewards import custom_reward_path
+from rloo_studio.rloo.samples import SamplesCallback, TokensCallback, WarningsCallback
 from rloo_studio.runs.callback import StudioCallback
-from rloo_studio.runs.reproduce_script import record_trainer_args
 from rloo_studio.runs.catalog import adapter_dir, saved_model
+from rloo_studio.runs.plan import memory_line
+from rloo_studio.runs.reproduce_script import record_trainer_args
+from rloo_studio.runs.runner import RunContext, resume_point
 
 
 def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
@@ -106,7 +116,8 @@ def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
             if device is not None:
                 rm.to(device)
             fn = rewards.make_reward_model_reward(rm, rm_tok, tok, cfg.reward_model_batch_size, enable_thinking=think)
-            out.append(rewards.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip, cfg.reward_model_std_floor))
+            out.append(rewards.shaped(fn, cfg.reward_model_normalize, cfg.reward_model_clip,
+                                      cfg.reward_model_std_floor))
         elif r == PROCESS_REWARD:
             out.append(_process_reward(cfg, ws, tok, device))
         else:

@@ -3,17 +3,22 @@ the reward and prompt-set choices, and which run the tab follows."""
 from __future__ import annotations
 
 from pathlib import Path
+
 from rloo_studio.core import form
-from rloo_studio.core.job_config import OPTIMIZERS
-from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.core.errors import ConfigError
-from rloo_studio.core.job_config import check_seeds
+from rloo_studio.core.job_config import OPTIMIZERS, check_seeds
 from rloo_studio.label.prompts import LABELED_PAIRS, load_prompts, prompt_sets
-from rloo_studio.rloo.config import CUSTOM_PREFIX, PROCESS_REWARD, REWARD_MODEL, RULE_REWARDS, resolve_latest
 from rloo_studio.rloo import vllm_server
+from rloo_studio.rloo.config import (
+    CUSTOM_PREFIX,
+    PROCESS_REWARD,
+    REWARD_MODEL,
+    RULE_REWARDS,
+    RlooJobConfig,
+    resolve_latest,
+)
 from rloo_studio.rloo.rewards import CUSTOM_DIR
 from rloo_studio.runs.lifecycle import follow
-
 
 FormField = form.FormField
 
@@ -41,8 +46,8 @@ def launch_check(ws, cfg: RlooJobConfig) -> None:
     preflight(cfg, ws)
     check_seeds(cfg, "seed", "eval_seed")  # the LoRA shape: JobConfig.validate
     vllm_server.check(cfg)
-    from trl import RLOOConfig
     from transformers.training_args import OptimizerNames
+    from trl import RLOOConfig
 
     from rloo_studio.core import trainer_settings
     from rloo_studio.rloo.config import DERIVED, trl_args

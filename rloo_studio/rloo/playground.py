@@ -19,8 +19,8 @@ from typing import Iterator
 
 from rloo_studio.core import kept
 from rloo_studio.core.errors import ConfigError, DataError, StudioError
-from rloo_studio.core.workspace import Workspace
 from rloo_studio.core.thinking import chat_prompt, full_response, parse, template_info
+from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import adapter_dir, find_run, trained_adapters
 from rloo_studio.runs.runner import read_jsonl
 
@@ -67,8 +67,8 @@ _LOADED: dict = {}  # {"key": ..., "model": PeftModel | model, "tok": ..., "rewa
 
 def _load(ws: Workspace, run_id: str | None, base: str | None):
     """(model with the adapter (or the bare base), tokenizer, run config or None), cached by what they are."""
-    from rloo_studio.rloo.config import run_config
     from rloo_studio.core.models import load_policy, resolve
+    from rloo_studio.rloo.config import run_config
 
     cfg, ad = None, None
     if run_id:
@@ -215,7 +215,8 @@ def _rewards(ws, run_id, cfg, tok, prompt, ids, side: Side, answer) -> tuple[dic
     body = tok.decode([i for i in ids if i != tok.eos_token_id], skip_special_tokens=True)  # as TRL passes it
     for name, f in zip(cfg.rewards, funcs):
         try:
-            v = f(prompts=[[{"role": "user", "content": prompt}]], completions=[[{"role": "assistant", "content": body}]],
+            v = f(prompts=[[{"role": "user", "content": prompt}]],
+                  completions=[[{"role": "assistant", "content": body}]],
                   completion_ids=[ids], trainer_state=None, **cols)[0]
             out[name] = None if v is None else float(v)
         except (ValueError, StudioError) as exc:

@@ -30,7 +30,8 @@ def load_policy(c, dtype):
             model = FastLanguageModel.get_peft_model(model, r=lo["r"], lora_alpha=lo["alpha"],
                                                      lora_dropout=lo["dropout"], target_modules=lo["target_modules"],
                                                      random_state=c["seed"],
-                                                     use_gradient_checkpointing="unsloth" if c.get("gradient_checkpointing") else False)
+                                                     use_gradient_checkpointing="unsloth"
+                                                     if c.get("gradient_checkpointing") else False)
             return model, tok
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -44,9 +45,8 @@ def load_policy(c, dtype):
 def train(c, trainer_args, kit):
     """`c`: the run's config; `trainer_args`: what the run gave RLOOConfig; `kit`: reproduce.py's helpers."""
     from datasets import Dataset
-    from trl import RLOOConfig, RLOOTrainer
-
     from rule_rewards import RULES
+    from trl import RLOOConfig, RLOOTrainer
 
     unsupported = [r for r in c["rewards"] if r not in RULES]
     if unsupported:

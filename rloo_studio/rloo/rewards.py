@@ -37,7 +37,8 @@ class RewardError(StudioError):
     """A reward function failed; the message names it and says what went wrong."""
 
 
-def rule_reward(name: str, tokenizer=None, answer_format: str = "last_number", enable_thinking: bool = True) -> Callable:
+def rule_reward(name: str, tokenizer=None, answer_format: str = "last_number",
+                enable_thinking: bool = True) -> Callable:
     """think_format, answer_present or correctness (core.rule_rewards: the code reproduce.py gets a copy of);
     a setting they cannot work with is a ConfigError."""
     try:
@@ -210,7 +211,8 @@ def custom_reward_path(ws_root: Path, spec: str) -> tuple[Path, str]:
     base = (Path(ws_root) / CUSTOM_DIR).resolve()
     path = (base / file.strip()).resolve()
     if path.parent != base or path.suffix != ".py":
-        raise ConfigError(f"custom reward {spec!r}: give a .py file name inside {base} (no folders, no paths outside it)")
+        raise ConfigError(f"custom reward {spec!r}: give a .py file name inside {base} (no folders, no paths "
+                          "outside it)")
     if not path.exists():
         raise ConfigError(f"custom reward file {path} does not exist; put your .py file in {base}")
     return path, (func.strip() or "reward")
@@ -230,7 +232,8 @@ def load_custom_reward(ws_root: Path, spec: str) -> Callable:
     fn = getattr(module, func_name, None)
     if not callable(fn):
         found = [n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == mod_name]
-        raise ConfigError(f"{path.name} has no function {func_name!r}; it defines: {', '.join(found) or 'no functions'}")
+        raise ConfigError(f"{path.name} has no function {func_name!r}; it defines: "
+                          f"{', '.join(found) or 'no functions'}")
     params = inspect.signature(fn).parameters.values()
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         raise ConfigError(

@@ -8,12 +8,11 @@ import json
 
 from transformers import TrainerCallback
 
-from rloo_studio.core.thinking import full_response
+from rloo_studio.core.thinking import full_response, template_info
+from rloo_studio.rloo.completions import read_samples
 from rloo_studio.rloo.health import WINDOW, warnings
 from rloo_studio.runs import run_warnings, tail
 from rloo_studio.runs.runner import RunContext
-from rloo_studio.rloo.completions import read_samples
-from rloo_studio.core.thinking import template_info
 
 
 class SamplesCallback(TrainerCallback):

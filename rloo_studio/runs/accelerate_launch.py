@@ -35,7 +35,8 @@ def accelerate_config(strategy: str, num_gpus: int, num_machines: int = 1, machi
     if strategy == "FSDP":
         # no layer class named: accelerate wraps the model's own _no_split_modules (any architecture)
         cfg["fsdp_config"] = {
-            "fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "fsdp_state_dict_type": "SHARDED_STATE_DICT",
+            "fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "fsdp_state_dict_type": "SHARDED_STATE_DICT",
             "fsdp_cpu_ram_efficient_loading": True, "fsdp_offload_params": False, "fsdp_reshard_after_forward": True,
         }
     elif strategy != "DDP":
@@ -101,5 +102,6 @@ def launch_text(path: Path, cmd: str, run_config: Path | None = None) -> str:
     missing = missing_packages("DeepSpeed") if "deepspeed_config" in text else []  # the file says the strategy
     note = (f"\n\n**⚠ {', '.join(missing)} is not installed in this environment.** Install it on every machine "
             "before launching: `make gpu-extras` (pip install -r requirements-gpu.txt; it builds against the "
-            "installed torch and needs a CUDA toolkit), or choose DDP or FSDP, which need nothing more.") if missing else ""
+            "installed torch and needs a CUDA toolkit), or choose DDP or FSDP, which need nothing more.") \
+        if missing else ""
     return f"{head}\n```yaml\n{text}```\nOn each machine run:\n```\n{cmd}\n```{note}"

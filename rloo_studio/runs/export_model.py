@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from rloo_studio.core.paths import outside_allowed, typed_path
 from rloo_studio.core.errors import DataError
+from rloo_studio.core.paths import outside_allowed, typed_path
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import adapter_dir, find_run, run_config
 from rloo_studio.runs.jobs import article, policy_kinds, title
@@ -101,8 +101,8 @@ def resolve_out(ws: Workspace, typed: str | Path) -> Path:
 
 def app_out(ws: Workspace, typed: str | Path) -> Path:
     """The export folder typed in the app (resolve_out), new or empty, and inside the folders the app may use
-    (the workspace, the studio's assets, the Hugging Face cache, --allow-path: core.paths.ALLOWED_ROOTS): a page never writes
-    elsewhere on the server's disk."""
+    (the workspace, the studio's assets, the Hugging Face cache, --allow-path: core.paths.ALLOWED_ROOTS): a page never
+    writes elsewhere on the server's disk."""
     p = resolve_out(ws, typed)
     roots = outside_allowed(p)
     if roots:

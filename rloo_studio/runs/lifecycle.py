@@ -13,7 +13,7 @@ from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import find_run, resumable, run_config
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.plan import guard
-from rloo_studio.runs.runner import ACTIVE, JobRunner, pid_alive, mark_interrupted
+from rloo_studio.runs.runner import ACTIVE, JobRunner, mark_interrupted, pid_alive
 
 STOPPING = "it finishes the current step, then saves a checkpoint and the adapter"
 

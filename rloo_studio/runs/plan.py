@@ -53,7 +53,8 @@ def words(e, fitted, changes: list[str]) -> str:
                        "applies it (CLI: --fit).")
     if e.fits is False:
         tried = f" (with {'; '.join(changes)}: {fitted.total / GiB:.1f} GiB)" if changes else ""
-        return line + f" Nothing the studio can change makes it fit{tried}: a card with more memory, or a smaller model."
+        return line + (f" Nothing the studio can change makes it fit{tried}: a card with more memory, or a smaller "
+                       "model.")
     return line
 
 

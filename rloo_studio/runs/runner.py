@@ -192,8 +192,8 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
     """Run `fn` now, in this thread, recording state; returns the final status. Never raises."""
     d = ctx.dir
     started = time.time()
-    status = {"id": ctx.run_id, "kind": kind, "status": "running", "started": started, "pid": os.getpid(), "message": "",
-              **ctx.earlier}
+    status = {"id": ctx.run_id, "kind": kind, "status": "running", "started": started, "pid": os.getpid(),
+              "message": "", **ctx.earlier}
     if ctx.main:
         write_status(d, status)
         ws.upsert_run(ctx.run_id, status="running", started=started, pid=os.getpid())

@@ -23,7 +23,8 @@ from rloo_studio.core import paths
 from rloo_studio.core.errors import DataError, StudioError, explain
 from rloo_studio.core.paths import outside_allowed
 from rloo_studio.label import store as labels
-from rloo_studio.label.importing import import_file as import_path, import_upload
+from rloo_studio.label.importing import import_file as import_path
+from rloo_studio.label.importing import import_upload
 from rloo_studio.runs import catalog
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import read_metrics

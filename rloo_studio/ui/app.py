@@ -9,8 +9,7 @@ from starlette.middleware import Middleware
 
 from rloo_studio.runs import jobs
 from rloo_studio.studio import Studio
-from rloo_studio.ui import api, inspect_tab, label_tab, runs_tab
-from rloo_studio.ui import job_section, playground_tab, records_tab, run_panel
+from rloo_studio.ui import api, inspect_tab, job_section, label_tab, playground_tab, records_tab, run_panel, runs_tab
 from rloo_studio.ui.page_start import ActFirst
 from rloo_studio.ui.uploads import IncomingGuard, use_workspace_temp
 
@@ -190,8 +189,9 @@ def launch(studio: Studio, host: str = "127.0.0.1", port: int = 7860, auth: tupl
     allowed, blocked = served_paths(studio)
     demo.launch(
         server_name=host, server_port=port, auth=auth, prevent_thread_lock=not block, inline=inline, height=height,
-        css=CSS + run_panel.css() + job_section.CSS + "".join(getattr(m, "CSS", "") for _, m in tabs()),  # each tab's own
-        head=RELOAD_ON_RESTART + "".join(getattr(m, "HEAD", "") for _, m in tabs()),  # ... and scripts (keys)
+        # each tab's own styles, and scripts (keys)
+        css=CSS + run_panel.css() + job_section.CSS + "".join(getattr(m, "CSS", "") for _, m in tabs()),
+        head=RELOAD_ON_RESTART + "".join(getattr(m, "HEAD", "") for _, m in tabs()),
         show_error=True, max_file_size=f"{max_upload_mb}mb", footer_links=[],
         allowed_paths=allowed, blocked_paths=blocked,  # downloads of exported files; nothing else on disk
         app_kwargs={"middleware": [Middleware(IncomingGuard, incoming=str(studio.ws.incoming_dir)),

@@ -16,7 +16,8 @@ CSS = """
 .rs-untrained, .rs-warn {background:#fff4d6; color:#6b4e00; border:1px solid #e8c766; border-radius:6px;
   padding:.4em .7em; margin:.3em 0}
 .rs-error {background:#fde8e8; color:#8a1c1c; border:1px solid #f0a0a0; border-radius:6px; padding:.4em .7em}
-.rs-note {background:var(--block-background-fill); border:1px solid var(--border-color-primary); border-radius:6px; padding:.4em .7em}
+.rs-note {background:var(--block-background-fill); border:1px solid var(--border-color-primary); border-radius:6px;
+  padding:.4em .7em}
 .rs-steps {white-space:pre-wrap; font-family:var(--font-mono); font-size:.92em; line-height:1.7;
   border:1px solid var(--border-color-primary); border-radius:6px; padding:.6em}
 .rs-steps .rs-step {border-radius:3px; padding:1px 2px; color:#111}

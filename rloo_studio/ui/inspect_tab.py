@@ -14,22 +14,28 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.runs import catalog
-from rloo_studio.runs.lifecycle import describe_time
-from rloo_studio.inspect import scoring
-from rloo_studio.inspect.dataset import Progress, Stopped, dataset_view, run_cache
-from rloo_studio.inspect.lenses import compare
-from rloo_studio.inspect import model_input
 from rloo_studio.core.errors import DataError, StudioError, explain
-from rloo_studio.label.store import flag_for_relabel
 from rloo_studio.core.model_options import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.core.paths import DEMO_MODEL
-from rloo_studio.studio import Studio
 from rloo_studio.core.thinking import SPLIT_MODES
-from rloo_studio.ui import fields, inputs, inspect_process, messages, render
-from rloo_studio.ui import inspect_render
-from rloo_studio.ui.inspect_render import (dataset_html, hist_svg, plot_svg, shared_span, side_html, steps_html,
-                                            summary_html, untrained_banner)
+from rloo_studio.inspect import model_input, scoring
+from rloo_studio.inspect.dataset import Progress, Stopped, dataset_view, run_cache
+from rloo_studio.inspect.lenses import compare
+from rloo_studio.label.store import flag_for_relabel
+from rloo_studio.runs import catalog
+from rloo_studio.runs.lifecycle import describe_time
+from rloo_studio.studio import Studio
+from rloo_studio.ui import fields, inputs, inspect_process, inspect_render, messages, render
+from rloo_studio.ui.inspect_render import (
+    dataset_html,
+    hist_svg,
+    plot_svg,
+    shared_span,
+    side_html,
+    steps_html,
+    summary_html,
+    untrained_banner,
+)
 
 CSS = inspect_render.CSS + inspect_process.CSS  # the tab's styles (ui/app.py adds them)
 BASE = "__base__"

@@ -1,6 +1,7 @@
 """The Label tab's browser side: its styles, the key handler that turns 1 / 2 / 3 / 4 / f / u into presses of the
-buttons of the mode shown, pairs or steps (HEAD, on every page), and the small scripts its events run in the page (which pair is on screen, what this
-browser remembers in localStorage). ui/label_tab.py lays out and wires the tab; nothing here calls the server.
+buttons of the mode shown, pairs or steps (HEAD, on every page), and the small scripts its events run in the page (which
+pair is on screen, what this browser remembers in localStorage). ui/label_tab.py lays out and wires the tab; nothing
+here calls the server.
 """
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ def start_js(key: str) -> str:
   let id = get(':browser');
   if (!id) {{ id = Date.now().toString(36) + '-' + Math.random().toString(36).slice(2);
              localStorage.setItem(k + ':browser', id); }}
-  return [(typed || '').trim() ? typed : get(':name'), id, get(':boot'), get(':mode') === 'Steps' ? 'Steps' : 'Pairs']; }}"""
+  return [(typed || '').trim() ? typed : get(':name'), id, get(':boot'),
+          get(':mode') === 'Steps' ? 'Steps' : 'Pairs']; }}"""
 
 
 def load_inputs_js(key: str, names: list[str]) -> str:

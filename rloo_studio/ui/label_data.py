@@ -11,12 +11,12 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.core.errors import DataError, explain
+from rloo_studio.core.model_options import TRUST_SHORT, TRUST_WARNING
+from rloo_studio.label.demo_data import demo_summary, seed_demo
 from rloo_studio.label.exporting import FORMATS, export, export_steps
 from rloo_studio.label.generate import GenerateConfig, generate_candidates
 from rloo_studio.label.importing import import_upload
-from rloo_studio.core.model_options import TRUST_SHORT, TRUST_WARNING
 from rloo_studio.label.prompts import prompt_sets
-from rloo_studio.label.demo_data import demo_summary, seed_demo
 from rloo_studio.studio import Studio
 from rloo_studio.ui import fields, inputs, label_render
 from rloo_studio.ui.label_render import LabelInputs, status_html

@@ -29,9 +29,11 @@ def annotators_md(studio: Studio) -> str:
         lines.append("No pair has labels from two annotators yet (raise the overlap to measure agreement).")
         return "\n\n".join(lines)
     if ag["kappa"] is not None:
-        lines.append(f"Cohen's kappa **{ag['kappa']:.2f}**, raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared pairs.")
+        lines.append(f"Cohen's kappa **{ag['kappa']:.2f}**, raw agreement **{ag['raw']:.0%}** over "
+                     f"{ag['shared_pairs']} shared pairs.")
     else:
-        lines.append(f"Raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared labels (all annotator pairs).")
+        lines.append(f"Raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared labels "
+                     "(all annotator pairs).")
     lines.append("| annotators | shared | raw | kappa |\n|---|---|---|---|" + "".join(
         f"\n| {html.escape(p['a'])} / {html.escape(p['b'])} | {p['shared']} | {p['raw']:.0%} | {p['kappa']:.2f} |"
         for p in ag["pairs"]))

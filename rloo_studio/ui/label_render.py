@@ -52,7 +52,8 @@ def progress_md(studio: Studio, name: str) -> str:
     pace = f" · {p['per_minute']:.1f} labels/min" if p["per_minute"] else ""
     imported = f" · {p['imported_only']} more with imported labels only" if p["imported_only"] else ""
     skipped = f" · {p['skipped']} skipped" if p["skipped"] else ""
-    mine = f" · you: **{p['mine']}** labeled, {p['my_skips']} skipped · **{p['mine_today']}** today{pace}" if name else ""
+    mine = (f" · you: **{p['mine']}** labeled, {p['my_skips']} skipped · **{p['mine_today']}** today{pace}"
+            if name else "")
     return f"**{p['human_labeled']} / {p['total']}** pairs labeled by people{imported}{skipped}{mine}"
 
 
@@ -119,5 +120,6 @@ def prompt_html(shown) -> str:
     """The prompt; a multi-turn one as its turns, each named by its role, the last user turn last."""
     if not shown.turns:
         return render.esc(shown.prompt)
-    return "".join(f"<div class='turn turn-{html.escape(str(t.get('role', '')))}'><b>{html.escape(str(t.get('role', '')))}</b>: "
+    return "".join(f"<div class='turn turn-{html.escape(str(t.get('role', '')))}'>"
+                   f"<b>{html.escape(str(t.get('role', '')))}</b>: "
                    f"{render.esc(str(t.get('content', '')))}</div>" for t in shown.turns)

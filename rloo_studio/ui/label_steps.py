@@ -35,15 +35,16 @@ ON_SCREEN_JS = """(...args) => {
 }"""
 
 CSS = """
-#stp-view .stp-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px; background: var(--block-background-fill);
-    margin-bottom: .6em}
+#stp-view .stp-prompt {font-size: 1.05em; padding: .5em .8em; border-radius: 6px;
+    background: var(--block-background-fill); margin-bottom: .6em}
 #stp-view ol.stp-steps {margin: 0 0 .6em; padding-left: 2.6em}
 #stp-view li.stp-step {margin: .25em 0; padding: .35em .6em; border-radius: 6px; border: 1px solid transparent;
     border-left-width: 5px}
 #stp-view .stp-text {font-family: var(--font-mono); white-space: pre-wrap; overflow-wrap: anywhere}
 #stp-view .stp-tag {display: inline-block; margin-top: .2em; font-size: .8em; font-weight: 700; padding: 0 .5em;
     border-radius: 9px}
-#stp-view li.stp-current {border-color: #2563eb; background: rgba(37,99,235,.12); box-shadow: 0 0 0 2px rgba(37,99,235,.35)}
+#stp-view li.stp-current {border-color: #2563eb; background: rgba(37,99,235,.12);
+    box-shadow: 0 0 0 2px rgba(37,99,235,.35)}
 #stp-view li.stp-current .stp-tag {background: #2563eb; color: #fff}
 #stp-view li.stp-good {border-left-color: #16a34a; background: rgba(22,163,74,.08)}
 #stp-view li.stp-good .stp-tag {background: #16a34a; color: #fff}
@@ -94,7 +95,8 @@ def steps_html(r: dict) -> str:
                      f"{tag_html}</li>")
     answer = render.esc(r["answer_text"]) if r["answer_text"] else "<i>no answer after the reasoning</i>"
     where = f" data-response='{r['response_id']}' data-step='{r['step']}'" if r["step"] is not None else ""
-    return (f"<div class='stp-shown'{where}><div class='stp-prompt'>{prompt}</div><ol class='stp-steps'>{''.join(items)}"
+    return (f"<div class='stp-shown'{where}><div class='stp-prompt'>{prompt}</div>"
+            f"<ol class='stp-steps'>{''.join(items)}"
             f"</ol><div class='stp-answer'><div class='stp-answer-title'>Final answer</div>{answer}</div></div>")
 
 
@@ -102,7 +104,8 @@ def progress_md(studio: Studio, name: str, r: dict | None) -> str:
     if not name:
         return ""
     p = steps.progress(studio.ws, name)
-    here = f"Step **{r['step'] + 1}** of **{r['total_steps']}** of this response · " if r and r["step"] is not None else ""
+    here = (f"Step **{r['step'] + 1}** of **{r['total_steps']}** of this response · "
+            if r and r["step"] is not None else "")
     return (f"{here}your responses finished: **{p['finished_today']}** today, **{p['finished']}** in all (of "
             f"{p['responses']} with steps) · your steps labeled: {p['steps_today']} today, {p['steps']} in all")
 
@@ -215,14 +218,16 @@ def build(studio: Studio, name, mode, session) -> tuple:
         with gr.Row(elem_id="stp-keys-row"):
             buttons = {k: gr.Button(titles[k], interactive=False, elem_id=f"stp-{k}") for k in KEYS}  # colours: CSS
             b_undo = gr.Button("Undo  [u]", elem_id="stp-undo")
-        gr.HTML("<div class='lbl-keys'>Keys: 1 good, 2 neutral, 3 bad (the first wrong step: it finishes the response), "
-                "u undo. A response is finished at its last step or its first wrong one; the next one follows.</div>")
+        gr.HTML("<div class='lbl-keys'>Keys: 1 good, 2 neutral, 3 bad (the first wrong step: it finishes the "
+                "response), u undo. A response is finished at its last step or its first wrong one; the next one "
+                "follows.</div>")
     outs = [body, status, progress, current, *buttons.values()]
     who = dict(name=name, mode=mode, session=session)
     for key, btn in buttons.items():  # screen last: ON_SCREEN_JS fills the last input
         btn.click(**inputs.bind(partial(press, studio, steps.VERDICTS[key]), StepInputs, **who, shown=current,
                                 screen=screen),
-                  outputs=outs, js=ON_SCREEN_JS, show_progress="hidden", trigger_mode="multiple").then(None, js=SAVED_JS)
+                  outputs=outs, js=ON_SCREEN_JS, show_progress="hidden",
+                  trigger_mode="multiple").then(None, js=SAVED_JS)
     b_undo.click(**inputs.bind(partial(undo, studio), StepInputs, **who), outputs=outs, show_progress="hidden",
                  trigger_mode="multiple").then(None, js=SAVED_JS)
     return box, outs, who

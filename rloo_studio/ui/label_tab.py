@@ -18,17 +18,28 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.label import store
 from rloo_studio.core.errors import explain
+from rloo_studio.label import store
 from rloo_studio.reward.uncertainty import uncertainty_queue
 from rloo_studio.runs.catalog import scorer_runs
 from rloo_studio.studio import Studio
-from rloo_studio.ui import inputs, label_data
-from rloo_studio.ui import label_browser, label_steps
+from rloo_studio.ui import inputs, label_browser, label_data, label_steps
 from rloo_studio.ui.label_browser import ON_SCREEN_JS, SAVED_JS, load_inputs_js, remember_js, start_js
 from rloo_studio.ui.label_panels import annotators_panel, guidelines_now, guidelines_section
-from rloo_studio.ui.label_render import (KEYS, NO_NAME, NOTHING_SAVED, PAIRS, STEPS, LabelInputs, progress_md,
-                                       status_html, show_next, sources_update, unchanged, view)
+from rloo_studio.ui.label_render import (
+    KEYS,
+    NO_NAME,
+    NOTHING_SAVED,
+    PAIRS,
+    STEPS,
+    LabelInputs,
+    progress_md,
+    show_next,
+    sources_update,
+    status_html,
+    unchanged,
+    view,
+)
 from rloo_studio.ui.label_steps import StepInputs
 
 CSS, HEAD = label_browser.CSS + label_steps.CSS, label_browser.HEAD  # the page's styles and keys (ui/app.py adds them)
@@ -278,7 +289,8 @@ def build(studio: Studio):
             **inputs.bind(partial(first_view, studio), LabelInputs, **load_view), outputs=[*outs, boot],
             js=load_inputs_js(key, list(load_view))).then(
             None, [name, remembered], name, js=FILL_NAME_JS).then(
-            None, boot, None, js=remember_js(key, "boot")).then(partial(label_data.empty_update, studio), None, empty_box)
+            None, boot, None, js=remember_js(key, "boot")).then(
+            partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
         on_tab = inputs.bind(partial(back_on_tab, studio), LabelInputs, **queue, shown=current)
         tab.select(**on_tab, outputs=outs).then(**redraw_steps, outputs=step_outs).then(

@@ -8,9 +8,9 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.rloo import playground
 from rloo_studio.core import kept
 from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.rloo import playground
 from rloo_studio.studio import Studio
 from rloo_studio.ui import fields, inputs
 

@@ -13,12 +13,12 @@ from functools import partial
 
 import gradio as gr
 
-from rloo_studio.label import records, store
-from rloo_studio.inspect.dataset import disagreements
 from rloo_studio.core.errors import StudioError, explain
+from rloo_studio.inspect.dataset import disagreements
+from rloo_studio.label import records, store
+from rloo_studio.runs.catalog import scorer_runs
 from rloo_studio.studio import Studio
 from rloo_studio.ui import inputs, label_tab, rloo_send
-from rloo_studio.runs.catalog import scorer_runs
 
 HEADERS = ["pair", "prompt", "response A", "response B", "your label", "chosen", "labels", "comments", "flag",
            "source"]

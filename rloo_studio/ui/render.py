@@ -99,8 +99,9 @@ table th, table th *, .table-wrap th .header-text {white-space: nowrap !importan
 .model-view {margin: .4em 0 .8em}
 .mv-head {font-size: .9em}
 .mv-note, .mv-legend {font-size: .8em; color: var(--body-text-color-subdued); margin: .15em 0 .3em}
-.mv-text {white-space: pre-wrap; word-break: break-all; font-family: var(--font-mono); font-size: .85em; line-height: 1.9;
-          border: 1px solid var(--border-color-primary); border-radius: 6px; padding: .5em; max-height: 28em; overflow: auto}
+.mv-text {white-space: pre-wrap; word-break: break-all; font-family: var(--font-mono); font-size: .85em;
+          line-height: 1.9; border: 1px solid var(--border-color-primary); border-radius: 6px; padding: .5em;
+          max-height: 28em; overflow: auto}
 .mv-tok {border-radius: 2px; padding: 1px 0}
 .mv-prompt.mv-alt0 {background: rgba(59,130,246,.10)} .mv-prompt.mv-alt1 {background: rgba(59,130,246,.22)}
 .mv-response.mv-alt0 {background: rgba(34,197,94,.12)} .mv-response.mv-alt1 {background: rgba(34,197,94,.26)}

@@ -7,9 +7,9 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.core.errors import explain
-from rloo_studio.studio import Studio
 from rloo_studio.rloo import completions, health, launch_form
 from rloo_studio.runs.catalog import find_run
+from rloo_studio.studio import Studio
 from rloo_studio.ui import render
 
 
@@ -50,7 +50,8 @@ def on_pick(studio: Studio, rid, key):
         return ""
     sample = completions.picked_sample(_window(studio, rid), key)
     if sample is None:
-        return render.message_html(f"That completion is no longer among the last {health.WINDOW} steps shown; pick another.")
+        return render.message_html(f"That completion is no longer among the last {health.WINDOW} steps shown; "
+                                   "pick another.")
     try:
         return render.model_views_html(completions.model_views(studio.ws, rid, sample))
     except Exception as exc:  # noqa: BLE001 — a run whose model is gone: say so

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import html
 
-from rloo_studio.rloo import compare as rloo_eval, health, evaluate as rloo_evaluate
+from rloo_studio.rloo import compare as rloo_eval
+from rloo_studio.rloo import evaluate as rloo_evaluate
+from rloo_studio.rloo import health
 from rloo_studio.rloo.evaluate import learned
 from rloo_studio.runs import run_warnings
 

@@ -10,9 +10,9 @@ from functools import partial
 import gradio as gr
 
 from rloo_studio.core.errors import StudioError, explain
-from rloo_studio.studio import Studio
 from rloo_studio.rloo import to_label
 from rloo_studio.rloo.launch_form import latest_run
+from rloo_studio.studio import Studio
 
 HOW = [("highest vs lowest reward", "extremes"),
        ("the pair the reward model ranks against the rule rewards", "disagreement")]

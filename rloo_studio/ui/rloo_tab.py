@@ -301,7 +301,8 @@ def build(studio: Studio):
         section.runs_list("RLOO runs")
     section.launch_files()
     widgets, check = section.widgets, section.check
-    ticked = gr.State(list(KINDS[KIND].preset_config("demo-cpu", studio.ws).rewards))  # to keep the weights aligned with the ticks
+    # to keep the weights aligned with the ticks
+    ticked = gr.State(list(KINDS[KIND].preset_config("demo-cpu", studio.ws).rewards))
 
     actions = job_section.wire(section, run_dd)
     run_dd.focus(partial(run_choices, studio, False), None, run_dd)
@@ -321,6 +322,7 @@ def build(studio: Studio):
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:
         follow(demo, tab)  # the run panel, drawn afresh: charts drawn while the tab was hidden have no size
         tab.select(partial(fresh_choices, studio), None,
-                   [widgets["reward_model_run"], widgets["process_reward_run"], widgets["rewards"], widgets["prompt_set"]])
+                   [widgets["reward_model_run"], widgets["process_reward_run"], widgets["rewards"],
+                    widgets["prompt_set"]])
 
     return hooks

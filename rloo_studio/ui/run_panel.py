@@ -143,8 +143,8 @@ class RunPanel:
     def build(cls, studio: Studio, kind: str, empty: str) -> RunPanel:
         """The status line and the failure box, here; the charts go where the tab calls add_charts."""
         status = gr.HTML(elem_id=f"{kind}-status", elem_classes=["run-status", *live(kind, note=True)])
-        return cls(studio, kind, empty, status, gr.HTML(elem_id=f"{kind}-failure", elem_classes=["run-failure", *live(kind)]),
-                   gr.State({}))
+        return cls(studio, kind, empty, status,
+                   gr.HTML(elem_id=f"{kind}-failure", elem_classes=["run-failure", *live(kind)]), gr.State({}))
 
     def add_charts(self, titles: list[tuple[str, str]], per_row: int, height: int = charts.HEIGHT) -> None:
         """One chart per (key, title in words), `per_row` to a row, `height` pixels tall (more when many lines
@@ -188,7 +188,8 @@ class RunPanel:
     def show(self, memo: dict, rid: str, records: list[dict], figures: str = "", extra: str = "") -> dict:
         """The status line of run `rid`, and its failure box when the run or its state changed."""
         st = self.studio.runner.status(rid)
-        out = {self.status: status_html(rid, st, records, figures, extra), **self._controls(memo, rid, st.get("status"))}
+        out = {self.status: status_html(rid, st, records, figures, extra),
+               **self._controls(memo, rid, st.get("status"))}
         if changed(memo, "failure", [rid, st.get("status")]):
             out[self.failure] = ""
             if st.get("status") == "failed":
