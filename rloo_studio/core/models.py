@@ -19,7 +19,7 @@ import torch  # noqa: E402
 
 from rloo_studio.core.errors import ModelLoadError  # noqa: E402
 from rloo_studio.core.model_options import BACKENDS, LoraSpec, check_remote_code  # noqa: E402
-from rloo_studio.core.paths import outside_allowed  # noqa: E402
+from rloo_studio.core.paths import ASSETS, DEMO_MODEL, DEMO_SLIPPY_MODEL, outside_allowed  # noqa: E402
 
 
 def resolve(name_or_path: str) -> str:
@@ -30,7 +30,7 @@ def resolve(name_or_path: str) -> str:
     if len(name) > 1024 or any(len(part) > 255 for part in Path(name).parts):  # the OS would refuse to look
         raise ModelLoadError(f"No model at {name[:60]}… ({len(name)} characters): that is too long to be a "
                              "folder or a hub id. Check the path.")
-    p = Path(name).expanduser()
+    p = moved_demo(Path(name).expanduser())
     roots = (p.exists() or name.startswith(("/", ".", "~"))) and outside_allowed(p)
     if roots:
         raise ModelLoadError(f"{name} is outside the folders this app may read ({roots}). "
@@ -51,6 +51,15 @@ def resolve(name_or_path: str) -> str:
             f"{name} is not in the local Hugging Face cache, and RLOO Studio does not download at run time. "
             f"Download it first (hf download {name}) or enter a local folder."
         ) from None
+
+
+def moved_demo(p: Path) -> Path:
+    """A bundled demo model named by the path it had before the assets moved into the package (<repo>/assets/…):
+    where runs saved until 2026-12-07 name it, in their config.yaml and their adapter's base. Any other path as
+    it is."""
+    if p.parent.name == "assets" and p.name in (DEMO_MODEL.name, DEMO_SLIPPY_MODEL.name) and not p.exists():
+        return ASSETS / p.name
+    return p
 
 
 def use_unsloth(backend: str) -> bool:
