@@ -104,6 +104,11 @@ class RlooJobConfig(JobConfig):
         "completions are then generated in turns, each a multiple of per_device_train_batch_size and of "
         "num_generations that divides them, all with the same weights (the same completions per step; "
         "normalize_advantages and the reward model's normalization then work over each turn's).")})
+    process_reward_filter: bool = field(default=False, metadata={"help": (
+        "Use the process reward model as a filter beside the answer key (PROF, 2025): in each prompt's group, the "
+        "completions whose outcome and process disagree (a right answer whose steps it doubts, a wrong one whose "
+        "steps it trusts) get no advantage and leave the group's baseline. Needs process_reward and an answer "
+        "column; give process_reward weight 0 to use the model only as the filter.")})
     process_reward_unfinished: bool = field(default=False, metadata={"help": (
         "Pay process_reward to unfinished completions too: those whose reasoning never closed, or with no answer "
         "after </think> (stopped mid-reasoning, or cut at max_completion_length). Off: they earn 0, since a reward "
@@ -207,6 +212,9 @@ class RlooJobConfig(JobConfig):
         if len(self.reward_weights) != len(self.rewards):
             raise ConfigError(f"give one weight per reward: {len(self.rewards)} rewards, "
                               f"{len(self.reward_weights)} weights")
+        if self.process_reward_filter and PROCESS_REWARD not in self.rewards:
+            raise ConfigError("process_reward_filter filters by the process reward model: tick the process_reward "
+                              "reward too (weight 0 to use it only as the filter)")
         if PROCESS_REWARD in self.rewards and not self.process_reward_run.strip():
             raise ConfigError("the process_reward reward needs process_reward_run: the id of a trained process-reward "
                               f"run, or {LATEST} for the newest")

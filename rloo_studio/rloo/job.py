@@ -64,9 +64,10 @@ def preflight(cfg: RlooJobConfig, ws) -> list[dict]:
                               "train one on the Reward model tab first")
     if PROCESS_REWARD in cfg.rewards:
         _check_process_run(ws, cfg)
-        if cfg.process_reward_correct_only and "answer" not in rows[0]:
-            raise ConfigError(f"process_reward_correct_only needs an answer column, which prompt set "
-                              f"{cfg.prompt_set!r} does not have; untick it")
+        for key in ("process_reward_correct_only", "process_reward_filter"):
+            if getattr(cfg, key) and "answer" not in rows[0]:
+                raise ConfigError(f"{key} needs an answer column, which prompt set {cfg.prompt_set!r} does not have; "
+                                  "untick it")
     for r in cfg.rewards:
         if r.startswith(CUSTOM_PREFIX):
             custom_reward_path(ws.root, r[len(CUSTOM_PREFIX):])
@@ -122,6 +123,11 @@ def build_rewards(cfg: RlooJobConfig, ws, tok, device=None) -> list:
             out.append(_process_reward(cfg, ws, tok, device))
         else:
             out.append(rewards.load_custom_reward(ws.root, r[len(CUSTOM_PREFIX):]))
+    if cfg.process_reward_filter:  # every reward answers None where outcome and process disagree
+        from rloo_studio.rloo.process_reward import filtered
+
+        batch = out[cfg.rewards.index(PROCESS_REWARD)].batch
+        out = [filtered(fn, batch, cfg.process_reward_aggregate) for fn in out]
     return out
 
 
