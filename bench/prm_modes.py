@@ -81,18 +81,19 @@ def one(ws: Path, mode: str, seed: int, steps: int) -> dict:
 def table(rows: list[dict]) -> str:
     key = [r for r in rows if r["mode"] == "answer key alone"]
     target = statistics.mean(r["after"] for r in key) if key else None
-    lines = ["| reward | seeds | held-out accuracy (mean) | change | answers with a wrong step | first step at the answer "
-             "key's final accuracy |", "|---|---|---|---|---|---|"]
+    lines = ["| reward | seeds | held-out accuracy (mean) | change | answers with a wrong step | first step at "
+             "the answer key's final accuracy |", "|---|---|---|---|---|---|"]
     for mode in MODES:
         rs = [r for r in rows if r["mode"] == mode]
         if not rs:
             continue
         reach = [min((int(s) for s, a in r["curve"].items() if target is not None and a >= target), default=None)
                  for r in rs]
+        each = ", ".join(f"{100 * (r['after'] - r['before']):+.1f}" for r in rs)
         lines.append(f"| {mode} | {len(rs)} | {statistics.mean(r['before'] for r in rs):.1%} -> "
                      f"{statistics.mean(r['after'] for r in rs):.1%} | "
                      f"{100 * statistics.mean(r['after'] - r['before'] for r in rs):+.1f} "
-                     f"({', '.join(f'{100 * (r['after'] - r['before']):+.1f}' for r in rs)}) | "
+                     f"({each}) | "
                      f"{statistics.mean(r['slip_before'] for r in rs):.1%} -> "
                      f"{statistics.mean(r['slip_after'] for r in rs):.1%} | "
                      f"{', '.join('-' if s is None else str(s) for s in reach)} |")
