@@ -1,5 +1,5 @@
 """The Reward model tab's runs without gradio: the runs table, a run's final held-out figures, its log's
-last lines, its breakdown by kind, and which run the tab follows."""
+last lines and its breakdown by kind."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,7 @@ from rloo_studio.core.workspace import Workspace
 from rloo_studio.reward.blind import breakdown_cell, breakdown_text
 from rloo_studio.reward.breakdown import read as read_breakdown
 from rloo_studio.runs.catalog import without_traceback
-from rloo_studio.runs.lifecycle import follow
-from rloo_studio.runs.runner import read_metrics, read_status
+from rloo_studio.runs.runner import read_metrics
 
 
 def final_eval(records: list[dict]) -> dict:
@@ -66,12 +65,3 @@ def breakdown(ws: Workspace, run_id: str) -> str:
     """The run's held-out accuracy by kind of pair and by source, one line each ('' before it finished):
     a format-only reward model shows 100% on 'only chosen reasons' and chance on 'both reason'."""
     return breakdown_text(read_breakdown(ws.run_dir(run_id)))
-
-
-def latest_run(ws: Workspace) -> str | None:
-    """The active reward-model run, else the newest one."""
-    return follow(ws, "reward")
-
-
-def run_state(ws: Workspace, run_id: str) -> dict:
-    return read_status(ws.run_dir(run_id))
