@@ -14,7 +14,7 @@ import importlib
 
 # (the package's subpackages label and runs are modules: the functions are label_pair and list_runs)
 _API = ("open_workspace", "import_file", "export", "next_pair", "label_pair", "config", "train", "train_reward",
-        "train_rloo", "train_prm", "label_steps", "run", "list_runs", "score", "Run")
+        "train_rloo", "train_prm", "label_steps", "run", "list_runs", "score", "eval_prm", "Run")
 _NAMES = {**{name: "rloo_studio.python_api" for name in _API}, "launch": "rloo_studio.notebook",
           "StudioApp": "rloo_studio.notebook", "StudioError": "rloo_studio.core.errors"}
 __all__ = sorted(_NAMES)

@@ -8,6 +8,8 @@
     python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --prompt T --response T
                                        [--json]
     python -m rloo_studio score        --workspace DIR (--reward-run ID | --reward-model PATH) --file ROWS.jsonl
+    python -m rloo_studio eval-prm     --workspace DIR --reward-run PRM_RUN [--file F | --held-out] [--threshold T]
+                                       [--json]
     python -m rloo_studio import FILE  --workspace DIR [--name NAME] [--keep-duplicates]
     python -m rloo_studio export       --workspace DIR --out FILE [--format standard|conversational]
     python -m rloo_studio export-model RUN --workspace DIR --out DIR [--merged]
@@ -173,8 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="rloo-studio",
                                  description="RLOO Studio: label, reward, inspect, RLOO (also: python -m rloo_studio).")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for add in (_add_serve, _add_training, _add_data, _add_export_model, cli_views.add_score, cli_views.add_runs,
-                cli_views.add_presets):
+    for add in (_add_serve, _add_training, _add_data, _add_export_model, cli_views.add_score, cli_views.add_eval_prm,
+                cli_views.add_runs, cli_views.add_presets):
         add(sub)
     return ap
 

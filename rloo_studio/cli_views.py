@@ -1,5 +1,6 @@
 """The CLI's commands that look at what the workspace holds, without training: `score` (a response with a reward
-model or a process reward model, or every row of a file) and `runs` (list, show one, compare); and what every
+model or a process reward model, or every row of a file), `eval-prm` (a process reward run on ProcessBench's terms)
+and `runs` (list, show one, compare); and what every
 command shares: the --workspace and --trust-remote-code arguments, and progress on stderr. cli.py builds the parser
 and runs the commands."""
 from __future__ import annotations
@@ -196,6 +197,50 @@ def add_score(sub) -> None:
                    help="hybrid chat templates (Qwen3): reasoning on or off (default: as the reward run was trained)")
     _trust_arg(p, " (a --reward-run uses what its run was told)")
     p.set_defaults(fn=cmd_score, loads_model=True)
+
+
+def cmd_eval_prm(a) -> int:
+    """`eval-prm`: a process reward run on ProcessBench's terms (prm/evaluate.py): F1 of the accuracy on erroneous rows
+    (the first wrong step named exactly) and on correct rows (no step flagged)."""
+    from rloo_studio.inspect.processbench import summary
+    from rloo_studio.prm.evaluate import eval_prm
+
+    ws = Workspace(a.workspace)
+    progress = StderrProgress()
+    try:
+        out = eval_prm(ws, a.reward_run, a.file, a.threshold, a.held_out,
+                       progress=lambda done, total: progress(done / total, f"judged {done:,} of {total:,} rows"))
+    finally:
+        progress.close()
+    if a.json:
+        print(json.dumps(out))
+    else:
+        on = f"file {a.file}" if a.file else "its held-out rows" if a.held_out else "the workspace's step labels"
+        print(summary(out, f"process reward run {a.reward_run} on {on}"))
+    return 0
+
+
+def add_eval_prm(sub) -> None:
+    p = sub.add_parser("eval-prm", help="measure a process reward run on ProcessBench's terms: F1 of the first wrong "
+                                        "step named exactly (erroneous rows) and no step flagged (correct rows)")
+    p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE), help="workspace folder (default: %(default)s)")
+    p.add_argument("--reward-run", required=True, metavar="RUN_ID", help="a process reward run of the workspace")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--file", metavar="FILE", help="a labeled set instead of the workspace's step labels: ProcessBench "
+                   "(problem, steps, label), stepwise (prompt, completions, labels) or PRM800K's JSONL; JSONL, "
+                   "Parquet or a datasets folder")
+    g.add_argument("--held-out", action="store_true",
+                   help="the run's own held-out rows (the rows its held-out figures were computed on)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="a step is flagged when its p_correct is below this (default: the studio's 0.5)")
+    p.add_argument("--json", action="store_true", help="print one JSON object: " + ", ".join(_eval_keys()))
+    p.set_defaults(fn=cmd_eval_prm, loads_model=True)
+
+
+def _eval_keys() -> tuple[str, ...]:
+    from rloo_studio.inspect.processbench import KEYS
+
+    return KEYS
 
 
 def add_runs(sub) -> None:

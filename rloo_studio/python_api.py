@@ -8,6 +8,7 @@
     run.metrics()                                       # a pandas DataFrame of every logged record
     run.plot()                                          # the tab's charts, drawn inline
     rs.score(ws, run.id, "Add 820 and 634.", "<think>...</think> The answer is 1454.")
+    rs.eval_prm(ws, prm_run.id, file="processbench.jsonl")   # a process reward run on ProcessBench's terms
 
 Jobs run in this process on one job runner per workspace (the app's, when `rloo_studio.launch` serves the same
 workspace in this kernel), one at a time, as in the app. A refused call raises the studio's error (StudioError)
@@ -172,6 +173,17 @@ def score(workspace, run_id: str, prompt: str, response: str, split: str = "blan
     from rloo_studio.inspect.scoring import score_json
 
     return score_json(ws, r["id"], None, prompt, response, split)
+
+
+def eval_prm(workspace, run_id: str, file: str | Path | None = None, threshold: float | None = None,
+             held_out: bool = False) -> dict:
+    """A process reward run measured on ProcessBench's terms, as `eval-prm --json` prints it: {f1, erroneous_accuracy
+    (the first wrong step named exactly), correct_accuracy (no step flagged), threshold, n, erroneous, correct,
+    left_out}, on the workspace's step labels, on a file of step labels (ProcessBench, stepwise or PRM800K), or on the
+    run's own held-out rows. A step is flagged when its p_correct is below `threshold` (default: the studio's 0.5)."""
+    from rloo_studio.prm.evaluate import eval_prm as evaluated
+
+    return evaluated(_ws(workspace), run_id, file, threshold, held_out)
 
 
 def _kind(name: str):

@@ -233,29 +233,33 @@ def score_json(ws, run_id: str, prompt: str, response: str, split: str = "blank"
 
 # ---------------------------------------------------------------- figures over labeled responses
 
-def step_figures(truth: list[list[int]], probs: list[list[float]]) -> dict:
+def step_figures(truth: list[list[int]], probs: list[list[float]], threshold: float = THRESHOLD) -> dict:
     """How a process reward model judges labeled responses (truth: 1 right / 0 wrong per labeled step, the
-    labeled prefix up to the first wrong step). Step accuracy; right steps called right; wrong steps called
-    wrong; and, as in ProcessBench, the earliest wrong step found exactly among the erroneous responses, no step
-    doubted among the correct ones, and their harmonic mean (F1)."""
-    steps = [(t, p >= THRESHOLD) for ts, ps in zip(truth, probs) for t, p in zip(ts, ps)]
+    labeled prefix up to the first wrong step; a step is doubted when its probability is below `threshold`). Step
+    accuracy; right steps called right; wrong steps called wrong; and, as in ProcessBench, the earliest wrong step
+    found exactly among the erroneous responses (no step doubted before it, and it doubted), no step doubted among
+    the correct ones, and their harmonic mean (F1; 0 when both are 0, None when either set is empty). The one place
+    ProcessBench's rule is computed: the training's held-out figures (prm/job.py) and eval-prm
+    (inspect/processbench.py) call it."""
+    steps = [(t, p >= threshold) for ts, ps in zip(truth, probs) for t, p in zip(ts, ps)]
     right = [called for t, called in steps if t == 1]
     wrong = [not called for t, called in steps if t == 0]
     found, clean = [], []
     for ts, ps in zip(truth, probs):
         first = next((k for k, t in enumerate(ts) if t == 0), None)
-        doubted = next((k for k, p in enumerate(ps[:len(ts)]) if p < THRESHOLD), None)
+        doubted = next((k for k, p in enumerate(ps[:len(ts)]) if p < threshold), None)
         (found if first is not None else clean).append(doubted == first)
     share = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
     f_err, f_ok = share(found), share(clean)
-    f1 = 2 * f_err * f_ok / (f_err + f_ok) if f_err is not None and f_ok is not None and f_err + f_ok else None
+    f1 = None if f_err is None or f_ok is None else 2 * f_err * f_ok / (f_err + f_ok) if f_err + f_ok else 0.0
     return {"step_accuracy": share([t == c for t, c in steps]), "right_called_right": share(right),
             "wrong_called_wrong": share(wrong), "first_wrong_found": f_err, "correct_called_correct": f_ok,
             "processbench_f1": f1, "labeled_steps": len(steps), "erroneous_responses": len(found),
             "correct_responses": len(clean)}
 
 
-def labeled_figures(ws, scorer: ProcessScorer, who: str = "all", progress=None, batch_size: int = 16) -> dict:
+def labeled_figures(ws, scorer: ProcessScorer, who: str = "all", progress=None, batch_size: int = 16,
+                    threshold: float = THRESHOLD) -> dict:
     """step_figures over the workspace's step-labeled responses (label.steps.labeled_responses(who)): how well this
     process reward model agrees with the step labels, and how often it finds the first wrong step."""
     from rloo_studio.label.steps import labeled_responses
@@ -264,13 +268,30 @@ def labeled_figures(ws, scorer: ProcessScorer, who: str = "all", progress=None, 
     if not rows:
         raise DataError("No step labels yet: label steps in the Label tab's step mode, import a stepwise file, "
                         "or make step labels from rollouts on the Process reward tab.")
-    truth, probs = [], []
+    truth, probs, _ = judged(scorer, rows, progress, batch_size)
+    return {**step_figures(truth, probs, threshold), "responses": len(truth), "who": who}
+
+
+def judged(scorer: ProcessScorer, rows: list[dict], progress=None, batch_size: int = 16, leave_long: bool = False,
+           max_length: int | None = None) -> tuple[list[list[int]], list[list[float]], int]:
+    """Labeled responses ({prompt, response, steps: its step texts, labels: the verdicts of its first steps, 1 / 0 /
+    -1}) read by the model: (truth, probs) for step_figures, each the labeled prefix up to the first wrong step
+    (neutral counts right), and how many responses were left out: those whose steps the tokenizer merges (training
+    leaves them out too) and, with `leave_long`, those longer than the model reads (else a DataError) or than
+    `max_length` tokens (a run's own limit: training left those out)."""
+    truth, probs, left = [], [], 0
+    limits = [getattr(scorer.model.config, "max_position_embeddings", None) if leave_long else None, max_length]
+    limit = min((n for n in limits if n), default=None)
     for i in range(0, len(rows), 256):
         part = rows[i:i + 256]
         encs = [encode(scorer.tok, r["prompt"], r["response"], scorer.enable_thinking, scorer.read_at) for r in part]
+        keep = [k for k, e in enumerate(encs) if not limit or len(e.ids) <= limit]
+        left += len(part) - len(keep)
+        part, encs = [part[k] for k in keep], [encs[k] for k in keep]
         for r, e, ps in zip(part, encs, step_probabilities(scorer.model, scorer.tok, encs, batch_size,
                                                                   scorer.step_score)):
             if len(e.positions) != len(r["steps"]):
+                left += 1
                 continue  # steps the tokenizer merges: not judged (training left them out too)
             ts = [0 if v < 0 else 1 for v in r["labels"]]
             first = next((k for k, t in enumerate(ts) if t == 0), None)
@@ -279,4 +300,4 @@ def labeled_figures(ws, scorer: ProcessScorer, who: str = "all", progress=None, 
             probs.append(ps[:len(ts)])
         if progress:
             progress(min(i + 256, len(rows)), len(rows))
-    return {**step_figures(truth, probs), "responses": len(truth), "who": who}
+    return truth, probs, left

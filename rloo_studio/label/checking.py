@@ -12,10 +12,12 @@ from typing import Iterator
 
 from rloo_studio.core.errors import DataError
 from rloo_studio.label import shapes as S
+from rloo_studio.label.prm800k import PRM800K, prm800k_row
 from rloo_studio.label.reading import Progress, iter_rows
 from rloo_studio.label.shapes import Row
 
 SPOOL_ROWS = 20_000  # checked rows a record of the spool holds
+STEP_KINDS = ("steps", "processbench", "prm800k")  # files of step-labeled responses, all stored as stepwise rows
 
 
 def kind_of(rows: list[dict], name: str) -> tuple[str, list[str]]:
@@ -26,6 +28,10 @@ def kind_of(rows: list[dict], name: str) -> tuple[str, list[str]]:
         return "preference", resp_cols
     if set(S.STEPWISE) <= cols:
         return "steps", resp_cols
+    if set(S.PROCESSBENCH) <= cols:
+        return "processbench", resp_cols
+    if set(PRM800K) <= cols:
+        return "prm800k", resp_cols
     if "prompt" in cols and ("responses" in cols or len(resp_cols) >= 2):
         return "candidates", resp_cols
     if "prompt" in cols:
@@ -33,7 +39,8 @@ def kind_of(rows: list[dict], name: str) -> tuple[str, list[str]]:
     raise DataError(
         f"{name}: no usable columns. Found: {', '.join(sorted(map(str, cols))) or 'none'}. Expected 'chosen' and "
         "'rejected' (preference pairs, optional 'prompt'), 'prompt' with 'completions' and 'labels' (stepwise: "
-        "steps with true / false labels), 'prompt' with 'responses' or response_1..N (candidates to label), or "
+        "steps with true / false labels), 'problem' with 'steps' and 'label' (ProcessBench), 'question' and 'label' "
+        "(PRM800K's own JSONL), 'prompt' with 'responses' or response_1..N (candidates to label), or "
         "'prompt' alone (a prompt set)"
     )
 
@@ -44,6 +51,10 @@ def record(kind: str, resp_cols: list[str], r: dict, loc: str) -> Row:
         return S.preference_row(loc, r)
     if kind == "steps":
         return S.stepwise_row(loc, r)
+    if kind == "processbench":
+        return S.processbench_row(loc, r)
+    if kind == "prm800k":
+        return prm800k_row(loc, r)
     if "prompt" not in r:
         raise DataError(f"{loc}: missing field 'prompt'")
     prompt, turns = S.prompt_field(loc, r["prompt"])

@@ -8,6 +8,8 @@ Accepted: JSONL, CSV, Parquet, or a `datasets` folder (save_to_disk; read by rea
   prompt, response_1..N         the same, one column per candidate
   prompt, completions, labels  stepwise supervision: each row one response of <think> steps with true / false
                                 labels, stored as step labels of annotator 'import' (label/steps.py)
+  problem, steps, label         ProcessBench (label: the first wrong step, -1 none), stored as a stepwise row
+  question, label               PRM800K's own JSONL (label/prm800k.py), stored as a stepwise row
   prompt (+ other columns)      a prompt set for RLOO; other columns (answer, ...) are kept
 Every problem is a DataError naming the file, the row (line for JSONL) and the field; an import
 is all or nothing: nothing is written unless every row is valid.
@@ -44,7 +46,7 @@ from typing import Iterable
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.check_parts import check_in_parts, parts_for
-from rloo_studio.label.checking import check_all, records, unspooled
+from rloo_studio.label.checking import STEP_KINDS, check_all, records, unspooled
 from rloo_studio.label.import_store import Batch, KeyMap, Match, existing_pairs, fill_keys, indexes_set_aside, pair_key
 from rloo_studio.label.prompts import add_imported_label, add_prompt, get_or_create_set
 from rloo_studio.label.reading import Progress
@@ -71,6 +73,8 @@ class ImportResult:
     responses: int = 0  # steps: responses written
     step_labels: int = 0  # steps: step labels written
     folded: int = 0  # steps: steps that held a blank line (or white space around them), folded
+    unlabeled: int = 0  # steps: rows without a labeled step (PRM800K: no steps, or the first unrated), not stored
+    shape: str = "stepwise"  # steps: the file's shape in words ('stepwise', 'ProcessBench', 'PRM800K')
 
     def summary(self) -> str:
         if self.kind == "prompts":
@@ -120,8 +124,12 @@ class ImportResult:
                      if self.differ else "")
             parts.append(f"{self._skipped('rows', 'already in the workspace')}{other} "
                          "(keep duplicates to import them as new responses)")
-        done = f"{self.rows - self.skipped:,} of {self.rows:,}" if self.skipped else f"{self.rows:,}"
-        return f"Imported {done} stepwise rows from {self.name}: " + "; ".join(parts) + "."
+        if self.unlabeled:
+            parts.append(f"{_n(self.unlabeled, 'row')} without a labeled step (no steps, or the first one unrated "
+                         "or flagged) not stored")
+        left = self.skipped + self.unlabeled
+        done = f"{self.rows - left:,} of {self.rows:,}" if left else f"{self.rows:,}"
+        return f"Imported {done} {self.shape} rows from {self.name}: " + "; ".join(parts) + "."
 
     def _skipped(self, what: str, where: str) -> str:
         old = self.skipped - self.repeated
@@ -144,7 +152,10 @@ def candidate_pairs(n: int) -> list[tuple[int, int]]:
 
 KIND_WORDS = {"preference": "preference pairs (chosen / rejected)", "candidates": "prompts with candidate responses",
               "prompts": "a prompt set (a 'prompt' column and no responses)",
-              "steps": "stepwise labels (prompt, completions, labels)"}
+              "steps": "stepwise labels (prompt, completions, labels)",
+              "processbench": "ProcessBench rows (problem, steps, label)",
+              "prm800k": "PRM800K's step labels (question, label)"}
+SHAPE_WORDS = {"steps": "stepwise", "processbench": "ProcessBench", "prm800k": "PRM800K"}
 
 
 CHUNK_ROWS = 20_000  # rows written per transaction
@@ -185,8 +196,11 @@ def import_file(ws: Workspace, path: str | Path, name: str | None = None, progre
             open_spools.enter_context(spool)
         if progress:
             progress(0.4, f"checked {n:,} rows; writing")
-        return write_records(ws, kind, unspooled(spools), name, progress, keep_duplicates=keep_duplicates, total=n,
-                             columns=tuple(sorted(columns)))
+        res = write_records(ws, "steps" if kind in STEP_KINDS else kind, unspooled(spools), name, progress,
+                            keep_duplicates=keep_duplicates, total=n, columns=tuple(sorted(columns)))
+        if kind in STEP_KINDS:
+            res.shape = SHAPE_WORDS[kind]
+        return res
 
 
 def import_upload(ws: Workspace, uploaded: str | Path, progress: Progress | None = None,
@@ -309,6 +323,9 @@ def _write_steps(ws: Workspace, records: Iterable[Row], name: str, total: int, c
             con.execute("INSERT OR IGNORE INTO annotators (name, created) VALUES (?, ?)", (IMPORT_ANNOTATOR, now))
             ann = con.execute("SELECT id FROM annotators WHERE name=?", (IMPORT_ANNOTATOR,)).fetchone()[0]
             for rec in chunk:
+                if not rec.steps:  # a PRM800K line without a labeled step: nothing to store
+                    res.unlabeled += 1
+                    continue
                 rid, outcome = store_labeled(con, sid, rec.prompt, rec.extra, rec.responses[0], source, ann, rec.steps,
                                              [None] * len(rec.steps), now, replace=False, copy=keep_duplicates)
                 if outcome in ("same", "other"):

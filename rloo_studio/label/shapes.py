@@ -10,6 +10,9 @@ Row shapes (TRL's names, https://huggingface.co/docs/trl/dataset_formats):
   Anthropic HH     "\\n\\nHuman: ...\\n\\nAssistant: ..." transcripts, read as conversations
   stepwise         prompt / completions (a list of step texts) / labels (a list of true / false, one per step):
                    the stepwise supervision that TRL's PRMTrainer read and PRM800K / Math-Shepherd conversions use
+  ProcessBench     problem / steps (a list of step texts) / label (the index of the first wrong step, -1 when every
+                   step is right): stored as a stepwise row, labeled up to and including the first wrong step
+  PRM800K          OpenAI's own JSONL (question.problem, label.steps[].completions ...): label/prm800k.py
 How a prompt is stored: its text is the last user message; a prompt that holds more (earlier turns,
 a system message) also keeps its messages in the extra column `messages` (the exporter writes them
 back as the conversational prompt). A file column that is itself called `messages` is kept as
@@ -301,12 +304,12 @@ def _listed(loc: str, field: str, v, what: str) -> list:
     return list(v)
 
 
-def _step(loc: str, k: int, v) -> tuple[str, bool]:
+def step_text(loc: str, field: str, v) -> tuple[str, bool]:
     """A step's text as stored, and whether it had to change: a blank line separates steps (thinking.parse), so
     blank lines inside a step are folded to one line break, and the white space around it is dropped."""
-    t = text(loc, f"completions[{k}]", v)
+    t = text(loc, field, v)
     if "<think>" in t or "</think>" in t:
-        raise DataError(f"{loc}, field 'completions[{k}]': a step holds a <think> or </think> tag; steps are the "
+        raise DataError(f"{loc}, field '{field}': a step holds a <think> or </think> tag; steps are the "
                         "reasoning inside the tags, without them")
     folded = _BLANK_RUN.sub("\n", t).strip()
     return folded, folded != t
@@ -336,9 +339,53 @@ def stepwise_row(loc: str, r: dict) -> Row:
         raise DataError(f"{loc}, field 'completions': no steps; a stepwise row needs at least one")
     if len(labels) != len(steps):
         raise DataError(f"{loc}: {len(steps)} completions (steps) but {len(labels)} labels; give one label per step")
-    texts = [_step(loc, k, v) for k, v in enumerate(steps)]
+    texts = [step_text(loc, f"completions[{k}]", v) for k, v in enumerate(steps)]
     verdicts = _verdicts(loc, labels)
-    response = "<think>\n" + "\n\n".join(t for t, _ in texts) + "\n</think>"
     extra = {k: v for k, v in extra_columns(r, STEPWISE).items() if v is not None}  # (an export's empty cells)
-    return Row(prompt, [response], {**extra, **turns}, False, verdicts,
-               sum(changed for _, changed in texts))
+    return steps_row(prompt, texts, verdicts, {**extra, **turns})
+
+
+def steps_row(prompt: str, texts: list[tuple[str, bool]], verdicts: list[int], extra: dict) -> Row:
+    """A response of steps (step_text's (text, changed) pairs) and the verdicts of its first steps, as the store
+    keeps it: "<think>\\n" + the steps joined by blank lines + "\\n</think>" (thinking.parse gives back exactly these
+    steps)."""
+    response = "<think>\n" + "\n\n".join(t for t, _ in texts) + "\n</think>"
+    return Row(prompt, [response], extra, False, verdicts, sum(changed for _, changed in texts))
+
+
+# -- ProcessBench rows -----------------------------------------------------------------------------------------
+
+PROCESSBENCH = ("problem", "steps", "label")
+
+
+def first_wrong(loc: str, v, n: int) -> int:
+    """ProcessBench's `label`: the index of the first wrong step (0-based), or -1 when every step is right."""
+    if isinstance(v, str) and re.fullmatch(r"\s*-?\d+\s*", v):
+        v = int(v)  # a CSV cell
+    elif isinstance(v, float) and v.is_integer():
+        v = int(v)  # (a Parquet column with a missing value elsewhere is read as floats)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise DataError(f"{loc}, field 'label': expected the index of the first wrong step (an integer; -1 when "
+                        f"every step is right), got {v!r}")
+    if not -1 <= v < n:
+        raise DataError(f"{loc}, field 'label': {v} is not a step of this row, which has {n} step"
+                        f"{'' if n == 1 else 's'} (indexes 0 to {n - 1}; -1 when every step is right)")
+    return v
+
+
+def processbench_row(loc: str, r: dict) -> Row:
+    """A {problem, steps, label, ...} row (ProcessBench): the problem as the prompt (other columns kept with it, as
+    the stepwise import keeps them), one response of the steps as a stepwise row's, and the steps labeled as
+    ProcessBench judges them: right before the first wrong step, wrong at it, none after (-1: every step right)."""
+    for f in PROCESSBENCH:
+        if f not in r:
+            raise DataError(f"{loc}: missing field '{f}'")
+    prompt = text(loc, "problem", r["problem"])
+    steps = _listed(loc, "steps", r["steps"], "step texts")
+    if not steps:
+        raise DataError(f"{loc}, field 'steps': no steps; a ProcessBench row needs at least one")
+    k = first_wrong(loc, r["label"], len(steps))
+    texts = [step_text(loc, f"steps[{i}]", v) for i, v in enumerate(steps)]
+    verdicts = [1] * len(steps) if k < 0 else [1] * k + [-1]
+    extra = {c: v for c, v in extra_columns(r, PROCESSBENCH).items() if v is not None}
+    return steps_row(prompt, texts, verdicts, extra)

@@ -13,9 +13,10 @@ PLOTS = {
                                ("right steps called right", "eval_right_called_right"),
                                ("wrong steps called wrong", "eval_wrong_called_wrong")],
     # short series names: a legend that cuts a name loses it (the chart test reads each one whole)
-    "held-out: the first wrong step found": [("wrong: found exactly", "eval_first_wrong_found"),
-                                             ("right: none doubted", "eval_correct_called_correct"),
-                                             ("F1 (ProcessBench)", "eval_processbench_f1")],
+    # ProcessBench's terms (inspect/processbench.py, `eval-prm`): the same figures on the run's held-out rows
+    "held-out ProcessBench F1": [("erroneous: first wrong named", "eval_first_wrong_found"),
+                                 ("correct: no step flagged", "eval_correct_called_correct"),
+                                 ("ProcessBench F1", "eval_processbench_f1")],
 }
 
 
