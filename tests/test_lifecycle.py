@@ -97,13 +97,13 @@ def test_a_resumed_run_reports_the_whole_run_and_an_eta_from_its_own_pace(tmp_pa
     ctx = prepare_run(ws, "test", {"steps": 16}, run_id=first.run_id)  # the resume
     assert ctx.earlier == {"first_started": t0, "earlier_s": 40.0}
     assert (ctx.dir / "config.yaml").read_text() == (first.dir / "config.yaml").read_text()
-    ctx.progress["started"] = time.time() - 2.0  # this part began 2 s ago ...
-    ctx.progress["from"] = 10  # ... at checkpoint-10, and has done one step since
-    ctx.set_progress(11, 16)
+    ctx.progress["started"] = time.time() - 8.0  # this part began 8 s ago (loading took 2 s) ...
+    ctx.progress["paced"] = (10, time.time() - 6.0)  # ... its training loop at checkpoint-10 6 s ago: 3 steps since
+    ctx.set_progress(13, 16)
     p = ctx.progress
-    assert 41.5 < p["elapsed_s"] < 43 and 9 < p["eta_s"] < 11  # 5 steps left at 2 s a step
+    assert 47.5 < p["elapsed_s"] < 49 and 5 < p["eta_s"] < 7  # 3 steps left at 2 s a step, loading not counted
     text = lifecycle.progress_text({"status": "running", "progress": p})
-    assert text.startswith("step 11/16 · 42 s in all · about 10 s left"), text
+    assert text.startswith("step 13/16 · 48 s in all · about 6 s left"), text
     # the Runs tab: when the first part started, and the time of every part
     ws.upsert_run(ctx.run_id, status="completed", started=time.time() - 5, ended=time.time())
     write_status(ctx.dir, {"status": "completed", **ctx.earlier})

@@ -1,7 +1,8 @@
 """The Process reward tab in Chromium, as a user starts with it on the demo: the demo's step labels loaded with one
 click (counted by who made them, loaded once), a process reward model trained from the tab on them, its three charts
 drawn with every series named in a visible legend, and the held-out figures it reached in the run's status; the run
-stopped midway and resumed from the tab finishes with each step logged once."""
+stopped midway names the step its figures were measured at, and resumed from the tab says what it recomputes, never
+shows its step counter go back and finishes with each step logged once."""
 import json
 import re
 
@@ -17,6 +18,10 @@ from rloo_studio.prm.charts import PLOTS
 from rloo_studio.ui.run_panel import slug
 
 LONG = 600_000  # ms: wait for behaviour, not for time, on a shared 2-core machine
+# Keeps on the element every text it shows (el.__seen): what a person watching the status line read, in order.
+WATCH_JS = """el => { el.__seen = [el.innerText];
+    new MutationObserver(() => { if (el.innerText !== el.__seen[el.__seen.length - 1]) el.__seen.push(el.innerText); })
+        .observe(el, {subtree: true, childList: true, characterData: true}); }"""
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +53,31 @@ def test_load_the_demos_step_labels_then_train_a_process_reward_model_from_the_t
         (run,) = Workspace(app.ws_dir).runs("prm")
 
         # Stop mid-run (a checkpoint where it stopped), Resume from the tab, and the run finishes its 40 steps
+        page.locator("#prm-status").evaluate(WATCH_JS)  # every status line the page shows from here on
         expect(page.locator("#prm-status")).to_contain_text(re.compile(r"step ([5-9]|[1-3]\d)/40"), timeout=LONG)
         page.locator("#prm-stop").click()
         expect(page.locator("#prm-status")).to_contain_text("stopped", timeout=LONG)
-        stopped_at = int(re.search(r"stopped at step (\d+)", page.locator("#prm-status").inner_text())[1])
+        said = page.locator("#prm-status").inner_text()
+        stopped_at = int(re.search(r"stopped at step (\d+)", said)[1])
         assert 0 < stopped_at < 40
+        # the figures at the stop are the stop step's (an evaluation is cheap here), and say so
+        assert re.search(rf"stopped at step {stopped_at}; held-out figures at step {stopped_at}: step accuracy "
+                         r"\d+\.\d%", said), said
         expect(page.locator("#prm-resume")).to_be_enabled(timeout=LONG)
         page.locator("#prm-resume").click()
-        expect(page.locator("#prm-check")).to_contain_text(f"Resuming run {run['id']}", timeout=LONG)
+        expect(page.locator("#prm-check")).to_contain_text(re.compile(
+            rf"Resuming run {run['id']} from the checkpoint at step (\d+)( \(the run had reached {stopped_at}\))?: "
+            r"recomputing the teacher's labels and the base's states( \(about [^)]+\))?, then continuing from step "
+            r"\1\."), timeout=LONG)
         expect(page.locator("#prm-status")).to_contain_text("completed", timeout=LONG)
-        expect(page.locator("#prm-status")).to_contain_text(re.compile(r"finished at step 40; held-out step "
-                                                                       r"accuracy \d+\.\d%"))
+        expect(page.locator("#prm-status")).to_contain_text(re.compile(r"finished at step 40; held-out figures at "
+                                                                       r"step 40: step accuracy \d+\.\d%"))
+        shown = page.locator("#prm-status").evaluate("el => el.__seen")
+        counters = [int(m[1]) for line in shown for m in [re.search(r"step (\d+)/40", line)] if m]
+        assert counters == sorted(counters), f"the step counter went back: {shown}"  # never below what it showed
+        assert counters[-1] == 40 and min(counters) <= stopped_at
+        left = [line for line in shown if re.search(r"about \d+ min", line)]
+        assert all(int(re.search(r"about (\d+) min", line)[1]) < 30 for line in left), left  # no first-step guess
         logged = (Workspace(app.ws_dir).run_dir(run["id"]) / "metrics.jsonl").read_text().splitlines()
         steps = [m["step"] for m in map(json.loads, logged) if "loss" in m]
         assert steps == sorted(set(steps)) and steps[-1] == 40  # each step logged once, on to the end

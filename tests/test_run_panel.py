@@ -169,3 +169,41 @@ def test_reward_tick_sends_the_runs_list_only_when_it_changed(empty_workspace):
     assert rid in out[panel.status]
     out, memo = rtick(memo, fresh=True)
     assert section.runs in out and all(p in out for p in panel.plots)
+
+
+def test_the_end_of_a_run_folds_its_before_after_to_a_headline_under_the_charts(empty_workspace):
+    """The run's own held-out before / after: one line in the status (each figure at the step it was measured at), the
+    table folded under the charts in an accordion titled with it, and the closing message without the figures the
+    table repeats; a stopped run's figures say they are step 0's."""
+    import json
+
+    from rloo_shown_run import finished_run
+
+    studio = FakeStudio(empty_workspace)
+    with gr.Blocks():
+        section = JobSection.start(studio, "rloo")
+        panel = section.run_panel(rloo_tab.EMPTY)
+        live = rloo_tab.Live(section, gr.HTML(), gr.Dataframe(), gr.Dropdown(), gr.Accordion("x"), gr.HTML())
+    rid = finished_run(studio.ws)
+    d = studio.ws.run_dir(rid)
+    ev = json.loads((d / "eval.json").read_text())
+    ev["after"]["summary"] = "accuracy 60.0% · reasons 100.0%; format 99.0% on 200 held-out prompts"
+    (d / "eval.json").write_text(json.dumps(ev))
+    status = json.loads((d / "status.json").read_text())
+    status["message"] = f"finished at step 12/12; adapter saved; {ev['after']['summary']}"
+    (d / "status.json").write_text(json.dumps(status))
+
+    out, memo = tick(live, {})
+    headline = "Held-out accuracy 38.5% → 60.0% (+21.5 points) at step 12"
+    assert headline in out[panel.status] and "finished at step 12/12; adapter saved · <span" in out[panel.status]
+    assert "format 99.0%" not in out[panel.status]  # said once, in the table
+    assert out[live.held].label.endswith(headline) and out[live.held].visible is True
+    assert "<td>+21.5 points</td>" in out[live.held_table] and out[panel.shown] == rid
+    out, memo = tick(live, memo)
+    assert live.held not in out and panel.shown not in out  # unchanged: not sent again (a folded table stays so)
+
+    (d / "eval.json").write_text(json.dumps({"before": ev["before"]}))  # stopped: measured before training only
+    status["status"], status["message"] = "stopped", "stopped at step 7/12; adapter saved"
+    (d / "status.json").write_text(json.dumps(status))
+    out, memo = tick(live, memo)
+    assert "Held-out accuracy 38.5% at step 0 (before training); not measured at the stop" in out[panel.status]

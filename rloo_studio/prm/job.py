@@ -85,6 +85,10 @@ def freeze_base(model, n_base: int) -> None:
 def train_prm(cfg: PrmJobConfig, ctx: RunContext, callbacks: tuple = ()) -> str:
     """Train a process reward model on the workspace's step labels. `callbacks`: extra TrainerCallbacks."""
     cfg.validate()
+    preparing = [what for what, on in (("the teacher's labels", cfg.token_labels == "teacher"),
+                                       ("the base's states", cfg.finetune == "frozen")) if on]
+    if preparing:  # minutes on a large set, again at each resume: the status line and Resume say so
+        ctx.preparing(" and ".join(preparing))
     train_rows, held_rows = data.run_rows(ctx.ws, ctx.dir, cfg)
     ctx.log(memory_line("prm", cfg, ctx.ws))
     ctx.log(f"loading {cfg.model}")
@@ -187,16 +191,32 @@ def _trainer(cfg: PrmJobConfig, ctx: RunContext, model, tok, train_rows, held_ro
                        callbacks=[StudioCallback(ctx), *callbacks])
 
 
+EVAL_AT_STOP_S = 30.0  # a stopped run measures its held-out figures at the stop step when an evaluation took this long
+FIGURES = (("step accuracy", "eval_step_accuracy"), ("first wrong step found", "eval_first_wrong_found"),
+           ("right steps called right", "eval_right_called_right"))
+
+
 def _after_training(ctx: RunContext, trainer, model, tok, held: bool) -> str:
-    """The last held-out evaluation (unless it was just logged), `model` saved; the run's closing message."""
+    """The held-out evaluation at the last step (unless it was just logged; after a stop, only when an evaluation is
+    cheap: EVAL_AT_STOP_S), `model` saved; the run's closing message, its figures naming the step they were
+    measured at."""
     step = trainer.state.global_step
-    if held and not ctx.should_stop() and not any(m.get("step") == step and "eval_loss" in m for m in ctx.feed):
+    evals = [m for m in ctx.feed if "eval_loss" in m]  # every held-out evaluation logs it
+    cheap = bool(evals) and (evals[-1].get("eval_runtime") or 0) <= EVAL_AT_STOP_S
+    if held and (not ctx.should_stop() or cheap) and not any(m.get("step") == step for m in evals):
         ctx.metric({"step": step, **trainer.evaluate()})
     model.save_pretrained(str(ctx.dir / "adapter"))
     tok.save_pretrained(str(ctx.dir / "adapter"))
-    last = next((m for m in reversed(ctx.feed) if "eval_first_wrong_found" in m or "eval_step_accuracy" in m), {})
-    said = [f"{name} {last[key]:.1%}" for name, key in (
-        ("held-out step accuracy", "eval_step_accuracy"), ("first wrong step found", "eval_first_wrong_found"),
-        ("right steps called right", "eval_right_called_right")) if key in last]
-    return f"{'stopped' if ctx.should_stop() else 'finished'} at step {step}" + \
-        (f"; {', '.join(said)}" if said else "") + "; model saved"
+    return f"{'stopped' if ctx.should_stop() else 'finished'} at step {step}{figures_said(ctx.feed, step)}; model saved"
+
+
+def figures_said(records: list[dict], step: int) -> str:
+    """'; held-out figures at step 17: step accuracy 80.1%, …' from the last evaluation, which names its step when it
+    is not `step` ('at step 0 (before training)', 'at step 10, the last evaluation'); '' without one."""
+    last = next((m for m in reversed(records) if "eval_first_wrong_found" in m or "eval_step_accuracy" in m), {})
+    said = [f"{name} {last[key]:.1%}" for name, key in FIGURES if key in last]
+    if not said:
+        return ""
+    at = last.get("step", 0)
+    where = f"at step {at}" + ("" if at == step else " (before training)" if at == 0 else ", the last evaluation")
+    return f"; held-out figures {where}: {', '.join(said)}"

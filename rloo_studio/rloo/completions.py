@@ -63,8 +63,13 @@ def completion_groups(samples: list[dict], order: str = ORDERS[0], limit: int = 
     return headers, rows
 
 
+DIGITS = 4  # significant digits of a reward, total or advantage: process rewards of one group differ in the third
+
+
 def _round(v):
-    return None if not isinstance(v, (int, float)) else round(float(v), 3)
+    """A figure to DIGITS significant digits (0.8123, 0.0004871, 12.35): a fixed number of decimals showed small
+    rewards as 0."""
+    return None if not isinstance(v, (int, float)) else float(f"{float(v):.{DIGITS}g}")
 
 
 def _indexed(samples: list[dict]) -> list[tuple[int, dict]]:

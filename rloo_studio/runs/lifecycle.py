@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rloo_studio.core import form
 from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs.catalog import find_run, resumable, run_config
@@ -112,6 +113,49 @@ def any_active(ws: Workspace, kind: str | None = None) -> bool:
     return any(r["status"] in ACTIVE for r in ws.runs(kind))
 
 
+# -- the settings a run was started with, against a form's or a preset's -------------------------------------------
+
+LEFT_TO_LAUNCH = "latest"  # a setting a preset leaves to the launch (the newest run of a kind, named by the pre-flight)
+
+
+def differing(cfg: Any, other: Any) -> list[str]:
+    """The settings (the form's keys, lora.r …) whose values differ between two configs of one kind, compared as a
+    form holds them; a setting `cfg` leaves to the launch matches whatever `other` named there."""
+    keys = [f.key for f in form.fields(type(cfg))]
+    return [k for k, a, b in zip(keys, form.values(cfg), form.values(other))
+            if a != b and not (a == LEFT_TO_LAUNCH and b)]
+
+
+def nearest_preset(ws: Workspace, kind: str, cfg: Any) -> tuple[str, list[str]] | None:
+    """(preset name, the settings `cfg` changed from it) for the kind's preset that `cfg` differs least from."""
+    best = None
+    for p in KINDS[kind].presets(ws):
+        try:
+            changed = differing(KINDS[kind].preset_config(p.name, ws), cfg)
+        except StudioError:  # a preset file of the user's that went wrong: not a candidate
+            continue
+        if best is None or len(changed) < len(best[1]):
+            best = (p.name, changed)
+    return best
+
+
+def settings_words(ws: Workspace, kind: str, cfg: Any) -> str:
+    """'demo-cpu-process-reward settings', or 'demo-cpu settings with max_steps and beta changed': a run's settings
+    named by their nearest preset."""
+    near = nearest_preset(ws, kind, cfg)
+    if near is None:
+        return "settings of its own"
+    name, changed = near
+    return f"{name} settings" + (f" with {names(changed)} changed" if changed else "")
+
+
+def names(keys: list[str], most: int = 3) -> str:
+    """'a', 'a and b', 'a, b and c', 'a, b, c and 4 more'."""
+    if len(keys) > most:
+        return f"{', '.join(keys[:most])} and {len(keys) - most} more"
+    return " and ".join([", ".join(keys[:-1]), keys[-1]]) if len(keys) > 1 else "".join(keys)
+
+
 def cli_resume_check(ws: Workspace, kind: str, run_id: str, given: list[str]) -> tuple[str, Any]:
     """The CLI's `--resume RUN`: (run id, saved config). Settings given with it are refused, named: a resumed
     run is the run that was started, and its checkpoint was made with its own settings."""
@@ -130,14 +174,43 @@ def describe_time(seconds: float) -> str:
 
 def progress_text(status: dict) -> str:
     """'step 11/16 · 41 s in all · about 20 s left' for a run's status line: the whole run, earlier parts
-    included ('' before the run reports progress)."""
-    p = status.get("progress") or {}
-    if not p.get("total"):
-        return ""
-    parts = [f"{p.get('what', 'step')} {p.get('done', 0)}/{p['total']}"]
+    included; what a part does before its first step while it does it; a resumed run's counter never below the
+    furthest step the run showed ('' before the run reports anything)."""
+    p, reached = status.get("progress") or {}, status.get("reached") or {}
     running = status.get("status") == "running"
+    if running and not p.get("total"):
+        return preparing_text(status)
+    total = p.get("total") or reached.get("total")
+    if not total:
+        return ""
+    now, furthest = p.get("done", reached.get("done")) or 0, reached.get("done") or 0
+    parts = [f"{p.get('what') or reached.get('what') or 'step'} {max(now, furthest)}/{total}"]
+    if running and now < furthest:
+        parts.append(f"resumed from the checkpoint at step {status.get('resumed_from', now)} (the run had reached "
+                     f"{furthest}): redoing step {now + 1}")
     if p.get("elapsed_s") is not None and running:
         parts.append(describe_time(p["elapsed_s"]) + " in all")
     if p.get("eta_s") is not None and running:
         parts.append(f"about {describe_time(p['eta_s'])} left")
     return " · ".join(parts)
+
+
+def preparing_text(status: dict) -> str:
+    """What a running part does before its first step: a resumed run says what it recomputes, for about how long
+    (its last part's time), and the step it continues from; '' when the job says nothing and resumes nothing."""
+    p = status.get("progress") or {}
+    if status.get("resumed_from") is not None and status.get("reached"):
+        return "resumed " + resume_plan(status)
+    return f"computing {p['preparing']} before the first step" if p.get("preparing") else ""
+
+
+def resume_plan(facts: dict) -> str:
+    """'from the checkpoint at step 15 (the run had reached 17): recomputing the teacher's labels and the base's
+    states (about 2 min 30 s), then continuing from step 15', from a resumed run's status (runner.resume_facts)."""
+    start, furthest = facts.get("resumed_from") or 0, (facts.get("reached") or {}).get("done")
+    had = f" (the run had reached {furthest})" if furthest is not None and furthest != start else ""
+    setup = facts.get("setup") or {}
+    what = (facts.get("progress") or {}).get("preparing") or setup.get("what")
+    doing = f"recomputing {what}" if what else "loading the model and data again"
+    took = f" (about {describe_time(setup['s'])})" if (setup.get("s") or 0) >= 1 else ""
+    return f"from the checkpoint at step {start}{had}: {doing}{took}, then continuing from step {start}"

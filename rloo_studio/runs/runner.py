@@ -24,12 +24,14 @@ from rloo_studio.core.config import to_yaml_commented
 from rloo_studio.core.errors import explain
 from rloo_studio.core.kept import release_memory
 from rloo_studio.core.workspace import Workspace
+from rloo_studio.runs.checkpoints import checkpoint_step, last_good_checkpoint, mark_checkpoint  # noqa: F401
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.record import write as write_repro
 
 STATES = ("queued", "running", "completed", "stopped", "failed", "interrupted")
 ACTIVE = ("queued", "running")
 FEED_LIMIT = 20000  # in-memory metric records kept per run (the file keeps all)
+PACE_STEPS, PACE_S = 3, 20.0  # the time left is said once this many steps, or seconds of steps, were seen
 
 
 @dataclass
@@ -46,6 +48,7 @@ class RunContext:
     main: bool = True  # under `accelerate launch`, only the main process writes files
     kind: str = ""  # the run's kind (runs.jobs.KINDS): which per-step files a resume rewinds
     earlier: dict = field(default_factory=dict)  # a resumed run's earlier parts: first_started, earlier_s
+    resumed: dict = field(default_factory=dict)  # a resumed run: reached, resumed_from, setup (resume_facts)
 
     def should_stop(self) -> bool:
         return self.stop_event.is_set()
@@ -65,14 +68,24 @@ class RunContext:
         self.feed.append(record)
         del self.feed[:-FEED_LIMIT]
 
+    def preparing(self, what: str) -> None:
+        """Say what the job does before its first step ('recomputing the teacher's labels'): the status line shows
+        it meanwhile, and a resume of the run says it will do it again and for about how long."""
+        self.progress["preparing"] = what
+        self.log(what)
+
     def set_progress(self, done: int, total: int, what: str = "step") -> None:
-        """Progress of the whole run; the ETA comes from this part's pace (a resumed run did its first
-        steps in an earlier part, so they do not count towards the rate)."""
+        """Progress of the whole run. The ETA comes from this part's pace since its first report (the training
+        loop's start: loading models and data before it is no step's time, and a resumed run's earlier steps are
+        not this part's), once PACE_STEPS steps or PACE_S seconds of steps were seen: a first step's time alone
+        once said "about 1977 min"."""
         now = time.time()
         start = self.progress.get("started") or now
-        base = self.progress.setdefault("from", done)  # resume_point sets it to the checkpoint's step
-        rate = (done - base) / max(now - start, 1e-9)
-        eta = (total - done) / rate if rate > 0 and total else None
+        self.progress.setdefault("setup_s", round(now - start, 3))  # what came before the first report
+        first_done, first_at = self.progress.setdefault("paced", (done, now))
+        steps, secs = done - first_done, now - first_at
+        paced = steps >= PACE_STEPS or (steps > 0 and secs >= PACE_S)
+        eta = (total - done) * secs / steps if paced and total else None
         self.progress.update(done=done, total=total, what=what, started=start, eta_s=eta,
                              elapsed_s=self.earlier.get("earlier_s", 0.0) + now - start)
 
@@ -151,12 +164,14 @@ def prepare_run(ws: Workspace, kind: str, config: Any, run_id: str | None = None
     ctx = RunContext(ws, rid, d, kind=kind)
     if run_id:  # a resumed run keeps its earlier curves and the time its earlier parts took
         ctx.feed.extend(read_metrics(d))
-        ctx.earlier = earlier_parts(read_status(d), max((r.get("time", 0) for r in ctx.feed), default=None))
+        before = read_status(d)
+        ctx.earlier = earlier_parts(before, max((r.get("time", 0) for r in ctx.feed), default=None))
+        ctx.resumed = resume_facts(d, before, ctx.feed)
     else:
         cfg = config_dict(config)
         (d / "config.yaml").write_text(to_yaml_commented(config))  # each key with its help as a comment
         write_repro(d, kind, ws.root, cfg)
-    write_status(d, {"id": rid, "kind": kind, "status": "queued", "message": "", **ctx.earlier})
+    write_status(d, {"id": rid, "kind": kind, "status": "queued", "message": "", **ctx.earlier, **ctx.resumed})
     fields = dict(kind=kind, status="queued", pid=pid or os.getpid(), message="", ended=None)
     if not run_id:
         fields.update(name=name or rid, config=config_dict(config))
@@ -172,6 +187,35 @@ def earlier_parts(status: dict, last_record: float | None = None) -> dict:
     last = max(0.0, ended - started) if started and ended else 0.0
     first = status.get("first_started") or started
     return {"first_started": first, "earlier_s": round(status.get("earlier_s", 0.0) + last, 3)} if first else {}
+
+
+def resume_facts(run_dir: Path, status: dict, records: list[dict]) -> dict:
+    """What a resume of the run in `run_dir` will do, from its status and its metric records before it: `reached`
+    (the furthest progress the run showed: its last part's, else its furthest logged step), `resumed_from` (the step
+    of the checkpoint it continues from) and `setup` (what its last part did before its first step, and how long
+    that took: a resume does it again)."""
+    steps = [r["step"] for r in records if isinstance(r.get("step"), int)]
+    reached = status.get("reached") or ({"done": max(steps), "total": None, "what": "step"} if steps else None)
+    out = {"resumed_from": checkpoint_step(last_good_checkpoint(run_dir))}
+    if reached:
+        out["reached"] = reached
+    if status.get("setup"):
+        out["setup"] = status["setup"]
+    return out
+
+
+def _part_end(ctx: RunContext) -> dict:
+    """What a part's final status keeps for the next resume: the furthest progress shown (never less than an earlier
+    part's), and what the part did before its first step and for how long."""
+    p, before = ctx.progress, ctx.resumed.get("reached") or {}
+    out = {}
+    if p.get("total") or before:
+        furthest = p if p.get("done", -1) >= before.get("done", -1) else before
+        out["reached"] = {"done": furthest.get("done"), "total": p.get("total") or before.get("total"),
+                          "what": furthest.get("what", "step")}
+    if p.get("setup_s") is not None:
+        out["setup"] = {"what": p.get("preparing", ""), "s": p["setup_s"]}
+    return out
 
 
 class _ThreadLogHandler(logging.Handler):
@@ -193,7 +237,7 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
     d = ctx.dir
     started = time.time()
     status = {"id": ctx.run_id, "kind": kind, "status": "running", "started": started, "pid": os.getpid(),
-              "message": "", **ctx.earlier}
+              "message": "", **ctx.earlier, **ctx.resumed}
     if ctx.main:
         write_status(d, status)
         ws.upsert_run(ctx.run_id, status="running", started=started, pid=os.getpid())
@@ -213,7 +257,7 @@ def execute(ws: Workspace, ctx: RunContext, kind: str, config: Any, fn: Callable
         root.removeHandler(handler)
     release_memory()  # the job's model, optimizer and trainer go now, not at a later collection (core/kept.py)
     ended = time.time()
-    done = {**status, "status": final, "ended": ended, "message": message}
+    done = {**status, "status": final, "ended": ended, "message": message, **_part_end(ctx)}
     if ctx.main:
         # status.json last, and the in-memory state after it: whoever sees the run ended (wait(), the CLI that then
         # exits, a copy of the folder) finds its log and its row written and no file half-way. A full disk may
@@ -277,7 +321,7 @@ class JobRunner:
             return dict(ctx.final)
         st = read_status(self.ws.run_dir(run_id)) or (self.ws.run(run_id) or {})
         if ctx and ctx.progress:
-            st = {**st, "progress": {k: v for k, v in ctx.progress.items() if k != "started"}}
+            st = {**st, "progress": {k: v for k, v in ctx.progress.items() if k not in ("started", "paced")}}
         return st
 
     def wait(self, run_id: str, timeout: float | None = None) -> str:
@@ -309,42 +353,6 @@ class JobRunner:
                 self._current = None
 
 
-def last_good_checkpoint(run_dir: Path) -> str | None:
-    """The newest complete checkpoint under run_dir/checkpoints, the one rule every resume uses.
-
-    The Trainer writes trainer_state.json last, so a save cut short by a crash or a full disk lacks
-    it, or holds only its start (the file is written in place), and is passed over (transformers'
-    get_last_checkpoint would pick it and fail on load)."""
-    d = run_dir / "checkpoints"
-    if not d.exists():
-        return None
-    newest_first = sorted((p for p in d.glob("checkpoint-*") if p.name[11:].isdigit()),
-                          key=lambda p: int(p.name[11:]), reverse=True)
-    return next((str(p) for p in newest_first if _state_written(p)), None)  # one state read, as a rule
-
-
-def _state_written(checkpoint: Path) -> bool:
-    try:
-        return isinstance(json.loads((checkpoint / "trainer_state.json").read_text()), dict)
-    except (OSError, ValueError):  # missing, or cut short by a kill while it was written
-        return False
-
-
-def mark_checkpoint(ctx: RunContext, step: int) -> None:
-    """For a job that trains no Trainer (the rollouts job): record that everything up to `step` is done and kept,
-    as a Trainer's checkpoint folder (trainer_state.json last), so that Resume, the one rule of last_good_checkpoint
-    and the rewind treat it alike."""
-    if not ctx.main:
-        return
-    d = ctx.dir / "checkpoints" / f"checkpoint-{step}"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "trainer_state.json").write_text(json.dumps({"global_step": step}))
-
-
-def checkpoint_step(checkpoint: str | None) -> int:
-    return int(Path(checkpoint).name[11:]) if checkpoint else 0
-
-
 def step_files(kind: str) -> tuple[str, ...]:
     """The per-step records a resumed run of `kind` writes again (its registry entry; metrics.jsonl for any)."""
     return KINDS[kind].step_files if kind in KINDS else ("metrics.jsonl",)
@@ -371,7 +379,7 @@ def resume_point(ctx: RunContext) -> str | None:
     after that checkpoint forgotten, so that each step has one record."""
     ckpt = last_good_checkpoint(ctx.dir)
     rewind(ctx, checkpoint_step(ckpt) if ckpt else -1)
-    ctx.progress["from"] = checkpoint_step(ckpt)  # this part's pace starts counting there
     if ckpt:
+        ctx.resumed["resumed_from"] = checkpoint_step(ckpt)
         ctx.log(f"resuming from {Path(ckpt).name}")
     return ckpt

@@ -23,14 +23,16 @@ from rloo_studio.runs import catalog, lifecycle, plan, record
 from rloo_studio.runs.jobs import KINDS, JobKind, load
 from rloo_studio.runs.runner import ACTIVE
 from rloo_studio.studio import Studio
-from rloo_studio.ui import launch_panel, messages, render, run_panel
-from rloo_studio.ui.fields import Ticks, help_text, widget, widget_value
+from rloo_studio.ui import form_source, launch_panel, messages, render, run_panel
+from rloo_studio.ui.fields import Ticks, help_text, widget
+from rloo_studio.ui.form_source import as_widgets, config_of  # noqa: F401  (the tabs' form <-> config, here too)
 from rloo_studio.ui.run_panel import RunPanel
 
-CSS = """
+CSS = form_source.CSS + """
 .job-check .bad {color:var(--error-text-color, #c00); font-weight:600}
 .job-check .ok {color:#15803d}
 .block.job-check:has(.prose:empty), .block.run-failure:has(.prose:empty) {display:none}
+.block.job-check, .job-check .html-container {padding:0 !important}
 """
 RUN_HEADERS = ["run", "status", "started", "duration (s)", "key figures", "message"]
 RUN_WIDTHS = ["20%", "9%", "13%", "10%", "23%", "25%"]
@@ -40,16 +42,6 @@ RUN_WIDTHS = ["20%", "9%", "13%", "10%", "23%", "25%"]
 
 def fields_of(kind: str) -> list[form.FormField]:
     return form.fields(KINDS[kind].config_class())
-
-
-def config_of(kind: str, values) -> object:
-    """Widget values (fields_of order) -> the kind's validated config; a ConfigError naming the field."""
-    return form.parse(KINDS[kind].config_class(), list(values))
-
-
-def as_widgets(fields: list, cfg, specials: dict) -> list:
-    """A config's values as the form's widgets hold them (tick-boxes a list, an empty number box None)."""
-    return [widget_value(f, v, specials.get(f.key)) for f, v in zip(fields, form.values(cfg))]
 
 
 def groups(fields: list, named: list) -> list:
@@ -90,12 +82,17 @@ def on_preset_list(studio: Studio, kind: str):
 
 def card_gib(value) -> float | None:
     """The "Plan for a card of" box: None (this machine) when empty, else a size in GiB, or a ConfigError."""
-    if value in (None, "", 0):
+    text = str(value if value is not None else "").strip().removesuffix("GiB").removesuffix("GB").strip()
+    if text in ("", "0"):
         return None
-    if not 1 <= float(value) <= 4096:
+    try:
+        size = float(text)
+    except ValueError:
+        size = 0.0
+    if not 1 <= size <= 4096:
         raise ConfigError(f"Plan for a card of {value} GiB: type a card's memory between 1 and 4096 GiB, or leave "
                           "it empty to plan for this machine.")
-    return float(value)
+    return size
 
 
 def plan_html(p: plan.Plan) -> str:
@@ -165,7 +162,7 @@ def on_resume(studio: Studio, kind: str, rid):
         rid = lifecycle.resume(studio.ws, studio.runner, kind, lifecycle.follow(studio.ws, kind, rid) or "")
     except StudioError as exc:
         return gr.skip(), answer(str(exc), False)
-    return rid, answer(f"Resuming run {rid} from its last checkpoint.", True)
+    return rid, answer(f"Resuming run {rid} {lifecycle.resume_plan(studio.runner.status(rid))}.", True)
 
 
 def on_pick(evt: gr.SelectData):
@@ -257,7 +254,7 @@ class JobSection:
     preset: gr.Dropdown | None = None
     check: gr.HTML | None = None  # what the buttons answer
     buttons: tuple = ()  # (Check settings, Launch, Stop, Resume)
-    card: gr.Number | None = None  # "Plan for a card of … GiB" (kinds with a memory estimate)
+    card: gr.Textbox | None = None  # "Plan for a card of … GiB" (kinds with a memory estimate)
     fit: gr.Button | None = None  # Fit to this card
     panel: RunPanel | None = None
     runs: gr.Dataframe | None = None
@@ -265,6 +262,8 @@ class JobSection:
     cli: gr.Code | None = None
     write: tuple = ()  # (button, answer) of the accelerate launch files
     resumed: object = None  # Resume's click event (the tab's tick follows it)
+    source: tuple = ()  # (the line above the form, its Load button): ui/form_source.py
+    loaded: object = None  # Load this run's settings' event (a tab follows it with what it keeps of the form)
 
     @classmethod
     def start(cls, studio: Studio, kind: str, specials: dict | None = None) -> JobSection:
@@ -280,6 +279,8 @@ class JobSection:
         self.accordions(layout, self.kind.preset_config(preset, self.studio.ws), **row_kw)
 
     def preset_dropdown(self, preset: str, info: str = "", **kw) -> None:
+        """The line that says whose settings the form holds (ui/form_source.py), then the preset list."""
+        self.source = form_source.build(self.kind.name)
         self.preset = gr.Dropdown(preset_choices(self.studio, self.kind.name), value=preset, label="Preset",
                                   info=info or None,
                                   elem_id=f"{self.kind.name}-preset", **kw)
@@ -330,10 +331,12 @@ class JobSection:
                             gr.Button(stop, variant="stop", elem_id=f"{name}-stop", interactive=False),
                             gr.Button("Resume", elem_id=f"{name}-resume", interactive=False))
         if self.kind.memory:  # a card to plan for (empty: this machine), and the settings that would fit it
-            with gr.Row(equal_height=True):
-                self.card = gr.Number(None, label="Plan for a card of … GiB (empty: this machine)", minimum=0,
-                                      maximum=4096, scale=3, elem_id=f"{name}-card")
-                self.fit = gr.Button("Fit to this card", elem_id=f"{name}-fit", scale=1, min_width=140)
+            with gr.Row(equal_height=True):  # one line, no label box: the charts below stay in view
+                # a text box, not gr.Number: that shows an empty value as 0, and empty here means this machine
+                self.card = gr.Textbox("", label="Plan for a card of … GiB (empty: this machine)", show_label=False,
+                                       placeholder="Plan for a card of … GiB (empty: this machine)", container=False,
+                                       max_lines=1, scale=3, elem_id=f"{name}-card")
+                self.fit = gr.Button("Fit to this card", elem_id=f"{name}-fit", scale=1, min_width=140, size="sm")
         self.check = gr.HTML(elem_id=f"{name}-check", elem_classes=["job-check"])  # the timer never writes it
 
     def run_panel(self, empty: str) -> RunPanel:
@@ -362,12 +365,13 @@ def wire(section: JobSection, shown, own_answers: list | None = None) -> list:
     s, studio, name = section, section.studio, section.kind.name
     validate, launch, stop, resume = s.buttons
     ticks = {k: w for k, w in s.specials.items() if isinstance(w, Ticks)}
-    s.preset.change(partial(on_preset, studio, name, s.fields, ticks), s.preset, s.inputs)
+    # a person's pick only: Load this run's settings sets the preset its settings match, and keeps them
+    say = s.preset.input(partial(on_preset, studio, name, s.fields, ticks), s.preset, s.inputs)
     s.preset.focus(partial(on_preset_list, studio, name), None, s.preset, show_progress="hidden")
     card = [s.card] if s.card is not None else [gr.State(None)]
     validate.click(partial(on_check, studio, name), card + s.inputs, s.check)
-    if s.fit is not None:
-        s.fit.click(partial(on_fit, studio, name, s.fields, ticks), card + s.inputs, [*s.inputs, s.check])
+    fitted = s.fit.click(partial(on_fit, studio, name, s.fields, ticks), card + s.inputs, [*s.inputs, s.check]) \
+        if s.fit is not None else None
     launch.click(partial(on_launch, studio, name), s.inputs, [shown, s.check])
     stop.click(partial(on_stop, studio, name), shown, s.check)
     s.resumed = resume.click(partial(on_resume, studio, name), shown, [shown, s.check])
@@ -376,15 +380,23 @@ def wire(section: JobSection, shown, own_answers: list | None = None) -> list:
     if "trust_remote_code" in s.widgets:
         s.widgets["trust_remote_code"].input(on_trust, s.widgets["trust_remote_code"], s.check)
     s.panel.add_controls(stop, resume)
-    actions = [(s.preset.input, []), (validate.click, [s.check]), (launch.click, [s.check]), (stop.click, [s.check]),
-               (resume.click, [s.check])]
-    if s.runs is not None:
-        actions.append((s.runs.select, []))
-    if s.fit is not None:
-        actions.append((s.fit.click, [s.check]))
-    if s.write:
-        actions.append((s.write[0].click, [s.write[1]]))
-    return actions
+    _wire_source(s, [say] + ([fitted] if fitted else []), ticks)
+    return [(s.preset.input, []), (s.source[1].click, []), *((b.click, [s.check]) for b in s.buttons),
+            *([(s.runs.select, [])] if s.runs is not None else []), *([(s.fit.click, [s.check])] if fitted else []),
+            *([(s.write[0].click, [s.write[1]])] if s.write else [])]
+
+
+def _wire_source(s: JobSection, fills: list, ticks: dict) -> None:
+    """The line above the form, worked out again when the run shown changes, after each event in `fills` (they
+    filled the form) and after Load, and when a setting is typed or picked."""
+    line, load = s.source
+    say = dict(fn=partial(form_source.on_note, s.studio, s.kind.name), inputs=[s.panel.shown, s.preset, *s.inputs],
+               outputs=[line, load], show_progress="hidden")
+    s.loaded = load.click(partial(form_source.on_load, s.studio, s.kind.name, s.fields, ticks), s.panel.shown,
+                          [*s.inputs, s.preset])
+    for event in [*fills, s.loaded]:
+        event.then(**say)
+    gr.on([s.panel.shown.change, *(w.input for w in s.inputs)], trigger_mode="always_last", **say)
 
 
 def clear_messages(section: JobSection, actions: list, boxes: list) -> None:

@@ -22,7 +22,9 @@ CSS = """
 #rloo-before-after table {font-size: .9em; margin: .4em 0 .2em; border-collapse: collapse}
 #rloo-before-after th, #rloo-before-after td {padding: .15em .8em; text-align: right; border-bottom: 1px solid #e5e7eb}
 #rloo-before-after th:first-child, #rloo-before-after td:first-child {text-align: left}
-#rloo-before-after .learned {font-weight: 600}
+#rloo-before-after .learned {font-weight: 600; font-size: .92em}
+#rloo-status .headline {font-weight: 600}
+#rloo-compare-table td {font-size: .86em; vertical-align: top}
 #rloo-warnings .warn {background:#fef3c7; color:#78350f; border-left:4px solid #f59e0b; padding:.4em .8em;
                       margin:.3em 0; border-radius:4px}
 """
@@ -44,10 +46,32 @@ def figures(records: list[dict]) -> str:
     return "last: " + ", ".join(f"{names.get(k, k)} {r[k]:.3g}" for k in keys if isinstance(r.get(k), (int, float)))
 
 
-def eval_line(ws, rid: str) -> str:
-    """The job's own held-out before / after (eval.json) under the status: a small table (evaluate.eval_rows: a row
-    per figure, before / after / change), then what was learned in words."""
-    ev = rloo_eval.read_eval(ws, rid)
+def headline(ev: dict, step: int | None, state: str | None) -> str:
+    """The job's own held-out before / after (eval.json) in one line, each figure naming the step it was measured
+    at: 'Held-out accuracy 38.5% → 60.0% (+21.5 points) at step 160'; before training only while the run goes or
+    after a stop ('' without a measurement)."""
+    b, a = ev.get("before"), ev.get("after")
+    if not b:
+        return ""
+    if a:
+        at = f" at step {step}" if step else ""
+        return (f"Held-out accuracy {b['accuracy']:.1%} → {a['accuracy']:.1%} "
+                f"({(a['accuracy'] - b['accuracy']) * 100:+.1f} points){at}")
+    later = ("measured again at the end" if state in ("queued", "running") else
+             "not measured at the stop (Compare base and trained measures it)")
+    return f"Held-out accuracy {b['accuracy']:.1%} at step 0 (before training); {later}"
+
+
+def message(text: str, ev: dict) -> str:
+    """The run's closing message without the held-out figures it ends with (the headline and the table say them)."""
+    said = (ev.get("after") or {}).get("summary")
+    return text.replace(f"; {said}", "") if said else text
+
+
+def eval_line(ws, rid: str, ev: dict | None = None) -> str:
+    """The job's own held-out before / after (eval.json, or `ev` as read from it), folded under the charts: a small
+    table (evaluate.eval_rows: a row per figure, before / after / change), then what was learned in words."""
+    ev = rloo_eval.read_eval(ws, rid) if ev is None else ev
     headers, rows = rloo_evaluate.eval_rows(ev)
     if not rows:
         return ""
@@ -58,16 +82,19 @@ def eval_line(ws, rid: str) -> str:
             + (f"<div class='learned'>{html.escape(words)}</div>" if words else "") + "</div>")
 
 
+COMPARE_WIDTHS = ["14%", "7%", "39.5%", "39.5%"]  # prompt, answer, base, trained: both answers readable at 1400 px
 TABLE_WIDTH = 1150  # px: the completions table's room on a 1400 px page
 TEXT = {"prompt": (190, 110), "thinking": (250, 140), "answer": (140, 90)}  # wrapped text: (wanted, least) px
-NARROW = {"group": 78, "step": 52, "#": 36, "total": 62, "advantage": 100, "tokens": 72, "cut": 46}
+# a figure of 4 significant digits (rloo/completions.py: -0.06023, 0.0004871) on one line: a total cut as '0.504 / 9'
+NARROW = {"group": 78, "step": 52, "#": 36, "total": 86, "advantage": 100, "tokens": 72, "cut": 46}
+FIGURE = 96  # px: the least width of a reward's column
 
 
 def widths(cols: list[str]) -> list[str]:
     """Column widths in px: each narrow column as wide as its header (a reward's grows with its name); the text
     columns share what is left of TABLE_WIDTH in proportion, never below their least width, so that the table
     and its right-hand columns (total, advantage, cut) fit a 1400 px page with two or three rewards."""
-    narrow = {c: NARROW.get(c, max(70, 9 * len(c) + 20)) for c in cols if c not in TEXT}
+    narrow = {c: NARROW.get(c, max(FIGURE, 9 * len(c) + 20)) for c in cols if c not in TEXT}
     text = [c for c in cols if c in TEXT]
     left = TABLE_WIDTH - sum(narrow.values())
     scale = min(1.0, left / max(1, sum(TEXT[c][0] for c in text)))

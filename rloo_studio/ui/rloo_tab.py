@@ -36,9 +36,8 @@ from rloo_studio.ui.uploads import discard_upload
 KIND = "rloo"
 CSS = rloo_render.CSS
 EMPTY = "No RLOO run yet. Pick a preset, check the settings, then press <b>Launch</b>."
-PRESET_INFO = ("demo-cpu: the bundled model learns in a minute, rewarded by correctness; demo-cpu-reward-model: "
-               "by your newest reward model alone; demo-cpu-process-reward: the slipping policy, by your newest "
-               "process reward model alone; GPU: the Qwen3 Thinking recipe")
+PRESET_INFO = ("demo-cpu: rewarded by correctness; demo-cpu-reward-model / -process-reward: by your newest reward / "
+               "process reward model alone; gpu-*: the Qwen3 Thinking recipe")
 PROMPTS = "Prompts and reward models: prompt set, upload, weights, reward-model and process-reward runs"
 
 # (accordion, rows of keys, open at start): the settings changed most stay in view (None: no accordion) beside the
@@ -130,6 +129,8 @@ class Live:
     warnings: gr.HTML
     table: gr.Dataframe
     run: gr.Dropdown
+    held: gr.Accordion | None = None  # the run's own held-out before / after, folded to its headline under the charts
+    held_table: gr.HTML | None = None
 
     @property
     def panel(self) -> RunPanel:
@@ -161,8 +162,12 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
     earlier, earlier_version = panel.records(other) if other and other != rid else (None, None)
     samples, samples_version = tail.records(ws.run_dir(rid), "samples.jsonl", last_steps=health.WINDOW)
     weight, log = float(shown.smoothing or 0), bool(shown.log_scale)
+    ev = rloo_eval.read_eval(ws, rid)
+    said = rloo_render.headline(ev, _last_step(records), panel.studio.runner.status(rid).get("status"))
     out = {panel.memo: memo, **listed, **panel.show(memo, rid, records, rloo_render.figures(records),
-                                                     rloo_render.eval_line(ws, rid))}
+                                                     f"<span class='headline'>{html.escape(said)}</span>" * bool(said),
+                                                     partial(rloo_render.message, ev=ev))}
+    out |= _held(live, memo, rid, ev, said)
     if fresh and not str(shown.run or "").strip():
         out[live.run] = rid  # the run box names the run shown; what reads the box (token view, ...) follows
     out |= panel.charts(memo, [rid, other if earlier else None, earlier_version, weight, log], version,
@@ -176,6 +181,18 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
         if rows:
             out[live.table] = gr.Dataframe(value=rows, headers=cols, column_widths=rloo_render.widths(cols))
     return out | (job_section.config_parts(live.section, memo, rid) if live.section.config is not None else {})
+
+
+def _held(live: Live, memo: dict, rid: str, ev: dict, said: str) -> dict:
+    """The run's own before / after under the charts, folded to its headline, when it changed."""
+    if live.held is None or not run_panel.changed(memo, "held", [rid, ev, said]):
+        return {}
+    return {live.held: gr.Accordion(label=f"Before / after, the run's own measurement: {said or 'none yet'}",
+                                    visible=bool(said)), live.held_table: rloo_render.eval_line(None, rid, ev)}
+
+
+def _last_step(records: list[dict]) -> int | None:
+    return max((r["step"] for r in health.step_records(records) if isinstance(r.get("step"), int)), default=None)
 
 
 def _max_length(ws, rid: str) -> int | None:
@@ -201,7 +218,7 @@ def on_compare(studio: Studio, rid, n):
           f"| trained ({rid}) | {t['accuracy']:.1%} | {t['format_rate']:.1%} | {t['thinking_rate']:.1%} |\n\n"
           f"{b['n']} held-out prompts, same seed and temperature for both.")
     rows = [[r["prompt"], r["answer"], r["base"], r["trained"]] for r in res["rows"]]
-    return md, gr.Dataframe(value=rows)
+    return md, gr.Dataframe(value=rows, column_widths=rloo_render.COMPARE_WIDTHS)
 
 
 def run_choices(studio: Studio, with_none: bool):
@@ -231,14 +248,18 @@ def _run_bar(ws) -> tuple:
     return run_dd, overlay_dd, smooth, log_scale
 
 
-def _live(section: JobSection) -> gr.HTML:
-    """The run panel (status, failure box), the first charts in view beside the form, the warnings, the rest."""
+def _live(section: JobSection) -> tuple:
+    """The run panel (status, failure box), the first charts in view beside the form, the run's own before / after
+    folded to its headline under them (at its end the charts stay where they were), the warnings, the rest."""
     panel = section.run_panel(EMPTY)
     titles = [(t, CHART_TITLES.get(t, t)) for t, _ in PLOTS]
     panel.add_charts(titles[:IN_VIEW], per_row=2, height=IN_VIEW_HEIGHT)
+    with gr.Accordion("Before / after, the run's own measurement", open=False, visible=False,
+                      elem_id="rloo-held-out", elem_classes=run_panel.live(KIND)) as held:
+        held_table = gr.HTML(elem_id="rloo-before-after-table")
     warn = gr.HTML(elem_id="rloo-warnings", elem_classes=run_panel.live(KIND))
     panel.add_charts(titles[IN_VIEW:], per_row=2)
-    return warn
+    return warn, held, held_table
 
 
 def _completions() -> tuple:
@@ -264,7 +285,7 @@ def _compare() -> tuple:
             cmp_btn = gr.Button("Compare base and trained", scale=1, elem_id="rloo-compare")
         cmp_md = gr.Markdown(elem_id="rloo-compare-summary")
         cmp_table = gr.Dataframe(headers=["prompt", "answer", "base", "trained"], interactive=False, wrap=True,
-                                 max_height=420)
+                                 max_height=420, column_widths=rloo_render.COMPARE_WIDTHS, elem_id="rloo-compare-table")
     return n_cmp, cmp_btn, cmp_md, cmp_table
 
 
@@ -290,7 +311,7 @@ def build(studio: Studio):
             upload = _form(section)
         with gr.Column(scale=3):  # the live run, in view while it trains
             section.actions()  # Stop saves the adapter (its answer says so)
-            warn = _live(section)
+            warn, held, held_table = _live(section)
     run_dd, overlay_dd, smooth, log_scale = _run_bar(studio.ws)
     order_dd, table = _completions()
     rloo_model_input.build(studio, run_dd, table)  # one completion as the models read it (ui/rloo_model_input.py)
@@ -307,7 +328,8 @@ def build(studio: Studio):
     actions = job_section.wire(section, run_dd)
     run_dd.focus(partial(run_choices, studio, False), None, run_dd)
     overlay_dd.focus(partial(run_choices, studio, True), None, overlay_dd)
-    section.preset.change(lambda name: KINDS[KIND].preset_config(name, studio.ws).rewards, section.preset, ticked)
+    section.preset.input(lambda name: KINDS[KIND].preset_config(name, studio.ws).rewards, section.preset, ticked)
+    section.loaded.then(lambda now: list(now or []), widgets["rewards"], ticked)  # a run's settings loaded
     widgets["model"].change(on_model, widgets["model"], check, show_progress="hidden")  # GPU preset, not cached
     widgets["rewards"].input(on_rewards, [widgets["rewards"], widgets["reward_weights"], ticked],
                              [widgets["reward_weights"], ticked])
@@ -315,8 +337,9 @@ def build(studio: Studio):
     cmp_btn.click(partial(on_compare, studio), [run_dd, n_cmp], [cmp_md, cmp_table])
     job_section.clear_messages(section, actions + [(upload.upload, [check]), (cmp_btn.click, [cmp_md])], [cmp_md])
     shown = {"run": run_dd, "overlay": overlay_dd, "smoothing": smooth, "log_scale": log_scale, "order": order_dd}
-    follow = section.panel.follow(partial(on_tick, Live(section, warn, table, run_dd)), 2.0, Shown, shown,
-                                  [warn, table, run_dd, section.runs, section.config, section.cli],
+    follow = section.panel.follow(partial(on_tick, Live(section, warn, table, run_dd, held, held_table)), 2.0, Shown,
+                                  shown, [warn, table, run_dd, held, held_table, section.runs, section.config,
+                                          section.cli],
                                   also=tuple(shown.values()), after=(section.resumed,))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:

@@ -34,8 +34,9 @@ UPDATING = ("content:'Updating to the current state\\2026'; visibility:visible; 
             "color:var(--body-text-color-subdued)")
 CSS = """
 .run-status {padding:.4em .8em; border-radius:6px; background:var(--block-background-fill)}
+.block.run-status, .run-status .html-container {padding:0 !important}
 .run-status .failed, .run-status .bad {color:var(--error-text-color, #c00); font-weight:600}
-.run-status progress {width:14em; vertical-align:middle; margin:0 .6em}
+.run-status progress {width:8em; vertical-align:middle; margin:0 .5em}
 """
 
 
@@ -114,17 +115,22 @@ def last_step(records: list[dict]) -> str:
     return f"step {max(steps)}" if steps else ""
 
 
-def status_html(rid: str, st: dict, records: list[dict], figures: str = "", extra: str = "") -> str:
-    """'Run <id> · <state> <bar> <whole-run progress> · <figures>', the run's message, and `extra` (HTML)."""
+def status_html(rid: str, st: dict, records: list[dict], figures: str = "", extra: str = "",
+                message: Callable[[str], str] = str) -> str:
+    """'Run <id> · <state> <bar> <whole-run progress> · <figures>', then on one line the run's message (as `message`
+    words it) and `extra` (HTML, inline). The bar, while the run is active, and the step never go below the furthest
+    the run showed (a resume redoes steps)."""
     state = st.get("status", "?")
     failed = state == "failed"
-    p = st.get("progress") or {}
-    bar = f"<progress value='{p['done']}' max='{p['total']}'></progress>" if p.get("total") and not failed else "·"
+    p, reached = st.get("progress") or {}, st.get("reached") or {}
+    total, done = p.get("total"), max(p.get("done") or 0, reached.get("done") or 0)
+    bar = f"<progress value='{done}' max='{total}'></progress>" if total and not failed else "·"
     where = " · ".join(x for x in (lifecycle.progress_text(st) or last_step(records), figures) if x)
-    msg = "" if failed else html.escape(st.get("message") or "")  # a failure has its own box
+    msg = "" if failed else html.escape(message(st.get("message") or ""))  # a failure has its own box
+    said = " · ".join(x for x in (msg, extra) if x)
     return (f"<div>Run <b>{html.escape(rid)}</b> · <span class='state{' failed' if failed else ''}'>{state}</span> "
             f"{bar} <span class='progress'>{html.escape(where)}</span></div>"
-            + (f"<div class='message'>{msg}</div>" if msg else "") + extra)
+            + (f"<div class='message'>{said}</div>" if said else ""))
 
 
 @dataclass
@@ -135,6 +141,7 @@ class RunPanel:
     status: gr.HTML
     failure: gr.HTML  # a failed run: its message, the traceback folded
     memo: gr.State  # what each part of the page shows now (see `changed`)
+    shown: gr.State  # the run shown (None: none), set when it changes: what follows the run listens to its change
     plots: list[gr.Plot] = field(default_factory=list)
     heights: list[int] = field(default_factory=list)  # each chart's height, empty or drawn
     controls: tuple = ()  # (Stop, Resume): pressable only when the run shown can be stopped / resumed
@@ -144,7 +151,8 @@ class RunPanel:
         """The status line and the failure box, here; the charts go where the tab calls add_charts."""
         status = gr.HTML(elem_id=f"{kind}-status", elem_classes=["run-status", *live(kind, note=True)])
         return cls(studio, kind, empty, status,
-                   gr.HTML(elem_id=f"{kind}-failure", elem_classes=["run-failure", *live(kind)]), gr.State({}))
+                   gr.HTML(elem_id=f"{kind}-failure", elem_classes=["run-failure", *live(kind)]), gr.State({}),
+                   gr.State(None))
 
     def add_charts(self, titles: list[tuple[str, str]], per_row: int, height: int = charts.HEIGHT) -> None:
         """One chart per (key, title in words), `per_row` to a row, `height` pixels tall (more when many lines
@@ -183,13 +191,18 @@ class RunPanel:
     def nothing(self, memo: dict, status: str | None = None) -> dict:
         """No run to show: the empty status line (or `status`), no failure."""
         memo.pop("failure", None)
-        return {self.status: status or f"<div>{self.empty}</div>", self.failure: "", **self._controls(memo, None, None)}
+        return {self.status: status or f"<div>{self.empty}</div>", self.failure: "", **self._controls(memo, None, None),
+                **self._shown(memo, None)}
 
-    def show(self, memo: dict, rid: str, records: list[dict], figures: str = "", extra: str = "") -> dict:
+    def _shown(self, memo: dict, rid: str | None) -> dict:
+        return {self.shown: rid} if changed(memo, "shown", rid) else {}
+
+    def show(self, memo: dict, rid: str, records: list[dict], figures: str = "", extra: str = "",
+             message: Callable[[str], str] = str) -> dict:
         """The status line of run `rid`, and its failure box when the run or its state changed."""
         st = self.studio.runner.status(rid)
-        out = {self.status: status_html(rid, st, records, figures, extra),
-               **self._controls(memo, rid, st.get("status"))}
+        out = {self.status: status_html(rid, st, records, figures, extra, message),
+               **self._controls(memo, rid, st.get("status")), **self._shown(memo, rid)}
         if changed(memo, "failure", [rid, st.get("status")]):
             out[self.failure] = ""
             if st.get("status") == "failed":
@@ -220,7 +233,7 @@ class RunPanel:
         tick has drawn them (`shown_js`). Returns hooks(demo, tab) for the tab's select event."""
         timer = gr.Timer(every)
         tick = partial(paced, tick, timer, self.studio.ws, self.kind, every)
-        outputs = [self.status, self.failure, *self.plots, self.memo, *self.controls, *outputs, timer]
+        outputs = [self.status, self.failure, *self.plots, self.memo, self.shown, *self.controls, *outputs, timer]
         wire = dict(**inputs.bind(tick, form, **widgets, memo=self.memo), outputs=outputs, show_progress="hidden")
         timer.tick(**wire)
         for widget in also:

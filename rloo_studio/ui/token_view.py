@@ -115,7 +115,7 @@ def step_choices(ws, latest, typed, current=None):
 def group_choices(ws, latest, typed, step, current=None):
     """The step's groups: 'prompt K · its text · advantages lo..hi'; the widest spread is picked first."""
     d = _dir(ws, latest, typed)
-    rows = tokens.read_tokens(d, step=int(step)) if d and step is not None else []
+    rows = tokens.read_tokens(d, step=_int(step)) if d and _int(step) is not None else []
     groups: dict[int, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["prompt"], []).append(r)
@@ -138,10 +138,18 @@ def show(ws, latest, typed, step, prompt) -> str:
     if not latest and not str(typed or "").strip():
         return "<p>Select an RLOO run in <b>Runs to compare</b> above: the first one selected is drawn here.</p>"
     d = _dir(ws, latest, typed)
-    if d is None or step is None or prompt is None:
+    if d is None or _int(step) is None or _int(prompt) is None:
         return NOTHING
-    step_rows = tokens.read_tokens(d, step=int(step))
-    return draw([r for r in step_rows if r["prompt"] == int(prompt)], step_rows)
+    step_rows = tokens.read_tokens(d, step=_int(step))
+    return draw([r for r in step_rows if r["prompt"] == _int(prompt)], step_rows)
+
+
+def _int(value) -> int | None:
+    """A step or prompt number from its dropdown (None: none, or a value typed that is none)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def build(studio: Studio, run_box, prefix: str = "rloo", latest: bool = True,
@@ -154,8 +162,11 @@ def build(studio: Studio, run_box, prefix: str = "rloo", latest: bool = True,
                     "now, orange: less). RLOO raises completions with a positive advantage and lowers those with a "
                     "negative one; the verdict says whether this update did.")
         with gr.Row(equal_height=True):
-            step = gr.Dropdown([], label="Step", scale=1, elem_id=f"{prefix}-token-step")
-            group = gr.Dropdown([], label="Group (prompt)", scale=4, elem_id=f"{prefix}-token-group")
+            # allow_custom_value: when the run changes twice in a row, the page can send the old run's step before
+            # the new choices reach it, and Gradio would refuse it with an error; the callbacks check it instead
+            step = gr.Dropdown([], label="Step", scale=1, elem_id=f"{prefix}-token-step", allow_custom_value=True)
+            group = gr.Dropdown([], label="Group (prompt)", scale=4, elem_id=f"{prefix}-token-group",
+                                allow_custom_value=True)
             refresh = gr.Button("Refresh", scale=1, elem_id=f"{prefix}-token-refresh")
         view = gr.HTML(elem_id=f"{prefix}-token-view", css_template=CSS)  # scoped to the view
     quiet = dict(show_progress="hidden")
