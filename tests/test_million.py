@@ -168,7 +168,7 @@ def test_a_workspace_of_schema_4_migrates_and_finds_one_annotators_labels_by_pai
     con.commit()
     con.close()
     ws = Workspace(tmp_path / "old")
-    assert ws.schema_version() == len(SCHEMA) == 9
+    assert ws.schema_version() == len(SCHEMA) == 10
     indexes = {r[0] for r in ws.query("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "labels_pair_who" in indexes and "labels_pair" not in indexes
     assert ws.query("SELECT n_human FROM pairs")[0][0] == 1  # the counts' triggers still hold

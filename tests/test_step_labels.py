@@ -39,9 +39,10 @@ def test_response_steps_are_the_parsers_steps_for_every_shape():
 
 
 def test_labeling_a_demo_response_to_its_first_bad_step_finishes_it(workspace):
-    first = S.next_response(workspace, "ann")
+    first = S.next_response(workspace, "ann", order="stored")
     assert first["total_steps"] == len(first["steps"]) >= 3 and first["step"] == 0 and first["done"] == 0
-    assert first["answer_text"].startswith("The answer is") and first["labels"] == [None] * first["total_steps"]
+    assert first["answer_text"].startswith("The answer is") and first["labels"] == [None] * (first["total_steps"] + 1)
+    assert first["answer_step"] == first["total_steps"]  # the final answer: one more thing to judge, after the steps
     rid = first["response_id"]
     S.label_step(workspace, rid, 0, GOOD, "ann")
     again = S.next_response(workspace, "ann")  # started and not finished: the same response, at its next step
@@ -56,9 +57,10 @@ def test_labeling_a_demo_response_to_its_first_bad_step_finishes_it(workspace):
     assert (mine["response_id"], mine["labels"], mine["soft"], mine["annotator"]) == (rid, [GOOD, BAD], [None, None],
                                                                                       "ann")
     assert mine["prompt_extra"]["answer"] and mine["steps"] == first["steps"]
+    assert mine["accepted"] == [False, False] and mine["answer_label"] is None
     # Another person starts at the beginning, with no labels of their own.
-    other = S.next_response(workspace, "bea")
-    assert other["response_id"] == rid and other["labels"] == [None] * other["total_steps"]
+    other = S.next_response(workspace, "bea", order="stored")
+    assert other["response_id"] == rid and other["labels"] == [None] * (other["total_steps"] + 1)
 
 
 def test_responses_without_steps_are_never_offered(workspace):
@@ -97,7 +99,9 @@ def test_relabel_bad_cut_and_undo_restore_exactly(workspace):
 
 
 @pytest.mark.parametrize("step, verdict, who, message", [
-    (99, 1, "p", "Step index 99 is out of range: response #1 has 3 steps (indexes 0 to 2)"),
+    (99, 1, "p", "Step index 99 is out of range: response #1 has 3 steps (indexes 0 to 2) and its final answer "
+                 "(index 3)"),
+    (4, 1, "p", "Step index 4 is out of range"),
     (-1, 1, "p", "Step index -1 is out of range"),
     (0, 2, "p", "verdict is 1 (good), 0 (neutral) or -1 (bad), not 2"),
     (0, True, "p", "not True"),
@@ -126,7 +130,7 @@ def test_new_responses_join_the_queue_as_they_come(empty_workspace):
                                  [GOOD], [0.9], "rollouts-set", "rollouts:test")
     r = S.next_response(ws, "p")
     assert (r["response_id"], r["steps"], r["answer_text"], r["labels"]) == (rid, ["1+2=3", "so 3"],
-                                                                            "The answer is 3.", [None, None])
+                                                                            "The answer is 3.", [None, None, None])
     assert S.progress(ws, "p")["responses"] == 1
 
 
@@ -190,10 +194,34 @@ def test_a_workspace_of_the_previous_schema_gains_step_labels(tmp_path):
     con.commit()
     con.close()
     ws = Workspace(tmp_path)
-    assert ws.schema_version() == len(SCHEMA) == 9
+    assert ws.schema_version() == len(SCHEMA) == 10
     rid = S.write_rollout_labels(ws, "q", {}, "<think>a</think>x", [GOOD], [None], "s", "src")
     S.label_step(ws, rid, 0, BAD, "fay")
     assert current(ws, "fay") == {(rid, 0): BAD}
+
+
+def test_labels_of_schema_9_stay_a_persons_own_in_schema_10(tmp_path):
+    """Schema 10 adds accepted / model_p / model_run: a label stored before it reads as the person's own, with no
+    model beside it."""
+    import sqlite3
+
+    con = sqlite3.connect(tmp_path / "studio.db")
+    for i, script in enumerate(SCHEMA[:9]):
+        for stmt in statements(script):
+            con.execute(stmt)
+        con.execute(f"PRAGMA user_version={i + 1}")
+    con.executescript("""INSERT INTO prompt_sets VALUES (1, 's', 's', 0);
+        INSERT INTO prompts VALUES (1, 1, 'q', '{}');
+        INSERT INTO responses VALUES (1, 1, '<think>a' || char(10) || char(10) || 'b</think>x', 's', 0);
+        INSERT INTO annotators VALUES (1, 'old', 0);
+        INSERT INTO step_labels (response_id, step, verdict, annotator_id, created) VALUES (1, 0, 1, 1, 0);""")
+    con.commit()
+    con.close()
+    ws = Workspace(tmp_path)
+    assert ws.schema_version() == 10
+    assert [tuple(r) for r in ws.query("SELECT accepted, model_p, model_run FROM step_labels")] == [(0, None, None)]
+    [e] = S.labeled_responses(ws, "old", accepted=False)
+    assert e["labels"] == [GOOD] and e["accepted"] == [False]
 
 
 LABELER = """

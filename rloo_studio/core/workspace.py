@@ -204,6 +204,17 @@ SCHEMA = [
         response_id INTEGER NOT NULL REFERENCES responses(id) ON DELETE CASCADE) WITHOUT ROWID;
     CREATE INDEX response_keys_response ON response_keys(response_id);
     """,
+    # 10: step labeling with a process reward model beside (label/steps.py). `accepted` = 1: the person pressed the
+    # key that takes the model's verdict (stored as theirs, but not their own judgement: agreement figures leave it
+    # out). model_p / model_run: the model's P(step right) shown on the page when the label was given, and whose it
+    # was (NULL: no model shown), so that person-vs-model agreement needs no model at read time. The final answer is
+    # labeled as one more step, at index n (n = the response's number of <think> steps): readers that take the steps'
+    # labels stop before it (label.steps.labeled_responses).
+    """
+    ALTER TABLE step_labels ADD COLUMN accepted INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE step_labels ADD COLUMN model_p REAL;
+    ALTER TABLE step_labels ADD COLUMN model_run TEXT;
+    """,
 ]
 
 # Indexes a big import drops while it writes and makes again at its end (label.import_store.indexes_set_aside): in

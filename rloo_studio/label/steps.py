@@ -2,25 +2,34 @@
 
 A response's steps are those of thinking.parse(text, split="blank"). A verdict is PRM800K's: good (+1), neutral (0)
 or bad (-1). Labeling a response stops at its first bad step: the steps after it are not credited, so a bad verdict
-supersedes that annotator's labels of later steps, and labeling a step after one's own bad step is refused.
+supersedes that annotator's labels of later steps, and labeling a step after one's own bad step is refused. A person
+labels the final answer too, as one more step after the last <think> step (index n, n = the number of steps): right
+steps can end in a wrong answer. The readers of the steps' labels (label/step_readers.py) stop before it.
 
 Who labels: people (by the name they type), the import ('import', from stepwise files) and the rollouts job
 (ROLLOUTS: the share of sampled continuations from each step that reached the answer). Their labels are never
-mixed: every reader says whose labels it reads. A label is returned to the caller only after its transaction has
-committed; a re-label, an undo or a cut by a bad step supersedes a label (kept, marked), never deletes it.
+mixed: every reader says whose labels it reads. A person may accept a process reward model's verdicts with one key
+(accept_steps): those labels are theirs, marked `accepted`, and agreement figures leave them out. A label is
+returned to the caller only after its transaction has committed; a re-label, an undo or a cut by a bad step
+supersedes a label (kept, marked), never deletes it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from itertools import groupby
 
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.thinking import parse
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.label.prompts import add_prompt, add_response, get_or_create_set
 from rloo_studio.label.shapes import TURNS
+from rloo_studio.label.step_readers import (  # noqa: F401  (the readers, where their callers import them)
+    agreement,
+    any_labels,
+    labeled_responses,
+    response_steps,
+)
 from rloo_studio.label.store import IMPORT_ANNOTATOR, ROLLOUTS_ANNOTATOR, day_start, prompt_turns
 
 VERDICTS = {"good": 1, "neutral": 0, "bad": -1}
@@ -28,11 +37,10 @@ WORDS = {v: k for k, v in VERDICTS.items()}
 ROLLOUTS = ROLLOUTS_ANNOTATOR  # the annotator of the rollouts' labels; no person may take the name
 IMPORTED = IMPORT_ANNOTATOR
 COUNT_ROWS = 20_000  # responses whose steps are counted per transaction (people labeling wait at most for one)
-
-
-def response_steps(text: str) -> list[str]:
-    """The texts of a response's <think> steps (blank-line split), in order."""
-    return [s.text for s in parse(text, "blank").steps]
+ORDERS = {"sources": "sources in turn", "stored": "stored order"}
+"""The queue's orders: 'sources' takes the next response from the source this person has labeled fewest responses
+of (a workspace whose first hundreds of responses are all right does not hide the others behind them); 'stored'
+the order the responses were stored in. The model's order comes as `prefer` (inspect/step_assist.py)."""
 
 
 def row_key(prompt: str, turns, response: str) -> str:
@@ -78,30 +86,68 @@ def _response_text(con, response_id: int) -> str:
     return row[0]
 
 
+def _check_index(response_id: int, step, n: int, answer: bool = True) -> None:
+    """Step `step` of a response of n <think> steps is there: 0..n-1, or n (its final answer) when `answer`."""
+    top = n if answer and n else n - 1
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= top:
+        raise DataError(f"Step index {step!r} is out of range: response #{response_id} has {n} step"
+                        f"{'s' if n != 1 else ''}" + (f" (indexes 0 to {n - 1})" if n else "; nothing to label.")
+                        + (f" and its final answer (index {n})." if n and answer else "." if n else ""))
+
+
+def _check_before_bad(con, response_id: int, ann: int, step: int) -> None:
+    """Refuses, in words, a label after the annotator's own first bad step of the response."""
+    bad = con.execute("SELECT MIN(step) FROM step_labels WHERE response_id=? AND superseded=0 AND +annotator_id=? "
+                      "AND verdict=-1", (response_id, ann)).fetchone()[0]
+    if bad is not None and step > bad:
+        raise DataError(f"Step {step + 1} comes after step {bad + 1}, which you marked bad: the steps after the "
+                        "first wrong one are not labeled. Label that step again first.")
+
+
 # -- writing labels ------------------------------------------------------------------------------------------------
 
 def label_step(ws: Workspace, response_id: int, step: int, verdict: int, annotator: str,
-               soft: float | None = None) -> None:
-    """Store a person's verdict on step `step` (0-based) of a response, once committed. A re-label of that step
-    supersedes their earlier label; a bad verdict also supersedes their labels of later steps (not credited)."""
+               soft: float | None = None, model_p: float | None = None, model_run: str | None = None) -> None:
+    """Store a person's own verdict on step `step` (0-based; the response's number of steps: its final answer), once
+    committed. A re-label of that step supersedes their earlier label; a bad verdict also supersedes their labels of
+    later steps (not credited). model_p / model_run: the process reward model's P(right) the page showed for the
+    step, kept to measure person-vs-model agreement."""
     verdict, name = check_verdict(verdict), _person_name(annotator)
     with ws.transaction() as con:
-        n = len(response_steps(_response_text(con, response_id)))
-        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < n:
-            raise DataError(f"Step index {step!r} is out of range: response #{response_id} has {n} step"
-                            f"{'s' if n != 1 else ''}" + (f" (indexes 0 to {n - 1})." if n else "; nothing to label."))
+        _check_index(response_id, step, len(response_steps(_response_text(con, response_id))))
         ann = _annotator(con, name)
-        bad = con.execute("SELECT MIN(step) FROM step_labels WHERE response_id=? AND superseded=0 AND +annotator_id=? "
-                          "AND verdict=-1", (response_id, ann)).fetchone()[0]
-        if bad is not None and step > bad:
-            raise DataError(f"Step {step + 1} comes after step {bad + 1}, which you marked bad: the steps after the "
-                            "first wrong one are not labeled. Label that step again first.")
-        _write(con, response_id, step, verdict, ann, soft, time.time())
+        _check_before_bad(con, response_id, ann, step)
+        _write(con, response_id, step, verdict, ann, time.time(), soft=soft, model_p=model_p, model_run=model_run)
 
 
-def _write(con, response_id: int, step: int, verdict: int, ann: int, soft: float | None, now: float) -> int:
-    lid = con.execute("INSERT INTO step_labels (response_id, step, verdict, annotator_id, soft, created) "
-                      "VALUES (?, ?, ?, ?, ?, ?)", (response_id, step, verdict, ann, soft, now)).lastrowid
+def accept_steps(ws: Workspace, response_id: int, annotator: str, proposal: list[tuple[int, int, float]],
+                 model_run: str) -> None:
+    """Store the verdicts of a process reward model (run `model_run`) that the annotator accepted with one key:
+    proposal = [(step, verdict, p)] on consecutive <think> steps, ending at the first bad one if any. Each becomes the
+    annotator's label marked accepted, with the model's p; all in one transaction (one undo takes them all back)."""
+    name = _person_name(annotator)
+    if not proposal:
+        raise DataError("The model proposes no verdict here: nothing to accept. Label the step with 1, 2 or 3.")
+    verdicts = [check_verdict(v) for _, v, _ in proposal]
+    first = proposal[0][0]
+    if [s for s, _, _ in proposal] != list(range(first, first + len(proposal))) or -1 in verdicts[:-1]:
+        raise DataError("A model's verdicts are accepted on consecutive steps, ending at the first bad one.")
+    with ws.transaction() as con:
+        n = len(response_steps(_response_text(con, response_id)))
+        for step, _, _ in proposal:
+            _check_index(response_id, step, n, answer=False)  # the model does not judge the final answer
+        ann = _annotator(con, name)
+        _check_before_bad(con, response_id, ann, first)
+        now = time.time()
+        for (step, verdict, p) in proposal:
+            _write(con, response_id, step, verdict, ann, now, accepted=True, model_p=float(p), model_run=model_run)
+
+
+def _write(con, response_id: int, step: int, verdict: int, ann: int, now: float, soft: float | None = None,
+           accepted: bool = False, model_p: float | None = None, model_run: str | None = None) -> int:
+    lid = con.execute("INSERT INTO step_labels (response_id, step, verdict, annotator_id, soft, created, accepted, "
+                      "model_p, model_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (response_id, step, verdict, ann, soft, now, int(accepted), model_p, model_run)).lastrowid
     con.execute("UPDATE step_labels SET superseded=1, superseded_by=? WHERE response_id=? AND superseded=0 "
                 "AND +annotator_id=? AND id != ? AND (step = ? OR (? = -1 AND step > ?))",
                 (lid, response_id, ann, lid, step, verdict, step))
@@ -109,20 +155,25 @@ def _write(con, response_id: int, step: int, verdict: int, ann: int, soft: float
 
 
 def undo_step(ws: Workspace, annotator: str) -> tuple[int, int] | None:
-    """Take back the annotator's latest step label: the labels it replaced or cut (an earlier label of that step,
-    later steps cut by a bad verdict) are current again. (response_id, step) of it, or None: nothing to undo."""
+    """Take back the annotator's latest step label (all of one acceptance of a model's verdicts): the labels it
+    replaced or cut (an earlier label of that step, later steps cut by a bad verdict) are current again.
+    (response_id, step) of it (the first step of an acceptance), or None: nothing to undo."""
     with ws.transaction() as con:
         ann = _known(con, annotator)
-        last = ann and con.execute("SELECT id, response_id, step FROM step_labels WHERE annotator_id=? AND "
-                                   "superseded=0 ORDER BY created DESC, id DESC LIMIT 1", (ann,)).fetchone()
+        last = ann and con.execute("SELECT id, response_id, step, accepted, created FROM step_labels WHERE "
+                                   "annotator_id=? AND superseded=0 ORDER BY created DESC, id DESC LIMIT 1",
+                                   (ann,)).fetchone()
         if not last:
             return None
-        con.execute("UPDATE step_labels SET superseded=1, superseded_by=NULL WHERE id=?", (last["id"],))
-        con.execute("UPDATE step_labels SET superseded=0, superseded_by=NULL WHERE annotator_id=? AND superseded_by=?",
-                    (ann, last["id"]))
-        return last["response_id"], last["step"]
-
-
+        batch = [tuple(r) for r in con.execute(
+            "SELECT id, step FROM step_labels WHERE annotator_id=? AND superseded=0 AND response_id=? AND accepted=1 "
+            "AND created=?", (ann, last["response_id"], last["created"]))] if last["accepted"] else []
+        batch = batch or [(last["id"], last["step"])]
+        for lid, _ in batch:
+            con.execute("UPDATE step_labels SET superseded=1, superseded_by=NULL WHERE id=?", (lid,))
+            con.execute("UPDATE step_labels SET superseded=0, superseded_by=NULL WHERE annotator_id=? AND "
+                        "superseded_by=?", (ann, lid))
+        return last["response_id"], min(step for _, step in batch)
 def store_labeled(con, set_id: int, prompt: str, extra: dict, response: str, source: str, ann: int,
                   verdicts: list[int], soft: list, now: float, replace: bool, copy: bool = False) -> tuple[int, str]:
     """An automatic writer's labeled response (a stepwise import's row, a rollout), inside the caller's transaction:
@@ -199,6 +250,7 @@ _MINE = """SELECT sl.response_id, COUNT(*) AS k, MIN(sl.verdict) AS worst, MAX(s
            FROM step_labels sl JOIN response_steps rs ON rs.response_id = sl.response_id {join}
            WHERE sl.annotator_id = :ann AND sl.superseded = 0 GROUP BY sl.response_id"""
 _SOURCE_JOIN = "JOIN responses r ON r.id = {col} AND r.source = :source"
+_SOURCES: dict[tuple, list[str]] = {}  # (database, highest response counted) -> the sources of responses with steps
 
 
 def _mine(ws: Workspace, ann: int, source: str = "") -> list:
@@ -208,56 +260,104 @@ def _mine(ws: Workspace, ann: int, source: str = "") -> list:
 
 
 def _finished(r) -> bool:
-    return r["worst"] == -1 or r["k"] >= r["n"]
+    return r["worst"] == -1 or r["k"] > r["n"]  # a bad step, or every step and the final answer (index n)
 
 
-def next_response(ws: Workspace, annotator: str, source: str = "") -> dict | None:
+def _sources(ws: Workspace) -> list[str]:
+    """The sources of the responses with steps; kept until responses are added (a source never changes)."""
+    key = (str(ws.db_path), ws.query("SELECT IFNULL(MAX(response_id), 0) FROM response_steps")[0][0])
+    if key not in _SOURCES:
+        _SOURCES.clear()
+        _SOURCES[key] = [r[0] for r in ws.query("SELECT DISTINCT r.source FROM response_steps rs JOIN responses r "
+                                                "ON r.id = rs.response_id ORDER BY r.source")]
+    return _SOURCES[key]
+
+
+def _unlabeled_in(ws: Workspace, ann: int | None, source: str, limit: int) -> list[int]:
+    """The first `limit` responses with steps (of `source`, '' any) the annotator holds no label on, as stored."""
+    join = _SOURCE_JOIN.format(col="rs.response_id") if source else ""
+    return [r[0] for r in ws.query(
+        f"""SELECT rs.response_id FROM response_steps rs {join} WHERE NOT EXISTS (
+              SELECT 1 FROM step_labels sl WHERE sl.response_id = rs.response_id AND sl.superseded = 0
+              AND +sl.annotator_id = :ann) ORDER BY rs.response_id LIMIT :limit""",
+        {"ann": ann or -1, "source": source, "limit": int(limit)})]
+
+
+def unlabeled(ws: Workspace, annotator: str, source: str = "", order: str = "sources", limit: int = 1) -> list[int]:
+    """The next `limit` responses with steps the annotator has not labeled, in the queue's `order` (ORDERS): stored,
+    or sources in turn (round robin over the sources, the one they labeled fewest responses of first)."""
+    name = _person_name(annotator)
+    count_steps(ws)
+    ann = _known(ws.connect(), name)
+    if order != "sources" or source:
+        return _unlabeled_in(ws, ann, source, limit)
+    done = {r[0]: r[1] for r in ws.query(
+        "SELECT r.source, COUNT(DISTINCT sl.response_id) FROM step_labels sl JOIN responses r ON r.id = sl.response_id "
+        "WHERE sl.annotator_id = ? AND sl.superseded = 0 GROUP BY r.source", (ann or -1,))}
+    lists = [ids for ids in (_unlabeled_in(ws, ann, s, limit) for s in _sources(ws)) if ids]
+    lists.sort(key=lambda ids: (done.get(_source_of(ws, ids[0]), 0), ids[0]))
+    out = []
+    for k in range(limit):
+        out += [ids[k] for ids in lists if k < len(ids)]
+    return out[:limit]
+
+
+def _source_of(ws: Workspace, response_id: int) -> str:
+    return ws.query("SELECT source FROM responses WHERE id=?", (response_id,))[0][0]
+
+
+def next_response(ws: Workspace, annotator: str, source: str = "", order: str = "sources",
+                  prefer: list[int] | None = None) -> dict | None:
     """The response this annotator should step-label next (response_view), or None when none is left: the one they
-    labeled last and did not finish, else the first response with steps (in the order stored) they have not
-    labeled. Every response counts: imported pairs, candidates, stepwise imports, rollouts. `source`: only
-    responses of that source (responses.source, e.g. 'import:file.jsonl')."""
+    labeled last and did not finish, else the first of `prefer` (the model's order) they have not labeled, else the
+    next one in the queue's `order` (ORDERS). Every response counts: imported pairs, candidates, stepwise imports,
+    rollouts. `source`: only responses of that source (responses.source, e.g. 'import:file.jsonl')."""
     name = _person_name(annotator)
     count_steps(ws)
     ann = _known(ws.connect(), name)
     open_ = [r for r in _mine(ws, ann, source) if not _finished(r)] if ann else []
     if open_:
         return response_view(ws, name, max(open_, key=lambda r: r["last"])["response_id"])
-    join = _SOURCE_JOIN.format(col="rs.response_id") if source else ""
-    row = ws.query(f"""SELECT rs.response_id FROM response_steps rs {join} WHERE NOT EXISTS (
-                         SELECT 1 FROM step_labels sl WHERE sl.response_id = rs.response_id AND sl.superseded = 0
-                         AND +sl.annotator_id = :ann) ORDER BY rs.response_id LIMIT 1""",
-                   {"ann": ann or -1, "source": source})
-    return response_view(ws, name, row[0][0]) if row else None
+    mine = {r["response_id"] for r in _mine(ws, ann)} if ann and prefer else set()
+    rid = next((int(i) for i in prefer or () if int(i) not in mine), None)
+    if rid is None:
+        rid = next(iter(unlabeled(ws, name, source, order)), None)
+    return response_view(ws, name, rid) if rid is not None else None
 
 
 def response_view(ws: Workspace, annotator: str, response_id: int) -> dict:
     """A response as the annotator labels it: {response_id, prompt, turns, source, response, steps, answer_text,
-    labels (their verdict of each step, None: unlabeled), done, first_bad, total_steps, step (the step to label
-    now: the first unlabeled one before their first bad step; None when they finished the response)}."""
+    total_steps (its <think> steps), answer_step (= total_steps: the final answer's index), labels (their verdict of
+    each step and then of the answer, None: unlabeled), accepted (per label: taken from a model), done, first_bad,
+    step (the next to label: the first unlabeled step before their first bad one, the answer after the last step;
+    None when they finished the response)}."""
     con = ws.connect()
     r = con.execute("SELECT r.text, r.source, p.text AS prompt, p.extra FROM responses r JOIN prompts p "
                     "ON p.id = r.prompt_id WHERE r.id=?", (int(response_id),)).fetchone()
     if r is None:
         raise DataError(f"Response #{response_id} is not in this workspace.")
     parsed = parse(r["text"], "blank")
-    labels: list[int | None] = [None] * len(parsed.steps)
+    n = len(parsed.steps)
+    labels: list[int | None] = [None] * (n + 1)
+    accepted = [False] * (n + 1)
     ann = _known(con, annotator)
-    for step, verdict in con.execute("SELECT step, verdict FROM step_labels WHERE response_id=? AND superseded=0 "
-                                     "AND +annotator_id=?", (response_id, ann or -1)):
-        if step < len(labels):
-            labels[step] = verdict
+    for step, verdict, took in con.execute("SELECT step, verdict, accepted FROM step_labels WHERE response_id=? AND "
+                                           "superseded=0 AND +annotator_id=?", (response_id, ann or -1)):
+        if step <= n:
+            labels[step], accepted[step] = verdict, bool(took)
     first_bad = labels.index(-1) if -1 in labels else None
-    todo = [k for k, v in enumerate(labels[:first_bad]) if v is None]
+    todo = [k for k, v in enumerate(labels[:first_bad]) if v is None] if n else []
     return {"response_id": int(response_id), "prompt": r["prompt"], "turns": prompt_turns(r["extra"]),
             "source": r["source"], "response": r["text"], "steps": [s.text for s in parsed.steps],
-            "answer_text": parsed.answer, "labels": labels, "done": sum(v is not None for v in labels),
-            "first_bad": first_bad, "total_steps": len(labels), "step": todo[0] if todo else None}
+            "answer_text": parsed.answer, "labels": labels, "accepted": accepted,
+            "done": sum(v is not None for v in labels), "first_bad": first_bad, "total_steps": n, "answer_step": n,
+            "step": todo[0] if todo else None}
 
 
 def progress(ws: Workspace, annotator: str) -> dict:
     """{responses: responses with steps, finished / finished_today: those the annotator finished (labeled every
-    step, or up to a bad one; today: their last label since local midnight), started: begun and not finished,
-    steps / steps_today: their current step labels}."""
+    step and the answer, or up to a bad step; today: their last label since local midnight), started: begun and not
+    finished, steps / steps_today: their current step labels (answers included)}."""
     count_steps(ws)
     out = {"responses": ws.query("SELECT COUNT(*) FROM response_steps")[0][0], "finished": 0, "finished_today": 0,
            "started": 0, "steps": 0, "steps_today": 0}
@@ -274,70 +374,3 @@ def progress(ws: Workspace, annotator: str) -> dict:
     out["steps_today"] = ws.query("SELECT COUNT(*) FROM step_labels WHERE annotator_id=? AND superseded=0 AND "
                                   "created >= ?", (ann, today))[0][0]
     return out
-
-
-# -- readers: training, export, agreement --------------------------------------------------------------------------
-
-def _who_sql(who: str) -> tuple[str, tuple]:
-    if who == "all":
-        return "", ()
-    if who == "people":
-        return "AND an.name NOT IN (?, ?)", (IMPORTED, ROLLOUTS)
-    if who == "rollouts":
-        return "AND an.name = ?", (ROLLOUTS,)
-    if not (who or "").strip():
-        raise DataError("Say whose step labels: 'all', 'people', 'rollouts' or an annotator's name.")
-    return "AND an.name = ?", (who.strip(),)
-
-
-def any_labels(ws: Workspace) -> bool:
-    """Whether the workspace holds any step label in force (by anyone)."""
-    return bool(ws.query("SELECT 1 FROM step_labels WHERE superseded = 0 LIMIT 1"))
-
-
-def labeled_responses(ws: Workspace, who: str = "all") -> list[dict]:
-    """One entry per (response, annotator) whose labels start at the first step: {response_id, prompt, prompt_extra,
-    response, steps (all its steps), labels (the labeled prefix: up to and including the first bad step, or as far
-    as labeled without a gap), soft (the same length), annotator}. who: 'all', 'people' (neither the import nor
-    the rollouts), 'rollouts', or an annotator's name."""
-    cond, args = _who_sql(who)
-    cur = ws.connect().execute(
-        f"""SELECT sl.response_id, an.name, sl.step, sl.verdict, sl.soft, r.text, p.text AS prompt, p.extra
-            FROM step_labels sl JOIN annotators an ON an.id = sl.annotator_id JOIN responses r ON r.id = sl.response_id
-            JOIN prompts p ON p.id = r.prompt_id WHERE sl.superseded = 0 {cond}
-            ORDER BY sl.response_id, an.name, sl.step""", args)
-    out = []
-    for (rid, name), rows in groupby(cur, key=lambda r: (r["response_id"], r["name"])):
-        rows = list(rows)
-        steps = response_steps(rows[0]["text"])
-        labels, soft = [], []
-        for r in rows:
-            if r["step"] != len(labels) or r["step"] >= len(steps):
-                break  # a gap: the prefix ends here
-            labels.append(r["verdict"])
-            soft.append(r["soft"])
-            if r["verdict"] == -1:
-                break
-        if labels:
-            out.append({"response_id": rid, "prompt": rows[0]["prompt"], "prompt_extra": json.loads(rows[0]["extra"]
-                                                                                                     or "{}"),
-                        "response": rows[0]["text"], "steps": steps, "labels": labels, "soft": soft, "annotator": name})
-    return out
-
-
-def agreement(ws: Workspace) -> dict:
-    """Where a person and the rollouts labeled the same step of a response: {steps (how many), share (of those, where
-    both say right (good or neutral) or both say bad; None when none), people: [{name, steps, share}]}."""
-    rows = ws.query(
-        """SELECT an.name, (p.verdict >= 0) = (r.verdict >= 0) AS same FROM step_labels p
-           JOIN annotators an ON an.id = p.annotator_id
-           JOIN step_labels r ON r.response_id = p.response_id AND r.step = p.step AND r.superseded = 0
-                AND +r.annotator_id = (SELECT id FROM annotators WHERE name = :rollouts)
-           WHERE p.superseded = 0 AND an.name NOT IN (:rollouts, :imported) ORDER BY an.name""",
-        {"rollouts": ROLLOUTS, "imported": IMPORTED})
-    people = []
-    for name, rs in groupby(rows, key=lambda r: r["name"]):
-        same = [r["same"] for r in rs]
-        people.append({"name": name, "steps": len(same), "share": sum(same) / len(same)})
-    n = sum(p["steps"] for p in people)
-    return {"steps": n, "share": sum(p["share"] * p["steps"] for p in people) / n if n else None, "people": people}

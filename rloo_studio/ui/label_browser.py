@@ -1,7 +1,7 @@
-"""The Label tab's browser side: its styles, the key handler that turns 1 / 2 / 3 / 4 / f / u into presses of the
-buttons of the mode shown, pairs or steps (HEAD, on every page), and the small scripts its events run in the page (which
-pair is on screen, what this browser remembers in localStorage). ui/label_tab.py lays out and wires the tab; nothing
-here calls the server.
+"""The Label tab's browser side: its styles, the key handler that turns 1 / 2 / 3 / 4 / f / u / a into presses of the
+buttons of the mode shown, pairs or steps (HEAD, on every page; a is the step mode's accept of the model's verdicts),
+and the small scripts its events run in the page (which pair is on screen, what this browser remembers in
+localStorage). ui/label_tab.py lays out and wires the tab; nothing here calls the server.
 """
 from __future__ import annotations
 
@@ -32,13 +32,17 @@ document.addEventListener('keydown', (e) => {
   // A key's buttons: the pair mode's, then the step mode's; the one shown is pressed (only while the Label tab is).
   const map = {'1': ['lbl-left', 'stp-good'], 'ArrowLeft': ['lbl-left'], '2': ['lbl-right', 'stp-neutral'],
                'ArrowRight': ['lbl-right'], '3': ['lbl-tie', 'stp-bad'], '4': ['lbl-skip'], 'f': ['lbl-flag'],
-               'F': ['lbl-flag'], 'u': ['lbl-undo', 'stp-undo'], 'U': ['lbl-undo', 'stp-undo']};
+               'F': ['lbl-flag'], 'u': ['lbl-undo', 'stp-undo'], 'U': ['lbl-undo', 'stp-undo'],
+               'a': ['stp-accept'], 'A': ['stp-accept']};
   const btn = (map[e.key] || []).map((id) => document.getElementById(id)).find((b) => b && b.offsetParent !== null);
   if (!btn) return;
   e.preventDefault();
   if (btn.disabled) {  // nothing on the page to label: the buttons are disabled; the key says so, in words
     const note = document.getElementById('lbl-busy-text');
-    const said = btn.id.startsWith('stp-')
+    const said = btn.id === 'stp-accept'
+      ? 'The model proposes no verdict here, so this key saved nothing: choose a process reward model, or label '
+        + 'the step (or the final answer) with 1, 2 or 3.'
+      : btn.id.startsWith('stp-')
       ? 'No step is on screen, so this key saved nothing: type your name, or import responses with <think> steps.'
       : 'No pair is on screen, so this key saved nothing: type your name, or choose a filter with pairs left.';
     if (note) note.textContent = said;
@@ -54,7 +58,8 @@ window.lblSaving = 0;
 window.lblSaved = () => { window.lblSaving = 0; };
 document.addEventListener('click', (e) => {
   const btn = e.target.closest && e.target.closest(
-    '#lbl-left, #lbl-right, #lbl-tie, #lbl-skip, #lbl-flag, #lbl-undo, #stp-good, #stp-neutral, #stp-bad, #stp-undo');
+    '#lbl-left, #lbl-right, #lbl-tie, #lbl-skip, #lbl-flag, #lbl-undo, #stp-good, #stp-neutral, #stp-bad, '
+    + '#stp-accept, #stp-undo');
   if (!btn) return;
   const note = document.getElementById('lbl-busy-text');
   if (window.lblSaving && Date.now() - window.lblSaving < 60000) {

@@ -1,5 +1,5 @@
 """The Label tab's side panels: the workspace's labeling guidelines above the pair (shared, editable by anyone
-labeling) and the annotators panel (counts today and in all, overlap, agreement)."""
+labeling) and the annotators panel (counts today and in all, overlap, agreement; step labels and person vs model)."""
 from __future__ import annotations
 
 import html
@@ -15,29 +15,64 @@ from rloo_studio.ui.label_render import status_html
 
 
 def annotators_md(studio: Studio) -> str:
-    """Who labeled how much (today and in all), and how well they agree (refreshed while the panel is open)."""
+    """Who labeled how much (today and in all), and how well they agree (refreshed while the panel is open): pairs,
+    then step labels."""
     ws = studio.ws
     lines = [f"Overlap: **{store.overlap(ws)}** annotator(s) per pair."]
     stats = agreement.annotator_stats(ws, today=True)
+    step_lines = steps_md(studio)
     if stats:
         lines.append("| annotator | labels today | labels | skips |\n|---|---|---|---|" + "".join(
             f"\n| {html.escape(a['name'])} | {a['today']} | {a['labels']} | {a['skips']} |" for a in stats))
     else:
-        lines.append("No labels from people yet.")
+        lines.append("No pair labels from people yet." if step_lines else "No labels from people yet.")
     ag = agreement.agreement(ws)
     if not ag["pairs"]:
         lines.append("No pair has labels from two annotators yet (raise the overlap to measure agreement).")
-        return "\n\n".join(lines)
-    if ag["kappa"] is not None:
+    elif ag["kappa"] is not None:
         lines.append(f"Cohen's kappa **{ag['kappa']:.2f}**, raw agreement **{ag['raw']:.0%}** over "
                      f"{ag['shared_pairs']} shared pairs.")
     else:
         lines.append(f"Raw agreement **{ag['raw']:.0%}** over {ag['shared_pairs']} shared labels "
                      "(all annotator pairs).")
-    lines.append("| annotators | shared | raw | kappa |\n|---|---|---|---|" + "".join(
-        f"\n| {html.escape(p['a'])} / {html.escape(p['b'])} | {p['shared']} | {p['raw']:.0%} | {p['kappa']:.2f} |"
-        for p in ag["pairs"]))
-    return "\n\n".join(lines)
+    if ag["pairs"]:
+        lines.append("| annotators | shared | raw | kappa |\n|---|---|---|---|" + "".join(
+            f"\n| {html.escape(p['a'])} / {html.escape(p['b'])} | {p['shared']} | {p['raw']:.0%} | "
+            f"{p['kappa']:.2f} |" for p in ag["pairs"]))
+    return "\n\n".join(lines + step_lines)
+
+
+def _share(x) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def steps_md(studio: Studio) -> list[str]:
+    """The step labels' part of the panel ([] when no person labeled a step): each person's own verdicts, answers,
+    verdicts accepted from a model, responses; then person vs model on their own verdicts."""
+    stats = agreement.step_stats(studio.ws)
+    if not stats:
+        return []
+    out = ["**Step labels** (accepted: the process reward model's verdicts taken with the a key; theirs, but not "
+           "their own judgement, so left out of every agreement figure)",
+           "| annotator | own step verdicts | final answers | accepted from the model | responses |"
+           "\n|---|---|---|---|---|" + "".join(
+               f"\n| {html.escape(s['name'])} | {s['steps']} | {s['answers']} | {s['accepted']} | {s['responses']} |"
+               for s in stats)]
+    vs = agreement.model_agreement(studio.ws)
+    if not vs:
+        out.append("No own step verdict given with a process reward model beside it yet: person vs model agreement "
+                   "shows once someone labels with a model chosen.")
+        return out
+    out.append("**Person vs model** on each person's own step verdicts given with the model's p on the page (the "
+               "model says right at p ≥ 0.5; good and neutral are right). First wrong step: responses they labeled "
+               "themselves to their first bad step or the last step, where the model's first doubted step is the "
+               "same (or both none). Own verdicts are often given where the person disagreed, so these read low "
+               "when they accept whenever they agree."
+               "\n\n| annotator | own verdicts beside the model | agree | responses | first wrong step agrees |"
+               "\n|---|---|---|---|---|" + "".join(
+                   f"\n| {html.escape(v['name'])} | {v['steps']} | {_share(v['agree'])} | {v['responses']} | "
+                   f"{_share(v['first_agree'])} |" for v in vs))
+    return out
 
 
 def set_overlap(studio: Studio, n):

@@ -247,7 +247,7 @@ def build(studio: Studio):
     guides, stored_guides = guidelines_section(studio)
     gr.HTML("<div id='lbl-busy-text' class='lbl-msg-error'></div>", elem_id="lbl-busy")  # HEAD fills it
     pair_box, drawn, buttons, b_undo, comment = _pair_column()
-    step_box, step_outs, who = label_steps.build(studio, name, mode, session)
+    step_box, step_outs, who, step_runs = label_steps.build(studio, name, mode, session)
     mode_outs = [step_box, pair_box, flt, src, raw, order_row, *step_outs]  # label_steps.mode_shown's outputs
     outs = [*drawn, current, *buttons.values()]  # label_render.view's outputs
     queue = dict(name=name, session=session, filter=flt, source=src, raw=raw, active=active, mode=mode)  # next pair
@@ -293,7 +293,7 @@ def build(studio: Studio):
             partial(label_data.empty_update, studio), None, empty_box)
         # Back on the tab: draw the session's pair again, so that the page and the current pair agree.
         on_tab = inputs.bind(partial(back_on_tab, studio), LabelInputs, **queue, shown=current)
-        tab.select(**on_tab, outputs=outs).then(**redraw_steps, outputs=step_outs).then(
+        tab.select(**on_tab, outputs=outs).then(**step_runs).then(**redraw_steps, outputs=step_outs).then(
             partial(_lists_now, studio), None, [order_by, src, guides, stored_guides])
 
     return on_load
