@@ -10,7 +10,7 @@ from rloo_studio.runs.runner import JobRunner, read_jsonl
 TOY = JobKind("toy", "toy", train="toy_kind:train_toy", config="toy_kind:ToyConfig", cli="train-toy",
               cli_help="count steps, headless",
               key_metrics=(("loss", "loss"),), resumable=True, step_files=("metrics.jsonl", "toy.jsonl"),
-              tab="toy_kind", tab_title="Toy", tab_after="Inspect")
+              tab_title="Toy", tab_after="Inspect")  # no tab module: the default job tab
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_the_app_gives_the_kind_its_tab_section_and_run_panel(toy, empty_workspa
 
     from rloo_studio.runs import lifecycle
     from rloo_studio.studio import Studio
-    from rloo_studio.ui import app, run_panel
+    from rloo_studio.ui import app, job_section, run_panel
 
     titles = [t for t, _ in app.tabs()]
     assert titles.index("Toy") == titles.index("RLOO") + 1  # after Inspect, behind the kind registered before it
@@ -97,6 +97,23 @@ def test_the_app_gives_the_kind_its_tab_section_and_run_panel(toy, empty_workspa
     assert isinstance(demo, gr.Blocks)
     rid = lifecycle.start(studio.ws, studio.runner, "toy", lifecycle.new_run(studio.ws, "toy", toy.config_class()()))
     assert studio.runner.wait(rid, 30) == "completed" and rid.startswith("toy-")
+    headers, rows = job_section.runs_rows(studio.ws, "toy")  # the default tab's runs list: its kind's runs only
+    assert [r[:2] for r in rows] == [[rid, "completed"]] and headers[0] == "run"
+
+
+def test_the_python_api_trains_and_resumes_the_kind_from_its_entry(toy, empty_workspace, monkeypatch):
+    import rloo_studio as rs
+
+    write_presets(empty_workspace.root)
+    monkeypatch.setenv("TOY_CRASH_AFTER", "3")
+    run = rs.train("toy", empty_workspace.root, preset="default", steps=5)
+    with pytest.raises(rs.StudioError, match="killed after step 3"):  # the API says a failed run in words
+        run.wait(30, progress=False)
+    monkeypatch.delenv("TOY_CRASH_AFTER")
+    run.resume()
+    assert run.wait(30, progress=False) == "completed"
+    assert rows_by_step(empty_workspace.run_dir(run.id) / "toy.jsonl") == {s: 3 for s in range(1, 6)}
+    assert run.metrics()["loss"].dropna().tolist()[-1] == 0.2
 
 
 def test_score_with_a_run_that_gives_no_scorer_says_so_in_a_line(empty_workspace, capsys):

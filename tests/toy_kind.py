@@ -1,4 +1,5 @@
-"""A throw-away job kind for tests/test_registry.py: its config, its job and its tab, registered only by the test.
+"""A throw-away job kind for tests/test_registry.py: its config and its job, registered only by the test; its tab is
+the default job tab (ui/job_tab.py).
 
 The job counts steps: each writes a metric record and a row per item to toy.jsonl (a per-step file of its own),
 and every `save_steps` a checkpoint marker (runs.runner.mark_checkpoint), so that a resume starts from the last
@@ -36,18 +37,3 @@ def train_toy(cfg: ToyConfig, ctx: RunContext) -> str:
         ctx.set_progress(step, cfg.steps)
     return f"counted to {cfg.steps}"
 
-
-def build(studio):
-    """The toy kind's tab: the job section, built from its registry entry, and nothing of its own."""
-    import gradio as gr
-
-    from rloo_studio.ui import job_section
-    from rloo_studio.ui.job_section import JobSection
-
-    section = JobSection.start(studio, "toy")
-    section.form([("Counting", (("steps", "items", "save_steps"),), True)], "default")
-    section.actions()
-    section.run_panel("No toy run yet.")
-    section.runs_list("Toy runs")
-    watched = gr.State(None)
-    job_section.clear_messages(section, job_section.wire(section, watched), [])

@@ -49,8 +49,8 @@ class JobKind:
     show: str | None = None  # "module:function", run folder -> extra entries of `runs show RUN` (a dict)
     charts: str | None = None  # "module:function", metric records -> the run's charts (runs.chart_data.Chart)
     runs_table: str | None = None  # "module:function", ws -> (headers, rows) of its tab's runs list (None: common)
-    tab: str | None = None  # the UI module whose build(studio) lays out the kind's tab
-    tab_title: str = ""  # the tab's name
+    tab: str | None = None  # the UI module whose build(studio) lays out the kind's tab (None: the default job tab)
+    tab_title: str = ""  # the tab's name ("": no tab)
     tab_after: str = ""  # the tab it follows (a kind's tab after another kind's: the order of KINDS decides)
 
     def config_class(self) -> type:
@@ -206,5 +206,6 @@ def article(word: str) -> str:
 
 
 def tabbed() -> list[JobKind]:
-    """The kinds with a tab of their own, in the registry's order."""
-    return [k for k in KINDS.values() if k.tab]
+    """The kinds with a tab, in the registry's order: a module of their own (`tab`), or the default job tab
+    (ui/job_tab.py) where only `tab_title` is given."""
+    return [k for k in KINDS.values() if k.tab or k.tab_title]

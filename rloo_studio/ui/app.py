@@ -9,7 +9,17 @@ from starlette.middleware import Middleware
 
 from rloo_studio.runs import jobs
 from rloo_studio.studio import Studio
-from rloo_studio.ui import api, inspect_tab, job_section, label_tab, playground_tab, records_tab, run_panel, runs_tab
+from rloo_studio.ui import (
+    api,
+    inspect_tab,
+    job_section,
+    job_tab,
+    label_tab,
+    playground_tab,
+    records_tab,
+    run_panel,
+    runs_tab,
+)
 from rloo_studio.ui.page_start import ActFirst
 from rloo_studio.ui.uploads import IncomingGuard, use_workspace_temp
 
@@ -64,7 +74,7 @@ def tabs() -> list[tuple[str, object]]:
         at = titles.index(job.tab_after) + 1 if job.tab_after in titles else len(out)
         while at < len(out) and out[at][0] in {k.tab_title for k in jobs.tabbed()}:
             at += 1  # after the job tabs already placed there
-        out.insert(at, (job.tab_title, importlib.import_module(job.tab)))
+        out.insert(at, (job.tab_title, importlib.import_module(job.tab) if job.tab else job_tab.DefaultTab(job)))
     return out
 
 

@@ -14,8 +14,7 @@ import gradio as gr
 
 from rloo_studio.label import steps
 from rloo_studio.studio import Studio
-from rloo_studio.ui import job_section
-from rloo_studio.ui.job_section import JobSection, Shown
+from rloo_studio.ui import job_tab
 
 KIND, ROLLOUTS = "prm", "rollouts"
 INTRO = ("A **process reward model** reads each `<think>` step and gives the probability that it is right; the "
@@ -88,30 +87,6 @@ def on_labels(studio: Studio) -> str:
         return f"⚠ {html.escape(str(exc))}"
 
 
-def _section(studio: Studio, kind: str, layout: list, preset: str, empty: str, launch: str, title: str):
-    """A job section: form, actions, the run panel with its kind's charts, its runs list; returns (section,
-    watched, follow-hooks)."""
-    section = JobSection.start(studio, kind)
-    watched = gr.State(None)
-    with gr.Row():
-        with gr.Column(scale=2, min_width=420):
-            section.preset_dropdown(preset)
-            section.accordions(layout, section.kind.preset_config(preset), min_width=140)
-        with gr.Column(scale=3):  # the live run beside the form, in view while it trains
-            section.actions(launch=launch)
-            panel = section.run_panel(empty)
-            charts = section.kind.chart_fn()
-            if charts:
-                panel.add_charts([(c.title, c.title) for c in charts([])], per_row=2, height=280)
-    with gr.Accordion(title, open=False):
-        section.runs_list(title)
-    actions = job_section.wire(section, watched)
-    job_section.clear_messages(section, actions, [])
-    follow = panel.follow(partial(job_section.on_tick, section), 2.0, Shown, {"watched": watched},
-                          [section.runs, section.config, section.cli], also=(watched,), after=(section.resumed,))
-    return section, follow
-
-
 def build(studio: Studio):
     gr.Markdown(INTRO)
     labels = gr.Markdown(elem_id="prm-labels")
@@ -120,12 +95,12 @@ def build(studio: Studio):
         loaded = gr.Markdown(elem_id="prm-load-demo-msg")
     # Folded when there are step labels to train on already (at the app's start, or once the demo's are loaded)
     with gr.Accordion("1. Step labels from rollouts", open=not steps.any_labels(studio.ws)) as rollouts_box:
-        _, follow_rollouts = _section(studio, ROLLOUTS, ROLLOUT_LAYOUT, "demo-cpu",
+        _, follow_rollouts = job_tab.section(studio, ROLLOUTS, ROLLOUT_LAYOUT, "demo-cpu",
                                       "No rollouts run yet: label the steps of the policy's responses here.",
                                       "Label steps", "Rollouts runs: config and command")
     load.click(partial(on_load_demo, studio), None, [loaded, labels, rollouts_box])
     gr.Markdown("### 2. Process reward model")
-    _, follow_prm = _section(studio, KIND, PRM_LAYOUT, "demo-cpu",
+    _, follow_prm = job_tab.section(studio, KIND, PRM_LAYOUT, "demo-cpu",
                              "No process reward model yet. Check the settings, then press <b>Train</b>.",
                              "Train", "Process-reward runs: config and command")
 
