@@ -72,7 +72,7 @@ def cmd_score(a) -> int:
         raise DataError("score needs --prompt and --response, or --file with one JSON object per line.")
     ws = Workspace(a.workspace) if a.reward_run else None
     response = sys.stdin.read() if a.response == "-" else a.response
-    if a.reward_run and KINDS[catalog.scorer_run(ws, a.reward_run)["kind"]].scorer == "process":
+    if a.reward_run and catalog.scorer_of(ws, a.reward_run) == "process":
         return score_process(a, ws, response)
     think = None if a.enable_thinking is None else a.enable_thinking == "true"
     out = score_json(ws, a.reward_run, a.reward_model, a.prompt, response, a.split, a.trust_remote_code, think)
@@ -119,7 +119,7 @@ def score_file(a) -> int:
     unit, numbered = iter_rows(a.file)
     numbers, rows = zip(*numbered) if (numbered := list(numbered)) else ((), ())
     ws = Workspace(a.workspace) if a.reward_run else None
-    if a.reward_run and KINDS[catalog.scorer_run(ws, a.reward_run)["kind"]].scorer == "process":
+    if a.reward_run and catalog.scorer_of(ws, a.reward_run) == "process":
         raise DataError("score --file reads rows with an outcome reward model (a reward-model run); for a "
                         "process-reward run, score one response at a time with --prompt and --response.")
     think = None if a.enable_thinking is None else a.enable_thinking == "true"

@@ -164,15 +164,9 @@ def list_runs(workspace):
 def score(workspace, run_id: str, prompt: str, response: str, split: str = "blank") -> dict:
     """A response scored by a reward-model run (`total` and each step's prefix score) or a process-reward run
     (each step's `p_correct`), as `score --json` prints it."""
-    ws = _ws(workspace)
-    r = catalog.scorer_run(ws, run_id)
-    if KINDS[r["kind"]].scorer == "process":
-        from rloo_studio.inspect.process import score_json as process_json
+    from rloo_studio.inspect.scorers import score_json
 
-        return process_json(ws, r["id"], prompt, response, split)
-    from rloo_studio.inspect.scoring import score_json
-
-    return score_json(ws, r["id"], None, prompt, response, split)
+    return score_json(_ws(workspace), run_id, prompt, response, split)
 
 
 def eval_prm(workspace, run_id: str, file: str | Path | None = None, threshold: float | None = None,

@@ -17,13 +17,6 @@ MAX_ROWS = 1_000_000
 Progress = Callable[[float, str], None]
 
 
-def read_rows(path: str | Path, progress: Progress | None = None) -> tuple[list[dict], str, list[int]]:
-    """Rows as dicts, the unit that numbers them ('line' for JSONL, 'row' otherwise), and their numbers."""
-    unit, rows = iter_rows(path, progress)
-    numbered = list(rows)
-    return [r for _, r in numbered], unit, [n for n, _ in numbered]
-
-
 def iter_rows(path: str | Path, progress: Progress | None = None) -> tuple[str, Iterator[tuple[int, dict]]]:
     """The unit that numbers the rows ('line' for JSONL, 'row' otherwise) and the rows as (number, dict), one at a
     time: a JSONL file (one object a line) is read as it goes, so its size does not bound memory; the other

@@ -145,6 +145,11 @@ def scorer_run(ws: Workspace, run_id, which: tuple[str, ...] = SCORERS) -> dict:
     return r
 
 
+def scorer_of(ws: Workspace, run_id) -> str:
+    """'outcome' or 'process': what the run a typed id names scores with (scorer_run's DataError otherwise)."""
+    return KINDS[scorer_run(ws, run_id)["kind"]].scorer
+
+
 def scorer_runs(ws: Workspace, which: tuple[str, ...] = SCORERS) -> list[tuple[str, str]]:
     """(label, run_id) of the runs with a saved adapter whose kind gives a scorer of these sorts, newest first."""
     kinds = set(scorer_kinds(which))

@@ -26,7 +26,6 @@ from rloo_studio.label import store as labels
 from rloo_studio.label.importing import import_file as import_path
 from rloo_studio.label.importing import import_upload
 from rloo_studio.runs import catalog
-from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.runner import read_metrics
 from rloo_studio.studio import Studio
 from rloo_studio.ui.uploads import discard_upload
@@ -55,17 +54,14 @@ def score(studio: Studio, prompt: str, response: str, reward_run: str,
         mean, steps: [{text, start, end, p_correct}]}: each step's probability of being right, the first step below
         0.5 (null: none), and the aggregates RLOO's process_reward uses.
     """
-    from rloo_studio.inspect.scoring import check_text, score_json  # loads torch: only when asked
+    from rloo_studio.inspect.scorers import score_json  # loads torch: only when asked
+    from rloo_studio.inspect.scoring import check_text
 
     run = catalog.scorer_run(studio.ws, reward_run)  # says so when the id names no run that gives a scorer
     if split not in ("blank", "line", "sentence"):
         raise DataError(f"split must be 'blank', 'line' or 'sentence', not {str(split)[:40]!r}.")
     prompt, response = check_text(_text(prompt), "prompt"), check_text(_text(response), "response")
-    if KINDS[run["kind"]].scorer == "process":
-        from rloo_studio.inspect.process import score_json as process_json
-
-        return process_json(studio.ws, run["id"], prompt, response, split)
-    return score_json(studio.ws, run["id"], None, prompt, response, split)
+    return score_json(studio.ws, run["id"], prompt, response, split)
 
 
 def next_pair(studio: Studio, annotator: str,
