@@ -32,7 +32,7 @@ run: $(STAMP)
 # on one worker), each process one compute thread: two threads a process oversubscribed the two cores, and three
 # workers were slower than two (docs/BENCHMARKS.md, The test suite).
 test: $(STAMP) chromium lint
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder tests
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=30 tests
 
 # ruff, configured in pyproject.toml: style, pyflakes, import order (seconds).
 lint: $(STAMP)

@@ -84,7 +84,7 @@ def main() -> None:
         with sync_playwright() as p:
             browser = launch_browser(p)
             for r in range(a.rounds + 1):  # round 0: the uncounted warm-up
-                for way in ("cli", "watched"):
+                for way in ("cli", "watched") if r % 2 == 0 else ("watched", "cli"):  # each way first in turn
                     s = from_cli(ws, a.preset, a.steps) if way == "cli" else \
                         watched(browser, app.url, ws, a.preset, a.steps)
                     print(json.dumps({"round": r, "way": way, "seconds": round(s, 1)}), flush=True)

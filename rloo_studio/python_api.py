@@ -26,7 +26,7 @@ from rloo_studio.core.config import build, from_dict
 from rloo_studio.core.errors import DataError, StudioError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs import catalog, lifecycle
-from rloo_studio.runs.jobs import KINDS
+from rloo_studio.runs.jobs import KINDS, load
 from rloo_studio.runs.runner import ACTIVE, JobRunner, read_jsonl, read_metrics
 
 _RUNNERS: dict[Path, JobRunner] = {}
@@ -122,11 +122,16 @@ def config(kind: str, preset: str | None = None, config_file: str | Path | None 
     return from_dict(job.config_class(), settings, base=cfg) if settings else cfg
 
 
-def train(kind: str, workspace, preset: str | None = None, config_file: str | Path | None = None,
+def train(kind: str, workspace, preset: str | None = None, config_file: str | Path | None = None, demo: bool = False,
           **settings) -> Run:
     """Start a new run of `kind` (train_reward, train_rloo, train_prm, label_steps are this for one kind); returns
-    its handle at once. The kind's pre-flight refuses, in words, a run that could only fail."""
+    its handle at once. The kind's pre-flight refuses, in words, a run that could only fail. `demo`: first add the
+    kind's own demo data where it has some (the process reward model's step labels, once per workspace), as the
+    CLI's --demo does."""
     ws = _ws(workspace)
+    job = _kind(kind)
+    if demo and job.demo_data:
+        load(job.demo_data)(ws)
     cfg = config(kind, preset, config_file, ws, **settings)
     return Run(ws, lifecycle.start(ws, runner_for(ws), kind, cfg))
 
@@ -139,8 +144,9 @@ def train_rloo(workspace, preset=None, config_file=None, **settings) -> Run:
     return train("rloo", workspace, preset, config_file, **settings)
 
 
-def train_prm(workspace, preset=None, config_file=None, **settings) -> Run:
-    return train("prm", workspace, preset, config_file, **settings)
+def train_prm(workspace, preset=None, config_file=None, demo: bool = False, **settings) -> Run:
+    """A process reward model on the workspace's step labels (`demo`: the demo's step labels added first)."""
+    return train("prm", workspace, preset, config_file, demo, **settings)
 
 
 def label_steps(workspace, preset=None, config_file=None, **settings) -> Run:

@@ -91,7 +91,8 @@ def qwen3_hybrid_model(tmp_path_factory):
 TRAIN_MODULES = {
     "test_accelerate", "test_concurrent_loads", "test_demo_model", "test_export_model", "test_faults",
     "test_generate", "test_gpu_check", "test_models", "test_prm", "test_python_api", "test_notebook",
-    "test_memory_release", "test_playground", "test_quickstart_notebook", "test_qwen3_cli", "test_qwen3_thinking",
+    "test_memory_release", "test_playground", "test_process_reward_notebook", "test_quickstart_notebook",
+    "test_qwen3_cli", "test_qwen3_thinking",
     "test_real_size_ui", "test_repro", "test_reward_job", "test_rewards", "test_rloo_job", "test_rloo_label",
     "test_rloo_learns", "test_rloo_with_reward_model", "test_runs", "test_scoring", "test_training",
 }
@@ -116,7 +117,8 @@ def pytest_configure(config):
 # form one group, so that app starts once. The slowest groups go first: xdist hands out the first groups
 # round-robin, so the long ones run side by side instead of one of them at the end with the other worker idle.
 SHARED_APP_FIXTURES = ("demo_app", "upload_limit_app", "trained_app", "first_runs_app")
-SLOW_FIRST = ["test_whole_loop", "test_charts_ui", "test_real_size_ui", "test_quickstart_notebook", "test_rloo_learns",
+SLOW_FIRST = ["test_whole_loop", "test_charts_ui", "test_real_size_ui", "test_quickstart_notebook",
+              "test_process_reward_notebook", "test_rloo_learns",
               "demo_app", "test_typed_input_ui", "test_faults", "test_qwen3_ui", "test_concurrent_labeling",
               "trained_app", "test_accelerate", "first_runs_app", "test_reward_job", "test_fresh_tabs_ui",
               "test_qwen3_cli", "test_cli"]
