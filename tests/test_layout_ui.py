@@ -32,6 +32,7 @@ CUT_JS = """([root, sel]) => {
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     let n;
     while ((n = walker.nextNode())) {
+      if (n.parentElement.closest('.sr-only')) continue;  // a label for screen readers only, never drawn
       const re = /\\S+/g; let m;
       while ((m = re.exec(n.textContent))) {
         if (!/\\w/.test(m[0])) continue;  // an icon (an accordion's ▼ turns), not a word

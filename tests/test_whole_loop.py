@@ -92,6 +92,9 @@ def test_whole_loop_as_a_new_user(tmp_path):
             screenshot(page, "loop-4-rloo")
             # 40 steps and two 200-prompt evaluations: about a minute on an idle machine, far longer on a loaded one
             expect(page.locator("#rloo-status")).to_contain_text("completed", timeout=3 * LONG)
+            held = page.locator("#rloo-held-out")  # folded to its headline under the charts: opened as a person would
+            expect(held).to_contain_text("Held-out accuracy", timeout=LONG)
+            held.get_by_text("the run's own measurement").first.click()
             panel = page.locator("#rloo-before-after")
             expect(panel).to_contain_text("after", timeout=LONG)
             panel.scroll_into_view_if_needed()

@@ -51,7 +51,7 @@ LAYOUT = [
     (PROMPTS, (("prompt_set",), ("reward_weights", "reward_clip_range"), ("answer_format",), ("reward_model_run",),
                ("reward_model_normalize", "reward_model_std_floor"), ("reward_model_clip", "reward_model_batch_size"),
                ("process_reward_run",), ("process_reward_aggregate", "process_reward_correct_only"),
-               ("process_reward_unfinished",)), False),
+               ("process_reward_filter", "process_reward_unfinished")), False),
     ("Training: optimizer, temperature, batch, seed, advantages",
      (("optim", "temperature"), ("per_device_train_batch_size", "gradient_accumulation_steps"),
       ("seed", "normalize_advantages", "mask_truncated_completions")), False),
