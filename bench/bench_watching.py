@@ -1,5 +1,6 @@
 """What watching a run in the browser costs: the same RLOO run (preset, seed, steps) from the command line and
-launched from the RLOO tab with the page following it, on the same workspace, alternating.
+launched from the RLOO tab with the page following it, and launched from the tab with the page closed at once (the
+app's own cost, nobody watching), on the same workspace, alternating.
 
     .venv/bin/python bench/bench_watching.py [--rounds 3] [--steps 20] [--preset demo-cpu]
 
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +46,9 @@ def from_cli(ws: Path, preset: str, steps: int) -> float:
     return duration(ws, newest(ws, before))
 
 
-def watched(browser, url: str, ws: Path, preset: str, steps: int) -> float:
-    """Launched from the RLOO tab, the page following it to its end."""
+def watched(browser, url: str, ws: Path, preset: str, steps: int, follow: bool = True) -> float:
+    """Launched from the RLOO tab, the page following it to its end (`follow`), or closed once the run started: the
+    same run in the app with nobody watching."""
     from playwright.sync_api import expect
 
     before = {p.name for p in (ws / "runs").glob("rloo-*")}
@@ -59,10 +63,19 @@ def watched(browser, url: str, ws: Path, preset: str, steps: int) -> float:
             reveal(page, key)
             fill(page, key, 0)
         page.locator("#rloo-launch").click()
-        expect(page.locator("#rloo-status")).to_contain_text("completed", timeout=3_600_000)
+        check = page.locator("#rloo-check")
+        expect(check).to_contain_text("Started run rloo-", timeout=120_000)
+        rid = re.search(r"Started run (rloo-[\w-]+)", check.inner_text())[1]
+        if follow:
+            status = page.locator("#rloo-status")
+            expect(status).to_contain_text(rid, timeout=120_000)  # the page follows the run it started
+            expect(status).to_contain_text("completed", timeout=3_600_000)
     finally:
         page.close()
-    return duration(ws, newest(ws, before))
+    while not follow and json.loads((ws / "runs" / rid / "status.json").read_text())["status"] in ("queued", "running"):
+        time.sleep(0.5)
+    assert newest(ws, before) == rid
+    return duration(ws, rid)
 
 
 def main() -> None:
@@ -70,6 +83,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--preset", default="demo-cpu")
+    ap.add_argument("--ways", default="cli,watched,app", help="which of cli, watched, app to run (all three: the "
+                    "medians and ratios)")
     a = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -79,23 +94,28 @@ def main() -> None:
     open_workspace(ws, demo=True)
     app = App(ws)
     app.wait_ready()
-    times: dict[str, list[float]] = {"cli": [], "watched": []}
+    ways = tuple(a.ways.split(","))
+    times: dict[str, list[float]] = {w: [] for w in ways}
     try:
         with sync_playwright() as p:
             browser = launch_browser(p)
             for r in range(a.rounds + 1):  # round 0: the uncounted warm-up
-                for way in ("cli", "watched") if r % 2 == 0 else ("watched", "cli"):  # each way first in turn
+                for way in ways[r % 3:] + ways[:r % 3]:  # each way first in turn
                     s = from_cli(ws, a.preset, a.steps) if way == "cli" else \
-                        watched(browser, app.url, ws, a.preset, a.steps)
+                        watched(browser, app.url, ws, a.preset, a.steps, follow=way == "watched")
                     print(json.dumps({"round": r, "way": way, "seconds": round(s, 1)}), flush=True)
                     if r:
                         times[way].append(s)
             browser.close()
     finally:
         app.stop()
-    cli, seen = statistics.median(times["cli"]), statistics.median(times["watched"])
+    if set(ways) != {"cli", "watched", "app"}:
+        print(json.dumps({w: round(statistics.median(t), 1) for w, t in times.items()}))
+        return
+    cli, seen, alone = (statistics.median(times[w]) for w in ("cli", "watched", "app"))
     print(json.dumps({"steps": a.steps, "preset": a.preset, "cli_median_s": round(cli, 1),
-                      "watched_median_s": round(seen, 1), "watched_over_cli": round(seen / cli, 3)}))
+                      "watched_median_s": round(seen, 1), "app_unwatched_median_s": round(alone, 1),
+                      "watched_over_cli": round(seen / cli, 3), "unwatched_over_cli": round(alone / cli, 3)}))
 
 
 if __name__ == "__main__":

@@ -191,12 +191,13 @@ def runs_rows(ws, kind: str) -> tuple[list[str], list[list]]:
 
 
 def listed(section: JobSection, memo: dict) -> dict:
-    """The runs list, worked out again only when a run was added, deleted or changed state, or an active one
-    logged; sent only when its rows changed."""
+    """The runs list, worked out again when a run was added, deleted or changed state (at once), or an active one
+    logged (at most every run_panel.CHARTS_S); sent only when its rows changed."""
     ws = section.studio.ws
-    key = [(r["id"], r["status"], r["started"], r["ended"], r["message"],
-            section.panel.records(r["id"])[1] if r["status"] in ACTIVE else None) for r in ws.runs(section.kind.name)]
-    if not run_panel.changed(memo, "runs", key):
+    runs = ws.runs(section.kind.name)
+    states = [(r["id"], r["status"], r["started"], r["ended"], r["message"]) for r in runs]
+    logged = [section.panel.records(r["id"])[1] for r in runs if r["status"] in ACTIVE]
+    if not run_panel.due(memo, "runs", states, logged, bool(logged)):  # a state at once; an active run's steps paced
         return {}
     _, rows = runs_rows(ws, section.kind.name)
     return {section.runs: rows} if run_panel.changed(memo, "rows", rows) else {}

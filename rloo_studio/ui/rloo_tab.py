@@ -172,11 +172,12 @@ def on_tick(live: Live, shown: Shown, fresh: bool = False) -> dict:
         out[live.run] = rid  # the run box names the run shown; what reads the box (token view, ...) follows
     out |= panel.charts(memo, [rid, other if earlier else None, earlier_version, weight, log], version,
                         lambda: rloo_charts(records, rid, earlier, other or "", weight, log), rid)
-    if run_panel.changed(memo, "warnings", [rid, version, samples_version]):
+    active = panel.studio.runner.status(rid).get("status") in run_panel.ACTIVE
+    if run_panel.due(memo, "warnings", rid, [version, samples_version], active):
         kept = run_warnings.read(ws.run_dir(rid))  # the job keeps them, so they outlive their steps
         out[live.warnings] = rloo_render.warnings(kept or health.warnings(records, _max_length(ws, rid), samples))
-    # the table only when its completions or order changed: the user's scroll position stays
-    if run_panel.changed(memo, "table", [rid, samples_version, shown.order]):
+    # the table only when its completions (paced while the run is active) or order changed: the scroll position stays
+    if run_panel.due(memo, "table", [rid, shown.order], samples_version, active):
         cols, rows = completions.completion_groups(samples, shown.order or completions.ORDERS[0])
         if rows:
             out[live.table] = gr.Dataframe(value=rows, headers=cols, column_widths=rloo_render.widths(cols))
@@ -337,9 +338,9 @@ def build(studio: Studio):
     cmp_btn.click(partial(on_compare, studio), [run_dd, n_cmp], [cmp_md, cmp_table])
     job_section.clear_messages(section, actions + [(upload.upload, [check]), (cmp_btn.click, [cmp_md])], [cmp_md])
     shown = {"run": run_dd, "overlay": overlay_dd, "smoothing": smooth, "log_scale": log_scale, "order": order_dd}
-    follow = section.panel.follow(partial(on_tick, Live(section, warn, table, run_dd, held, held_table)), 2.0, Shown,
-                                  shown, [warn, table, run_dd, held, held_table, section.runs, section.config,
-                                          section.cli],
+    live = Live(section, warn, table, run_dd, held, held_table)
+    follow = section.panel.follow(partial(on_tick, live), run_panel.ACTIVE_S, Shown, shown,
+                                  [warn, table, run_dd, held, held_table, section.runs, section.config, section.cli],
                                   also=tuple(shown.values()), after=(section.resumed,))
 
     def hooks(demo: gr.Blocks, tab: gr.Tab) -> None:

@@ -73,11 +73,14 @@ def shown_js(key: str) -> str:
 # sends (bench/bench_idle_page.py): a page left open on the Reward tab, ticking every second, took a sixth of a
 # core with nothing running. A run started or resumed from the tab redraws it at once (its own event).
 IDLE_S = 5.0
-# While a run is active its charts are drawn again at most this often (the status line follows every tick). Drawn at
-# each 2 s tick, the RLOO tab's nine charts cost a page following a run 3.9 CPU-s per 10 s in Chromium and 1.6 in the
-# app; at most every 6 s, 2.6 and 0.8 (bench/bench_idle_page.py --run). A run that ends, or a change of what the
-# charts show, draws them at once.
-CHARTS_S = 6.0
+# While a run is active the status line follows every ACTIVE_S tick, and its charts (and the tables that follow its
+# steps) are drawn again at most every CHARTS_S. A page following an RLOO run costs per 10 s, in Chromium and in the
+# app (bench/bench_idle_page.py --run, 2026-12-07): 2.2 and 0.9 CPU-s at 2 s ticks and charts every 6 s; 1.0 and 0.4
+# at these. A run the page follows still takes about 1.4x as long as the same run from the CLI, and 1.0x in the app
+# with no page open (bench/bench_watching.py, docs/BENCHMARKS.md): on 2 cores that a run's two compute threads fill,
+# any other load slows it by more than its share. A run that ends, or a change of what is shown, is drawn at once.
+ACTIVE_S = 4.0
+CHARTS_S = 12.0
 
 
 def pace(ws, kind: str | None, every: float) -> gr.Timer:
@@ -100,6 +103,20 @@ def changed(memo: dict, part: str, key) -> bool:
     if part in memo and memo[part] == key:
         return False
     memo[part] = key
+    return True
+
+
+def due(memo: dict, part: str, view, version, active: bool) -> bool:
+    """Like `changed`, for a part that follows a run's records (`version`) in a given `view` (the run, how it is
+    shown): at once when the view changed or the run is not active, else at most every CHARTS_S seconds. What a page
+    following a run redraws at each step takes the run's own cores (bench/bench_watching.py)."""
+    key = [view, version]
+    if memo.get(part) == key:
+        return False
+    same_view = (memo.get(part) or [None])[0] == view
+    if same_view and active and time.monotonic() - memo.get(f"{part}_at", 0.0) < CHARTS_S:
+        return False
+    memo[part], memo[f"{part}_at"] = key, time.monotonic()
     return True
 
 
@@ -214,14 +231,9 @@ class RunPanel:
         """The charts drawn by `draw`, only when what they show changed: at once when `view` (the run and how it is
         drawn) changed, and as run `rid` grows (its records' `version`) at most every CHARTS_S seconds while it
         is active."""
-        key = [list(view), version]
-        if memo.get("charts") == key:
+        active = bool(rid) and self.studio.runner.status(rid).get("status") in ACTIVE
+        if not due(memo, "charts", list(view), version, active):
             return {}
-        same_view = (memo.get("charts") or [None])[0] == key[0]
-        growing = same_view and rid and self.studio.runner.status(rid).get("status") in ACTIVE
-        if growing and time.monotonic() - memo.get("charts_at", 0.0) < CHARTS_S:
-            return {}
-        memo["charts"], memo["charts_at"] = key, time.monotonic()
         return dict(zip(self.plots, (charts.figure(c, h) for c, h in zip(draw(), self.heights))))
 
     def follow(self, tick: Callable, every: float, form: type, widgets: dict, outputs: list,
