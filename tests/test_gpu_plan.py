@@ -118,3 +118,13 @@ def test_on_a_gpu_launch_refuses_what_will_not_fit_unless_the_guard_is_off(empty
     plan.guard(None, "rloo", KINDS["rloo"].preset_config("gpu-24gb"))  # the preset itself fits
     monkeypatch.setattr(memory, "device_free", lambda: None)
     plan.guard(None, "rloo", cfg)  # a CPU: its memory is not a GPU's, nothing is judged
+
+
+def test_the_card_box_reads_a_size_in_gib_or_means_this_machine_when_empty():
+    from rloo_studio.ui.job_section import card_gib
+
+    assert card_gib("") is None and card_gib(None) is None and card_gib(" 0 ") is None
+    assert card_gib("24") == 24.0 and card_gib("80 GiB") == 80.0 and card_gib("16GB") == 16.0
+    for bad in ("abc", "0.5", "5000", "nan"):
+        with pytest.raises(ConfigError, match="between 1 and 4096 GiB"):
+            card_gib(bad)
