@@ -13,7 +13,7 @@ import gradio as gr
 
 from rloo_studio.runs.jobs import JobKind
 from rloo_studio.studio import Studio
-from rloo_studio.ui import job_section, run_panel
+from rloo_studio.ui import job_section
 from rloo_studio.ui.job_section import JobSection, Shown
 
 IN_VIEW = 6  # a default tab keeps this many settings in view, two to a row; the rest fold into "Other settings"
@@ -39,7 +39,7 @@ def section(studio: Studio, kind: str, layout: list, preset: str | None, empty: 
         s.runs_list(title)
     actions = job_section.wire(s, watched)
     job_section.clear_messages(s, actions, [])
-    follow = panel.follow(partial(job_section.on_tick, s), run_panel.ACTIVE_S, Shown, {"watched": watched},
+    follow = panel.follow(partial(job_section.on_tick, s), 2.0, Shown, {"watched": watched},
                           [s.runs, s.config, s.cli], also=(watched,), after=(s.resumed,))
     return s, follow
 

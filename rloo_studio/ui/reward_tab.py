@@ -125,7 +125,7 @@ def build(studio: Studio):
     for key in PREFLIGHT_FIELDS:
         section.widgets[key].change(check, section.inputs, summary, show_progress="hidden")
     job_section.clear_messages(section, actions, [])
-    follow = section.panel.follow(partial(on_tick, Live(section, log)), run_panel.ACTIVE_S, Shown, {"watched": watched},
+    follow = section.panel.follow(partial(on_tick, Live(section, log)), 1.0, Shown, {"watched": watched},
                                   [log, section.runs, section.config, section.cli], also=(watched,),
                                   after=(section.resumed,))
 

@@ -339,7 +339,7 @@ def build(studio: Studio):
     job_section.clear_messages(section, actions + [(upload.upload, [check]), (cmp_btn.click, [cmp_md])], [cmp_md])
     shown = {"run": run_dd, "overlay": overlay_dd, "smoothing": smooth, "log_scale": log_scale, "order": order_dd}
     live = Live(section, warn, table, run_dd, held, held_table)
-    follow = section.panel.follow(partial(on_tick, live), run_panel.ACTIVE_S, Shown, shown,
+    follow = section.panel.follow(partial(on_tick, live), 2.0, Shown, shown,
                                   [warn, table, run_dd, held, held_table, section.runs, section.config, section.cli],
                                   also=tuple(shown.values()), after=(section.resumed,))
 

@@ -73,14 +73,15 @@ def shown_js(key: str) -> str:
 # sends (bench/bench_idle_page.py): a page left open on the Reward tab, ticking every second, took a sixth of a
 # core with nothing running. A run started or resumed from the tab redraws it at once (its own event).
 IDLE_S = 5.0
-# While a run is active the status line follows every ACTIVE_S tick, and its charts (and the tables that follow its
-# steps) are drawn again at most every CHARTS_S. A page following an RLOO run costs per 10 s, in Chromium and in the
-# app (bench/bench_idle_page.py --run, 2026-12-07): 2.2 and 0.9 CPU-s at 2 s ticks and charts every 6 s; 1.0 and 0.4
-# at these. A run the page follows still takes about 1.4x as long as the same run from the CLI, and 1.0x in the app
-# with no page open (bench/bench_watching.py, docs/BENCHMARKS.md): on 2 cores that a run's two compute threads fill,
-# any other load slows it by more than its share. A run that ends, or a change of what is shown, is drawn at once.
-ACTIVE_S = 4.0
-CHARTS_S = 12.0
+# While a run is active its charts (and the tables that follow its steps) are drawn again at most every CHARTS_S; the
+# status line follows each tick (every 1-2 s, as the tab asks). A page following an RLOO run costs per 10 s, in
+# Chromium and in the app (bench/bench_idle_page.py --run, 2026-12-07): 2.2 and 0.9 CPU-s so; 1.0 and 0.4 with 4 s
+# ticks and charts every 12 s. Either way a run the page follows took about 1.4-1.6x as long as the same run from the
+# CLI, and 1.0-1.1x in the app with no page open (bench/bench_watching.py, docs/BENCHMARKS.md): on 2 cores that a
+# run's two compute threads fill, other load slows it by more than its share, and the slower page did not buy back
+# training time beyond the host's spread, so the status line keeps its pace. A run that ends, or a change of what is
+# shown, is drawn at once.
+CHARTS_S = 6.0
 
 
 def pace(ws, kind: str | None, every: float) -> gr.Timer:
