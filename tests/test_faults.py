@@ -12,7 +12,8 @@ from rloo_studio.label.demo_data import open_workspace
 from rloo_studio.label.store import progress
 from rloo_studio.rloo.config import RlooJobConfig
 from rloo_studio.rloo.job import train_rloo
-from rloo_studio.runs.runner import JobRunner, last_good_checkpoint, read_metrics, read_status
+from rloo_studio.runs.checkpoints import last_good_checkpoint
+from rloo_studio.runs.runner import JobRunner, read_metrics, read_status
 
 ROOT = Path(__file__).resolve().parent.parent
 

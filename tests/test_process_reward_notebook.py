@@ -4,12 +4,9 @@ what it says: the demo's step labels and a process reward model that learned the
 F1, one response's steps judged with the slipped step doubted and drawn, an RLOO run of the slipping policy rewarded
 by it with its charts, and the before/after in steps."""
 import ast
-import shutil
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-from test_quickstart_notebook import figures, text_of
+from test_quickstart_notebook import figures, run_in_kernel, stored_without_outputs, text_of
 
 from rloo_studio.prm.charts import PLOTS as PRM_PLOTS
 from rloo_studio.rloo.charts import PLOTS as RLOO_PLOTS
@@ -24,19 +21,11 @@ def result_of(cell) -> str:
 
 
 def test_the_stored_notebook_has_no_outputs():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code and all(not c.outputs and c.execution_count is None for c in code)
+    assert stored_without_outputs(NOTEBOOK)
 
 
 def test_the_process_reward_notebook_runs_the_loop_in_a_kernel(tmp_path):
-    folder = tmp_path / "examples"
-    folder.mkdir()
-    shutil.copy(NOTEBOOK, folder / NOTEBOOK.name)
-    nb = nbformat.read(folder / NOTEBOOK.name, as_version=4)
-    NotebookClient(nb, timeout=1500, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
-    cells = [c for c in nb.cells if c.cell_type == "code"]
-    assert not [o for c in cells for o in c.outputs if o.output_type == "error"]
+    folder, cells = run_in_kernel(NOTEBOOK, tmp_path)
     runs, prm_metrics, prm_plot, bench, scored, rloo_metrics, rloo_plot, learned = cells
 
     assert "Empty DataFrame" in text_of(runs) and (folder / "process-reward-ws").is_dir()

@@ -29,23 +29,34 @@ def figures(cell) -> list[dict]:
             for o in cell.outputs if o.output_type == "display_data" and "application/vnd.plotly.v1+json" in o["data"]]
 
 
-def test_the_stored_notebook_has_no_outputs():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code and all(not c.outputs and c.execution_count is None for c in code)
+def stored_without_outputs(notebook: Path) -> bool:
+    """The notebook in the repository has code cells, none with outputs or an execution count."""
+    code = [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
+    return bool(code) and all(not c.outputs and c.execution_count is None for c in code)
 
 
-def test_the_quickstart_runs_the_demo_loop_in_a_kernel(tmp_path):
+def run_in_kernel(notebook: Path, tmp_path: Path, extra: tuple[str, ...] = ()) -> tuple[Path, list]:
+    """(its folder, its code cells run): the notebook copied to a folder of its own with `extra` cells after its
+    own, every cell run in a real kernel from that folder, none ending in an error."""
     folder = tmp_path / "examples"
     folder.mkdir()
-    shutil.copy(NOTEBOOK, folder / NOTEBOOK.name)
-    nb = nbformat.read(folder / NOTEBOOK.name, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(  # the test's own last cell: the runs, as the API lists them
-        "print(sorted(rs.list_runs(ws)['id']) == sorted([rm.id, policy.id]), rs.run(ws, rm.id).status, "
-        "type(rm.metrics()).__name__)"))
+    shutil.copy(notebook, folder / notebook.name)
+    nb = nbformat.read(folder / notebook.name, as_version=4)
+    nb.cells.extend(nbformat.v4.new_code_cell(source) for source in extra)
     NotebookClient(nb, timeout=1500, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
     cells = [c for c in nb.cells if c.cell_type == "code"]
     assert not [o for c in cells for o in c.outputs if o.output_type == "error"]
+    return folder, cells
+
+
+def test_the_stored_notebook_has_no_outputs():
+    assert stored_without_outputs(NOTEBOOK)
+
+
+def test_the_quickstart_runs_the_demo_loop_in_a_kernel(tmp_path):
+    folder, cells = run_in_kernel(NOTEBOOK, tmp_path, (  # the test's own last cell: the runs, as the API lists them
+        "print(sorted(rs.list_runs(ws)['id']) == sorted([rm.id, policy.id]), rs.run(ws, rm.id).status, "
+        "type(rm.metrics()).__name__)",))
     runs, rm_metrics, rm_plot, scored, rloo_metrics, rloo_plot, samples, learned, listed = cells
 
     assert "Empty DataFrame" in text_of(runs)  # a fresh workspace: no run yet

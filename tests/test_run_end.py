@@ -6,7 +6,8 @@ import time
 
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs import lifecycle
-from rloo_studio.runs.runner import JobRunner, RunContext, mark_checkpoint, resume_point
+from rloo_studio.runs.checkpoints import mark_checkpoint
+from rloo_studio.runs.runner import JobRunner, RunContext, resume_point
 
 GATES: dict[str, threading.Event] = {}
 

@@ -133,7 +133,7 @@ def test_resume_passes_over_a_checkpoint_cut_short(tmp_path):
     """The one resume rule: the newest checkpoint whose trainer_state.json was written (the Trainer writes it
     last), never a half-written one (no state, or a state cut short by a kill as it was written), nor a folder
     that only looks like a checkpoint."""
-    from rloo_studio.runs.runner import last_good_checkpoint
+    from rloo_studio.runs.checkpoints import last_good_checkpoint
 
     ck = tmp_path / "checkpoints"
     assert last_good_checkpoint(tmp_path) is None

@@ -2,7 +2,7 @@
 the default job tab (ui/job_tab.py).
 
 The job counts steps: each writes a metric record and a row per item to toy.jsonl (a per-step file of its own),
-and every `save_steps` a checkpoint marker (runs.runner.mark_checkpoint), so that a resume starts from the last
+and every `save_steps` a checkpoint marker (runs.checkpoints.mark_checkpoint), so that a resume starts from the last
 checkpoint through the same runs.runner.resume_point as the real jobs.
 """
 from __future__ import annotations
@@ -11,7 +11,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from rloo_studio.runs.runner import RunContext, mark_checkpoint, resume_point
+from rloo_studio.runs.checkpoints import mark_checkpoint
+from rloo_studio.runs.runner import RunContext, resume_point
 
 FILE = "toy.jsonl"
 

@@ -102,7 +102,8 @@ def reaches(response: str, answer, answer_format: str) -> bool:
 
 
 def label_from_rollouts(cfg: RolloutConfig, ctx) -> str:
-    from rloo_studio.runs.runner import checkpoint_step, mark_checkpoint, resume_point
+    from rloo_studio.runs.checkpoints import checkpoint_step, mark_checkpoint
+    from rloo_studio.runs.runner import resume_point
 
     rows = launch_check(ctx.ws, cfg)
     start = checkpoint_step(resume_point(ctx))  # prompts already done (their labels are stored)

@@ -10,8 +10,9 @@ from rloo_studio.core.config import from_dict
 from rloo_studio.core.errors import DataError
 from rloo_studio.core.workspace import Workspace
 from rloo_studio.runs import run_warnings
+from rloo_studio.runs.checkpoints import last_good_checkpoint
 from rloo_studio.runs.jobs import KINDS, SCORERS, article, scorer_kinds, title
-from rloo_studio.runs.runner import ACTIVE, last_good_checkpoint, read_metrics, read_status
+from rloo_studio.runs.runner import ACTIVE, read_metrics, read_status
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 

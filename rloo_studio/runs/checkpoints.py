@@ -1,5 +1,5 @@
 """A run's checkpoints: the one rule that finds the newest complete one (every resume uses it), and the marker a job
-without a Trainer writes so that the same rule finds its progress. runs/runner.py re-exports these names."""
+without a Trainer writes so that the same rule finds its progress."""
 from __future__ import annotations
 
 import json

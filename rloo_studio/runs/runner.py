@@ -24,7 +24,7 @@ from rloo_studio.core.config import to_yaml_commented
 from rloo_studio.core.errors import explain
 from rloo_studio.core.kept import release_memory
 from rloo_studio.core.workspace import Workspace
-from rloo_studio.runs.checkpoints import checkpoint_step, last_good_checkpoint, mark_checkpoint  # noqa: F401
+from rloo_studio.runs.checkpoints import checkpoint_step, last_good_checkpoint
 from rloo_studio.runs.jobs import KINDS
 from rloo_studio.runs.record import write as write_repro
 
